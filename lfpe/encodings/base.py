@@ -1,0 +1,69 @@
+"""What every encoding module shares: its kind, grid evaluation, argument checks.
+
+Kinds tell a model where an encoding enters attention:
+* `absolute`: `__call__(coords [..., M]) -> [..., D]`, added to (or concatenated
+  with) tokens; `grid(shape) -> [prod(shape), D]` evaluates it once per grid.
+* `bias`: `__call__(shape) -> [heads, N, N]`, added to the attention logits.
+* `logits`: `__call__(q [B, N, heads, d], shape) -> [B, heads, N, N]`, added to
+  the attention logits (2-D relative attention).
+* `rotary`: `__call__(x [B, N, heads, d], coords [N, M]) -> [B, N, heads, d]`,
+  applied to q and k.
+* `none`: contributes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import jax.numpy as jnp
+
+from lfpe.encodings import coords as coords_lib
+
+KINDS = ("absolute", "bias", "logits", "rotary", "none")
+
+
+class AbsoluteEncoding:
+  """Mixin for absolute encodings (flax.linen modules that map coordinates).
+
+  Subclasses set `coords_mode` (a field or class attribute: `index`, `unit`,
+  `centered`) and, for 1-D encodings of a raster-flattened grid, `flatten=True`.
+  """
+
+  kind: ClassVar[str] = "absolute"
+  flatten: ClassVar[bool] = False
+
+  def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
+    """The coordinates this encoding reads for a grid of `shape`."""
+    if self.flatten:
+      return coords_lib.flat_index(shape)
+    return coords_lib.grid(shape, self.coords_mode)
+
+  def grid(self, shape: Sequence[int]) -> jnp.ndarray:
+    """The encoding of every cell of a row-major grid, `[prod(shape), D]`."""
+    return self(self.grid_coords(shape))
+
+
+def check_positive(name: str, value, owner: str) -> None:
+  if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+    raise ValueError(f"{owner}: `{name}` must be a positive number, got {value!r}.")
+
+
+def check_divisible(name: str, value: int, divisor: int, why: str, owner: str) -> None:
+  if not isinstance(value, int) or value <= 0 or value % divisor:
+    raise ValueError(
+        f"{owner}: `{name}`={value!r} must be a positive multiple of {divisor} ({why}); "
+        f"use e.g. {name}={_nearest_multiple(value, divisor)}.")
+
+
+def _nearest_multiple(value, divisor: int) -> int:
+  value = value if isinstance(value, int) and value > 0 else divisor
+  return max(divisor, round(value / divisor) * divisor)
+
+
+def check_last_dim(name: str, x: jnp.ndarray, expected: int, owner: str) -> None:
+  if x.shape[-1] != expected:
+    raise ValueError(
+        f"{owner}: `{name}` must have last dimension {expected} (the number of coordinate "
+        f"axes M), got shape {tuple(x.shape)}; pass coordinates as [..., {expected}] "
+        f"or change the encoding's ndim.")

@@ -1,0 +1,94 @@
+"""Coordinates: the one convention every positional encoding in lfpe reads.
+
+Absolute encodings take real-valued coordinates `[..., M]` (grouped Fourier:
+`[..., G, M]`) and return `[..., D]`. This module makes those coordinates:
+
+* `grid(shape, mode)`: a row-major grid `[prod(shape), len(shape)]` in one of
+  - `index`:    integer positions 0 .. n-1 (as float32),
+  - `unit`:     [0, 1], endpoints included (0 for an axis of length 1),
+  - `centered`: [-1, 1], endpoints included (the Gabor paper's Fig. 5).
+* `flat_index(shape)`: the raster-order index `[prod(shape), 1]` (1-D encodings).
+* `detr(mask)`: DETR's 1-based cumulative sum over the valid region, normalised
+  by the last valid value to (0, 2π]; `[B, H, W, 2]` as (y, x).
+* `boxes(boxes, groups)`: 4-D boxes (top, left, bottom, right) split into
+  `groups` groups of `4 // groups` coordinates, `[..., G, M]` (002 Sec. 4.4).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+MODES = ("index", "unit", "centered")
+
+
+def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
+  shape = tuple(int(s) for s in shape)
+  if not shape or any(s < 1 for s in shape):
+    raise ValueError(f"grid shape must be a non-empty tuple of positive ints, got {shape}.")
+  return shape
+
+
+def axis_values(n: int, mode: str) -> np.ndarray:
+  """The `n` coordinate values of one axis in `mode`, float32 `[n]`."""
+  if mode not in MODES:
+    raise ValueError(f"mode={mode!r} is not a coordinate mode; use one of {MODES}.")
+  idx = np.arange(n, dtype=np.float32)
+  if mode == "index":
+    return idx
+  unit = idx / max(n - 1, 1)
+  return unit if mode == "unit" else 2.0 * unit - 1.0
+
+
+def grid(shape: Sequence[int], mode: str = "index") -> jnp.ndarray:
+  """Row-major grid of coordinates, `[prod(shape), len(shape)]` float32."""
+  shape = _check_shape(shape)
+  axes = [axis_values(n, mode) for n in shape]
+  mesh = np.meshgrid(*axes, indexing="ij")
+  return jnp.asarray(np.stack([m.reshape(-1) for m in mesh], axis=-1))
+
+
+def flat_index(shape: Sequence[int]) -> jnp.ndarray:
+  """Raster-order position index of every grid cell, `[prod(shape), 1]` float32."""
+  shape = _check_shape(shape)
+  return jnp.arange(math.prod(shape), dtype=jnp.float32)[:, None]
+
+
+def detr(mask: jnp.ndarray, normalize: bool = True, scale: float = 2 * math.pi,
+         eps: float = 1e-6) -> jnp.ndarray:
+  """DETR positions from a padding mask (True = padding), `[B, H, W, 2]` (y, x).
+
+  Positions are the 1-based cumulative count of valid pixels along each axis
+  (001 Sec. 4.2). With `normalize`, each is divided by the last value along its
+  axis and multiplied by `scale`, giving (0, 2π] on the valid region: a padded
+  image then has the same positions as the unpadded one where it is valid.
+  """
+  mask = jnp.asarray(mask)
+  if mask.ndim != 3 or mask.dtype != jnp.bool_:
+    raise ValueError(
+        f"mask must be a boolean [B, H, W] array (True = padding), got "
+        f"{mask.dtype}{tuple(mask.shape)}; pass e.g. `mask=pixels_are_padding.astype(bool)`.")
+  valid = (~mask).astype(jnp.float32)
+  y = jnp.cumsum(valid, axis=1)
+  x = jnp.cumsum(valid, axis=2)
+  if normalize:
+    y = y / (y[:, -1:, :] + eps) * scale
+    x = x / (x[:, :, -1:] + eps) * scale
+  return jnp.stack([y, x], axis=-1)
+
+
+def boxes(box: jnp.ndarray, groups: int = 1) -> jnp.ndarray:
+  """Split boxes `[..., 4]` (top, left, bottom, right) into `[..., G, 4 // G]`.
+
+  G=1: one 4-D group; G=2: (top, left), (bottom, right); G=4: four 1-D groups.
+  """
+  box = jnp.asarray(box)
+  if box.shape[-1] != 4:
+    raise ValueError(f"boxes must end in 4 coordinates (top, left, bottom, right), "
+                     f"got shape {tuple(box.shape)}.")
+  if groups not in (1, 2, 4):
+    raise ValueError(f"groups={groups} must divide the 4 box coordinates: use 1, 2 or 4.")
+  return box.reshape(*box.shape[:-1], groups, 4 // groups)
