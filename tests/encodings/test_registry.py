@@ -1,0 +1,82 @@
+"""The registry: every public name builds, runs through Flax NNX, and rejects bad names."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from lfpe import encodings
+
+SHAPE, DIM, HEADS, HEAD_DIM = (4, 6), 16, 2, 8
+PUBLIC = ["fourier", "fourier_no_mlp", "fixed_fourier_mlp", "mlp", "sine_1d", "sine_nd",
+          "sine_2d", "sine_4d", "detr_sine", "embed_1d", "embed_nd", "embed_2d", "embed_4d",
+          "learnable_sine", "gabor", "edge", "gabor_edge", "index", "unit", "binary",
+          "rel_bias_2d", "rel_attn_2d", "rope_axial", "rope_mixed", "none"]
+
+
+def _module_and_args(name):
+  module = encodings.build(name, dim=DIM, grid_shape=SHAPE, num_heads=HEADS, head_dim=HEAD_DIM,
+                           ndim=2)
+  n = int(np.prod(SHAPE))
+  kind = encodings.kind(name)
+  if kind == "absolute":
+    return module, (module.grid_coords(SHAPE),), (n, DIM)
+  if kind == "bias":
+    return module, (SHAPE,), (HEADS, n, n)
+  if kind == "logits":
+    return module, (jnp.ones((1, n, HEADS, HEAD_DIM)), SHAPE), (1, HEADS, n, n)
+  if kind == "rotary":
+    return module, (jnp.ones((1, n, HEADS, HEAD_DIM)), module.grid_coords(SHAPE)), (
+        1, n, HEADS, HEAD_DIM)
+  return module, (), None
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_creates_a_linen_module(name):
+  module, args, out_shape = _module_and_args(name)
+  assert isinstance(module, nn.Module)
+  assert encodings.kind(name) in encodings.KINDS
+  if out_shape is None:
+    assert module.apply({}, *args) is None
+    return
+  variables = module.init(jax.random.key(0), *args)
+  out = module.apply(variables, *args)
+  assert out.shape == out_shape
+  assert bool(jnp.all(jnp.isfinite(out)))
+
+
+@pytest.mark.parametrize("name", [n for n in PUBLIC if n not in ("none", "sine_4d", "embed_4d")])
+def test_every_module_runs_from_flax_nnx_via_bridge(name):
+  module, args, _ = _module_and_args(name)
+  linen_out = module.apply(module.init(jax.random.key(0), *args), *args)
+  bridged = nnx.bridge.ToNNX(module, rngs=nnx.Rngs(0))
+  nnx.bridge.lazy_init(bridged, *args)
+  nnx_out = bridged(*args)
+  np.testing.assert_allclose(nnx_out, linen_out, rtol=1e-6, atol=1e-6)
+
+
+def test_absolute_grid_equals_call_on_grid_coords():
+  module = encodings.create("fourier", dim=DIM)
+  coords = module.grid_coords(SHAPE)
+  variables = module.init(jax.random.key(1), coords)
+  np.testing.assert_array_equal(module.apply(variables, SHAPE, method=module.grid),
+                                module.apply(variables, coords))
+
+
+def test_unknown_name_lists_the_valid_names():
+  with pytest.raises(ValueError, match="Unknown positional encoding 'fourrier'.*fourier.*sine_2d"):
+    encodings.create("fourrier", dim=8)
+
+
+def test_aliases_resolve_to_their_family():
+  assert encodings.resolve("sine_2d") is encodings.resolve("sine_nd")
+  assert encodings.resolve("embed_4d") is encodings.resolve("embed_nd")
+  assert set(PUBLIC) <= set(encodings.NAMES)
+
+
+def test_build_passes_only_declared_fields():
+  module = encodings.build("sine_2d", dim=32, grid_shape=(3, 3), num_heads=4, unrelated=1)
+  assert module.dim == 32
+  assert not hasattr(module, "unrelated")
