@@ -13,6 +13,7 @@ Kinds tell a model where an encoding enters attention:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -35,8 +36,8 @@ class AbsoluteEncoding:
 
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
     """The coordinates this encoding reads for a grid of `shape`."""
-    if self.flatten:
-      return coords_lib.flat_index(shape)
+    if self.flatten:  # the raster index of every cell, in `coords_mode`
+      return coords_lib.grid((math.prod(shape),), self.coords_mode)
     return coords_lib.grid(shape, self.coords_mode)
 
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
@@ -47,6 +48,12 @@ class AbsoluteEncoding:
 def check_positive(name: str, value, owner: str) -> None:
   if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
     raise ValueError(f"{owner}: `{name}` must be a positive number, got {value!r}.")
+
+
+def check_mode(mode: str, owner: str) -> None:
+  if mode not in coords_lib.MODES:
+    raise ValueError(f"{owner}: `coords_mode`={mode!r} is not a coordinate mode; use one of "
+                     f"{coords_lib.MODES}.")
 
 
 def check_divisible(name: str, value: int, divisor: int, why: str, owner: str) -> None:

@@ -1,0 +1,149 @@
+"""The dataset registry, and reading any registered dataset with `tfds.data_source`.
+
+`DATASETS` maps names to `DatasetSpec`s. Local datasets (a builder file in this folder, such
+as `digits.py`) are built offline by `prepare`. Catalog datasets come from the TFDS catalog:
+they must be prepared once as `array_record` in `data_dir` (TensorFlow is needed only for
+that step); when they are missing, the error says exactly how. Both kinds are then read the
+same way, from files, with `tfds.data_source` (no TensorFlow, no builder code).
+
+Adding a local dataset: write `lfpe/data/NAME.py` with an `ArrayBuilder` and a `SPEC`
+(see `digits.py`), and add `NAME.SPEC` to `_LOCAL` below.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+import tensorflow_datasets as tfds
+
+from lfpe.data import base, digits, redgreen
+
+_BUILD = (
+  "  pip install tensorflow tensorflow-datasets\n"
+  "  tfds build {name} --data_dir={data_dir} --file_format=array_record\n"
+  "or, from Python:\n"
+  '  python -c "import tensorflow_datasets as tfds; '
+  "tfds.builder('{name}', data_dir='{data_dir}', file_format='array_record')"
+  '.download_and_prepare()"\n'
+)
+_IMAGENET_MANUAL = (
+  "  Download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar (registration at "
+  "https://image-net.org/download-images) into {data_dir}/downloads/manual/, then:\n"
+)
+
+_CATALOG = (
+  base.DatasetSpec("cifar10", 10, (32, 32, 3), instructions=_BUILD),
+  base.DatasetSpec(
+    "imagenet2012", 1000, None, eval_split="validation", instructions=_IMAGENET_MANUAL + _BUILD
+  ),
+  base.DatasetSpec(
+    "imagenet_resized/64x64", 1000, (64, 64, 3), eval_split="validation", instructions=_BUILD
+  ),
+  base.DatasetSpec(
+    "coco/2017",
+    80,
+    None,
+    fields=("image", "objects"),
+    eval_split="validation",
+    preprocess="boxes(100)|resize_pad({size})|value_range(0, 1)",
+    instructions=_BUILD,
+  ),
+)
+_LOCAL = (digits.SPEC, *redgreen.SPECS)
+
+DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}
+
+
+def get_spec(name: str) -> base.DatasetSpec:
+  """The `DatasetSpec` of `name`; ValueError listing the known names otherwise."""
+  if name not in DATASETS:
+    raise ValueError(
+      f"Unknown dataset `data.name`={name!r}; use one of {sorted(DATASETS)}, or add a "
+      "builder file to lfpe/data/ and its SPEC to lfpe/data/builders.py."
+    )
+  return DATASETS[name]
+
+
+def prepared_version(name: str, data_dir: str) -> str | None:
+  """The newest version of `name` prepared as array_record in `data_dir`, else None."""
+  versions = [
+    v for v in _version_dirs(name, data_dir) if _has_files(name, data_dir, v, "array_record")
+  ]
+  return max(versions, key=_version_key, default=None)
+
+
+def prepare(name: str, data_dir: str) -> str:
+  """Makes `name` readable from `data_dir`; returns the prepared version.
+
+  Local datasets are built when missing (idempotent: an existing build is reused). Catalog
+  datasets raise FileNotFoundError with the commands that prepare them. Several processes
+  sharing one `data_dir` should call this on one process first (or use per-host dirs).
+  """
+  spec = get_spec(name)
+  if spec.builder is not None:
+    version = str(spec.builder.VERSION)
+    if version not in _version_dirs(name, data_dir):
+      spec.builder(data_dir=data_dir).download_and_prepare()
+    return version
+  version = prepared_version(name, data_dir)
+  if version is None:
+    raise FileNotFoundError(missing_message(spec, data_dir))
+  return version
+
+
+def data_source(name: str, split: str, data_dir: str):
+  """`tfds.data_source` over `split` of `name` (prepared first if it is local).
+
+  Returns a random-access source (`len`, `source[i]` -> dict of numpy features).
+  """
+  version = prepare(name, data_dir)
+  try:
+    return tfds.data_source(f"{name}:{version}", split=split, data_dir=data_dir)
+  except ValueError as e:  # TFDS names the splits there are.
+    raise ValueError(
+      f"{name!r}: {e} Set `data.train_split` / `data.eval_split` to one of them (TFDS "
+      "slicing such as 'train[:90%]' works too)."
+    ) from e
+
+
+def missing_message(spec: base.DatasetSpec, data_dir: str) -> str:
+  """Why `spec` cannot be read from `data_dir`, and the exact commands that fix it."""
+  root = os.path.join(data_dir, spec.name)
+  text = (
+    f"Dataset {spec.name!r} is not prepared as array_record in {root}.\n"
+    "Prepare it once (TensorFlow is needed only for this preparation step; lfpe reads "
+    "the prepared files with tfds.data_source and grain, without TensorFlow):\n"
+    + spec.instructions.format(name=spec.name, data_dir=data_dir)
+  )
+  tfrecord = [
+    v for v in _version_dirs(spec.name, data_dir) if _has_files(spec.name, data_dir, v, "tfrecord")
+  ]
+  if tfrecord:
+    text += (
+      f"A TFRecord copy exists ({root}/{tfrecord[0]}); converting it is enough:\n"
+      f"  tfds convert_format --dataset_version_dir={root}/{tfrecord[0]} "
+      "--out_file_format=array_record\n"
+    )
+  return text
+
+
+def _version_dirs(name: str, data_dir: str) -> list[str]:
+  root = os.path.join(data_dir, name)
+  if not os.path.isdir(root):
+    return []
+  return [
+    v
+    for v in os.listdir(root)
+    if re.fullmatch(r"\d+\.\d+\.\d+", v)
+    and os.path.exists(os.path.join(root, v, "dataset_info.json"))
+  ]
+
+
+def _has_files(name: str, data_dir: str, version: str, file_format: str) -> bool:
+  return any(f".{file_format}-" in f for f in os.listdir(os.path.join(data_dir, name, version)))
+
+
+def _version_key(version: str) -> Sequence[int]:
+  return tuple(int(x) for x in version.split("."))

@@ -1,0 +1,144 @@
+"""The `config.data` fields, their defaults, and their validation.
+
+Fields of `default_config()`:
+  name: a key of `builders.DATASETS` (`digits`, `cifar10`, `imagenet2012`, ...).
+  data_dir: where TFDS datasets live (default: $LFPE_DATA_DIR, else ~/tensorflow_datasets).
+  train_split, eval_split: TFDS split strings (None: the dataset's defaults).
+  image_size: the square size the model sees (None: the native size). It fills `{size}`
+    in the ops; for `digits` the default preprocessing upsamples to it (nearest).
+  preprocess: ops run on every example, train and eval (None: the dataset's default). Must
+    be deterministic.
+  augment: ops run on training examples only, before `preprocess` (e.g.
+    `"random_crop(8, 1)|flip_lr"`); may be random, seeded per example.
+  worker_count: grain worker processes for training (0: in the main process).
+There is no shuffle buffer: grain shuffles the whole split (a new permutation each epoch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import jax
+import ml_collections
+from ml_collections import config_dict
+
+from lfpe.data import base, builders, ops
+
+
+def default_data_dir() -> str:
+  return os.environ.get("LFPE_DATA_DIR") or os.path.expanduser("~/tensorflow_datasets")
+
+
+def default_config(name: str = "digits") -> ml_collections.ConfigDict:
+  """The `config.data` block with every field at its default."""
+  return ml_collections.ConfigDict(
+    {
+      "name": name,
+      "data_dir": default_data_dir(),
+      "train_split": config_dict.placeholder(str),
+      "eval_split": config_dict.placeholder(str),
+      "image_size": config_dict.placeholder(int),
+      "preprocess": config_dict.placeholder(str),
+      "augment": "",
+      "worker_count": 0,
+    }
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+  """`config.data` with the dataset's defaults filled in and the ops parsed."""
+
+  spec: base.DatasetSpec
+  data_dir: str
+  train_split: str
+  eval_split: str
+  image_size: int | None
+  preprocess: list
+  augment: list
+  worker_count: int
+
+  def split(self, train: bool) -> str:
+    return self.train_split if train else self.eval_split
+
+  def ops(self, train: bool) -> list:
+    """Field selection, (train: augment,) preprocess, final dtype cast."""
+    return [
+      ops.Keep(*self.spec.fields),
+      *(self.augment if train else []),
+      *self.preprocess,
+      ops.Cast(),
+    ]
+
+
+def resolve(data: ml_collections.ConfigDict) -> Resolved:
+  """Validates `data` (ValueError naming the field and the fix) and fills in defaults."""
+  spec = builders.get_spec(data.name)
+  if not isinstance(data.data_dir, str) or not data.data_dir:
+    raise ValueError(f"`data.data_dir`={data.data_dir!r} must be a directory path.")
+  size = data.image_size
+  if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size <= 0):
+    raise ValueError(f"`data.image_size`={size!r} must be a positive int (or None: native).")
+  size = size or (spec.image_shape[0] if spec.image_shape else None)
+  worker_count = data.get("worker_count", 0)
+  if not isinstance(worker_count, int) or worker_count < 0:
+    raise ValueError(f"`data.worker_count`={worker_count!r} must be an int >= 0 (0: no workers).")
+  preprocess = _parse("preprocess", data.preprocess or spec.preprocess, size)
+  random_ops = [type(op).__name__ for op in preprocess if ops.is_random(op)]
+  if random_ops:
+    raise ValueError(
+      f"`data.preprocess` has random ops {random_ops}; it also runs at eval, so move them "
+      "to `data.augment` (training only)."
+    )
+  return Resolved(
+    spec=spec,
+    data_dir=data.data_dir,
+    train_split=data.train_split or spec.train_split,
+    eval_split=data.eval_split or spec.eval_split,
+    image_size=data.image_size,
+    preprocess=preprocess,
+    augment=_parse("augment", data.get("augment", ""), size),
+    worker_count=worker_count,
+  )
+
+
+def validate_data_config(
+  data: ml_collections.ConfigDict,
+  *,
+  global_batch_size: int | None = None,
+  mesh: jax.sharding.Mesh | None = None,
+) -> Resolved:
+  """Checks `config.data` (and the batch against the mesh) before anything is built."""
+  resolved = resolve(data)
+  if global_batch_size is not None:
+    check_batch(global_batch_size, mesh)
+  return resolved
+
+
+def check_batch(global_batch_size: int, mesh: jax.sharding.Mesh | None) -> None:
+  """The global batch must split evenly over the mesh's `data` axis and the processes."""
+  if not isinstance(global_batch_size, int) or global_batch_size <= 0:
+    raise ValueError(f"`batch_size`={global_batch_size!r} must be a positive int.")
+  if mesh is not None and "data" not in mesh.shape:
+    raise ValueError(f"The mesh needs a 'data' axis to shard batches over; it has {mesh.shape}.")
+  for what, n in (
+    ("the mesh's 'data' axis", mesh.shape["data"] if mesh else 1),
+    ("the process count", jax.process_count()),
+  ):
+    if global_batch_size % n:
+      raise ValueError(
+        f"`batch_size`={global_batch_size} must be a multiple of {what} ({n}); use e.g. "
+        f"{max(n, round(global_batch_size / n) * n)}."
+      )
+
+
+def _parse(field: str, spec: str, size: int | None) -> list:
+  if "{size}" in spec:
+    if size is None:
+      raise ValueError(f"`data.{field}` uses {{size}}: set `data.image_size` (images vary).")
+    spec = spec.replace("{size}", str(size))
+  try:
+    return ops.parse(spec)
+  except ValueError as e:
+    raise ValueError(f"`data.{field}`={spec!r}: {e}") from e

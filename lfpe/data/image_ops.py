@@ -1,0 +1,157 @@
+"""Geometric image ops on one example (numpy, `image` is `[H, W, C]`): resize, crops, flips.
+
+`resize_image` is the pure function: nearest or (antialiased) bilinear resampling with
+half-pixel centres, the same as `jax.image.resize(method='nearest' | 'linear')`. The ops
+are grain transforms (`Map` deterministic, `RandomMap` random: grain hands each record
+its own seeded `np.random.Generator`, so augmentation is reproducible).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import grain
+import numpy as np
+
+METHODS = ("nearest", "bilinear")
+
+
+def _pair(size) -> tuple[int, int]:
+  return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def _weights(n_in: int, n_out: int) -> np.ndarray:
+  """Bilinear weights `[n_out, n_in]`; the triangle widens by n_in/n_out when shrinking."""
+  scale = n_out / n_in
+  width = max(1.0, 1.0 / scale)
+  centres = (np.arange(n_out) + 0.5) / scale - 0.5  # [n_out] in input pixel coordinates
+  w = np.maximum(0.0, 1.0 - np.abs(centres[:, None] - np.arange(n_in)[None, :]) / width)
+  return w / w.sum(axis=1, keepdims=True)
+
+
+def resize_image(image: np.ndarray, size, method: str = "bilinear") -> np.ndarray:
+  """Resizes `image [H, W, C]` to `size` (int or `(h, w)`).
+
+  `nearest` keeps the dtype (exact pixel blocks when upsampling by an integer factor);
+  `bilinear` returns float32 in the input's value range.
+  """
+  h, w = _pair(size)
+  if method not in METHODS:
+    raise ValueError(f"resize: `method`={method!r} must be one of {METHODS}.")
+  if image.shape[:2] == (h, w):
+    return image
+  if method == "nearest":
+    rows = np.floor((np.arange(h) + 0.5) * image.shape[0] / h).astype(int)
+    cols = np.floor((np.arange(w) + 0.5) * image.shape[1] / w).astype(int)
+    return image[rows][:, cols]
+  wh, ww = _weights(image.shape[0], h), _weights(image.shape[1], w)
+  return np.einsum("ij,jkc,lk->ilc", wh, image.astype(np.float32), ww).astype(np.float32)
+
+
+def crop(image: np.ndarray, top: int, left: int, h: int, w: int) -> np.ndarray:
+  return image[top : top + h, left : left + w]
+
+
+@dataclasses.dataclass
+class Resize(grain.transforms.Map):
+  """`resize(size, method='bilinear')`: resize to `size` (int: square); no-op if equal."""
+
+  size: int | tuple[int, int]
+  method: str = "bilinear"
+
+  def map(self, element):
+    return {**element, "image": resize_image(element["image"], self.size, self.method)}
+
+
+@dataclasses.dataclass
+class ResizeSmall(grain.transforms.Map):
+  """`resize_small(size)`: the shorter side becomes `size`, keeping the aspect ratio."""
+
+  size: int
+  method: str = "bilinear"
+
+  def map(self, element):
+    h, w = element["image"].shape[:2]
+    ratio = self.size / min(h, w)
+    target = (max(1, round(h * ratio)), max(1, round(w * ratio)))
+    return {**element, "image": resize_image(element["image"], target, self.method)}
+
+
+@dataclasses.dataclass
+class CentralCrop(grain.transforms.Map):
+  """`central_crop(size)`: the central `size` crop (int: square)."""
+
+  size: int | tuple[int, int]
+
+  def map(self, element):
+    h, w = _pair(self.size)
+    image = element["image"]
+    top, left = (image.shape[0] - h) // 2, (image.shape[1] - w) // 2
+    if top < 0 or left < 0:
+      raise ValueError(f"central_crop: crop {(h, w)} is larger than the image {image.shape}.")
+    return {**element, "image": crop(image, top, left, h, w)}
+
+
+@dataclasses.dataclass
+class RandomCrop(grain.transforms.RandomMap):
+  """`random_crop(size, padding=0)`: zero-pad by `padding` on each side, crop `size` at random."""
+
+  size: int | tuple[int, int]
+  padding: int = 0
+
+  def random_map(self, element, rng: np.random.Generator):
+    h, w = _pair(self.size)
+    p = self.padding
+    image = np.pad(element["image"], ((p, p), (p, p), (0, 0)))
+    if image.shape[0] < h or image.shape[1] < w:
+      raise ValueError(f"random_crop: crop {(h, w)} is larger than the padded image.")
+    top = rng.integers(0, image.shape[0] - h + 1)
+    left = rng.integers(0, image.shape[1] - w + 1)
+    return {**element, "image": crop(image, top, left, h, w)}
+
+
+@dataclasses.dataclass
+class InceptionCrop(grain.transforms.RandomMap):
+  """`inception_crop(size, area_min=0.05, area_max=1.0)`: random area and aspect, resized.
+
+  The crop covers a uniform fraction of the image area in `[area_min, area_max]` with a
+  log-uniform aspect ratio in [3/4, 4/3] (10 tries; else the whole image), then is resized
+  bilinearly to `size`. This is the Inception / ViT ImageNet training crop.
+  """
+
+  size: int | tuple[int, int]
+  area_min: float = 0.05
+  area_max: float = 1.0
+
+  def random_map(self, element, rng: np.random.Generator):
+    image = element["image"]
+    height, width = image.shape[:2]
+    top, left, h, w = 0, 0, height, width
+    for _ in range(10):
+      area = rng.uniform(self.area_min, self.area_max) * height * width
+      aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+      ch, cw = round(math.sqrt(area / aspect)), round(math.sqrt(area * aspect))
+      if 0 < ch <= height and 0 < cw <= width:
+        top, left = rng.integers(0, height - ch + 1), rng.integers(0, width - cw + 1)
+        h, w = ch, cw
+        break
+    return {**element, "image": resize_image(crop(image, top, left, h, w), self.size)}
+
+
+@dataclasses.dataclass
+class FlipLr(grain.transforms.RandomMap):
+  """`flip_lr(p=0.5)`: mirror left-right with probability `p` (boxes and masks too)."""
+
+  p: float = 0.5
+
+  def random_map(self, element, rng: np.random.Generator):
+    if "objects" in element:
+      raise ValueError("flip_lr: convert `objects` with `boxes(K)` before flipping.")
+    if rng.uniform() >= self.p:
+      return element
+    out = {**element, "image": element["image"][:, ::-1]}
+    if "boxes" in element:  # [K, 4] as (cx, cy, w, h), normalised.
+      out["boxes"] = element["boxes"] * [-1, 1, 1, 1] + [1, 0, 0, 0]
+      out["boxes"] = np.where(element["box_mask"][:, None], out["boxes"], 0).astype(np.float32)
+    return out

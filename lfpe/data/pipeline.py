@@ -1,0 +1,254 @@
+"""The grain input pipeline: per-process slices of a TFDS source, batched into global arrays.
+
+Training (`train=True`): grain's `DataLoader` shuffles this process's slice with `seed` (a
+new permutation each epoch), runs `augment` then `preprocess` (random ops get a generator
+seeded by `seed` and the record's position), and batches with `drop_remainder`. Its state
+(a few integers, JSON bytes) is what a checkpoint saves: `TrainIterator` has the
+`get_state` / `set_state` that `grain.checkpoint.CheckpointHandler` calls, so with orbax:
+`ocp.CheckpointManager(dir, item_handlers={'data': grain.checkpoint.CheckpointHandler(), ...})`
+and `args=ocp.args.Composite(data=grain.checkpoint.CheckpointSave(it), ...)` to save,
+`data=grain.checkpoint.CheckpointRestore(it)` to restore (one JSON file per process).
+
+Evaluation (`train=False`): one ordered pass over the split. Every process yields the same
+number of batches; the last ones are padded with zeros and `mask` (bool `[B]`) marks real
+examples, so metrics summed with the mask are exact over the whole split.
+
+Slicing: a process reads the rows of the global batch its devices hold (`process_shard`),
+i.e. slice `shard_index` of `shard_count` contiguous, even slices of the split
+(`process_slice`). Batches are `{'image': [B, H, W, C] float32, 'label': [B] int32, ...}`
+as `jax.Array`s sharded over the mesh's `data` axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import grain
+import jax
+import ml_collections
+import numpy as np
+from absl import flags
+
+from lfpe.data import builders, config, ops
+
+Batch = dict[str, np.ndarray]
+
+
+class NamedSource:
+  """A random-access source with a short, stable repr (grain checks it when restoring)."""
+
+  def __init__(self, source: Sequence, name: str):
+    self._source, self._name = source, name
+
+  def __len__(self) -> int:
+    return len(self._source)
+
+  def __getitem__(self, index: int):
+    return self._source[index]
+
+  def __repr__(self) -> str:
+    return f"NamedSource({self._name!r}, {len(self)} records)"
+
+
+def batch_sharding(mesh: jax.sharding.Mesh | jax.sharding.Sharding) -> jax.sharding.Sharding:
+  """Batches are sharded along the mesh's `data` axis (replicated over the others)."""
+  if isinstance(mesh, jax.sharding.Mesh):
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  return mesh
+
+
+def process_shard(sharding: jax.sharding.Sharding, global_batch_size: int) -> tuple[int, int]:
+  """`(shard_index, shard_count)`: which block of each global batch this process loads.
+
+  Processes whose devices hold the same rows (a `model` axis across hosts) get the same
+  shard, so they read the same examples.
+  """
+  index_map = sharding.devices_indices_map((global_batch_size,))
+  rows = {
+    idx[0].indices(global_batch_size)[:2]
+    for d, idx in index_map.items()
+    if d.process_index == jax.process_index()
+  }
+  start, stop = min(r[0] for r in rows), max(r[1] for r in rows)
+  local = stop - start
+  if sum(b - a for a, b in rows) != local or global_batch_size % local or start % local:
+    raise ValueError(
+      f"This process's devices hold rows {sorted(rows)} of the batch, not one even block; "
+      "order the mesh devices so that each process holds a contiguous part of `data`."
+    )
+  return start // local, global_batch_size // local
+
+
+def process_slice(num_records: int, shard_index: int, shard_count: int) -> tuple[int, int]:
+  """`[start, stop)` of slice `shard_index`: even, contiguous; the first `n % count` get +1."""
+  size, extra = divmod(num_records, shard_count)
+  start = shard_index * size + min(shard_index, extra)
+  return start, start + size + (shard_index < extra)
+
+
+def train_batches(
+  source: Sequence,
+  transforms: list,
+  *,
+  batch_size: int,
+  seed: int,
+  shard_index: int = 0,
+  shard_count: int = 1,
+  num_epochs: int | None = None,
+  worker_count: int = 0,
+) -> grain.DataLoaderIterator:
+  """Shuffled, repeated (`num_epochs=None`: forever) local batches of `batch_size`."""
+  if worker_count and not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()  # grain's workers read absl flags; scripts may not parse them.
+  shard = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
+  sampler = grain.samplers.IndexSampler(
+    len(source), shard, shuffle=True, num_epochs=num_epochs, seed=seed
+  )
+  loader = grain.DataLoader(
+    data_source=source,
+    sampler=sampler,
+    shard_options=shard,
+    worker_count=worker_count,
+    operations=[*transforms, grain.transforms.Batch(batch_size, drop_remainder=True)],
+  )
+  return iter(loader)
+
+
+class EvalBatches:
+  """One ordered pass over this process's slice, padded to `len(self)` full batches."""
+
+  def __init__(
+    self,
+    source: Sequence,
+    transforms: list,
+    *,
+    batch_size: int,
+    shard_index: int = 0,
+    shard_count: int = 1,
+  ):
+    start, stop = process_slice(len(source), shard_index, shard_count)
+    largest = -(-len(source) // shard_count)  # Every process yields as many batches.
+    self._num_batches = -(-largest // batch_size)
+    self._batch_size = batch_size
+    self._template = ops.apply(transforms, source[0])
+    dataset = grain.MapDataset.source(source)[start:stop]
+    for op in transforms:
+      dataset = dataset.map(op)
+    self._dataset = dataset
+
+  def __len__(self) -> int:
+    return self._num_batches
+
+  def __iter__(self) -> Iterator[Batch]:
+    batches = self._dataset.to_iter_dataset().batch(self._batch_size)
+    it = iter(batches) if len(self._dataset) else iter(())
+    for _ in range(self._num_batches):
+      yield self._pad(next(it, None))
+
+  def _pad(self, batch: Batch | None) -> Batch:
+    n = 0 if batch is None else len(next(iter(batch.values())))
+    out = {}
+    for k, v in self._template.items():
+      out[k] = np.zeros((self._batch_size, *np.shape(v)), np.asarray(v).dtype)
+      if n:
+        out[k][:n] = batch[k]
+    out["mask"] = np.arange(self._batch_size) < n
+    return out
+
+
+def to_global(batch: Batch, sharding: jax.sharding.Sharding, global_batch_size: int):
+  """This process's numpy batch -> one global `jax.Array` per field."""
+  return {
+    k: jax.make_array_from_process_local_data(sharding, v, (global_batch_size, *v.shape[1:]))
+    for k, v in batch.items()
+  }
+
+
+class TrainIterator:
+  """Global training batches; `get_state` / `set_state` make it checkpointable."""
+
+  def __init__(self, local: grain.DataLoaderIterator, sharding, global_batch_size: int):
+    self._local, self._sharding, self._batch = local, sharding, global_batch_size
+
+  def __iter__(self) -> TrainIterator:
+    return self
+
+  def __next__(self) -> dict[str, jax.Array]:
+    return to_global(next(self._local), self._sharding, self._batch)
+
+  def get_state(self) -> bytes:
+    """Where this process is (JSON bytes): the next batch after a restore is the next one."""
+    return self._local.get_state()
+
+  def set_state(self, state: bytes) -> None:
+    self._local.set_state(state)
+
+  def start_prefetch(self) -> None:
+    self._local.start_prefetch()
+
+
+class EvalLoader:
+  """Global eval batches with `mask`; iterate it once per evaluation, `len` batches each."""
+
+  def __init__(self, local: EvalBatches, sharding, global_batch_size: int):
+    self._local, self._sharding, self._batch = local, sharding, global_batch_size
+
+  def __len__(self) -> int:
+    return len(self._local)
+
+  def __iter__(self) -> Iterator[dict[str, jax.Array]]:
+    for batch in self._local:
+      yield to_global(batch, self._sharding, self._batch)
+
+
+def make_loader(
+  data: ml_collections.ConfigDict,
+  *,
+  global_batch_size: int,
+  seed: int,
+  train: bool,
+  mesh: jax.sharding.Mesh | jax.sharding.Sharding,
+  split: str | None = None,
+  num_epochs: int | None = None,
+) -> TrainIterator | EvalLoader:
+  """The input pipeline of `config.data` for training (`TrainIterator`) or eval (`EvalLoader`).
+
+  `split` overrides `data.train_split` / `data.eval_split`; `num_epochs` (training) stops
+  after that many passes (None: forever). Raises ValueError for a bad config and
+  FileNotFoundError, with the preparation commands, for a missing catalog dataset.
+  """
+  resolved = config.resolve(data)
+  sharding = batch_sharding(mesh)
+  config.check_batch(global_batch_size, sharding.mesh if hasattr(sharding, "mesh") else None)
+  split = split or resolved.split(train)
+  source = NamedSource(
+    builders.data_source(resolved.spec.name, split, resolved.data_dir),
+    f"{resolved.spec.name}:{split}",
+  )
+  transforms = resolved.ops(train)
+  check_image_size(resolved, ops.apply(transforms, source[0], np.random.default_rng(seed)))
+  shard_index, shard_count = process_shard(sharding, global_batch_size)
+  kwargs = dict(
+    batch_size=global_batch_size // shard_count, shard_index=shard_index, shard_count=shard_count
+  )
+  if train:
+    local = train_batches(
+      source,
+      transforms,
+      seed=seed,
+      num_epochs=num_epochs,
+      worker_count=resolved.worker_count,
+      **kwargs,
+    )
+    return TrainIterator(local, sharding, global_batch_size)
+  return EvalLoader(EvalBatches(source, transforms, **kwargs), sharding, global_batch_size)
+
+
+def check_image_size(resolved: config.Resolved, example: dict) -> None:
+  """The ops must give `data.image_size` images (checked on one example, before training)."""
+  size = resolved.image_size
+  if size and "image" in example and example["image"].shape[:2] != (size, size):
+    raise ValueError(
+      f"`data.preprocess` / `data.augment` give images of shape {example['image'].shape}, "
+      f"but `data.image_size`={size}; end the ops with resize({size}) or a {size} crop."
+    )

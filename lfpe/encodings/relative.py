@@ -1,0 +1,166 @@
+"""2-D relative positions in attention: a learned bias table and relative logits.
+
+* `RelativeBias2D` (`rel_bias_2d`, kind `bias`): Swin's relative position bias (001 Sec. 3).
+  A learned `[(2H-1)(2W-1), heads]` table, read at index
+  `(Δh + H - 1)(2W - 1) + (Δw + W - 1)` with `Δ = position(query) - position(key)`, gives
+  `B [heads, N, N]`, added to the logits. Init N(0, 0.02²) truncated at ±2σ (001 uses
+  PyTorch `trunc_normal_(std=.02)`, which truncates at ±2 absolute, i.e. hardly at all).
+* `RelativeAttention2D` (`rel_attn_2d`, kind `logits`): the 2-D relative attention of
+  Ramachandran et al. (003 Eq. 2): logits `q_ij · r_{a-i, b-j}`, with `Δ = position(key) -
+  position(query)` and `r` the concatenation of a row-offset embedding (first head_dim/2
+  channels) and a column-offset embedding (last head_dim/2). Eq. 2 is written with the sum
+  over a ≤ i, b ≤ j (a causal window in the thesis' transcription); here every key is
+  attended and any mask is the attention module's business.
+
+Both accept a `shape` other than `grid_shape`: the tables are resampled (bicubic by default,
+as Swin does when fine-tuning at a new window size) with `learned.resample`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+from lfpe.encodings.base import check_divisible
+from lfpe.encodings.learned import check_grid_shape, check_method, resample
+
+
+def relative_offsets(shape: Sequence[int]) -> np.ndarray:
+  """`offsets[i, j] = position(i) - position(j)` over a row-major 2-D grid, `[N, N, 2]` int."""
+  h, w = shape
+  pos = np.stack(np.meshgrid(np.arange(h), np.arange(w), indexing="ij"), -1).reshape(-1, 2)
+  return pos[:, None, :] - pos[None, :, :]
+
+
+def relative_index(shape: Sequence[int]) -> np.ndarray:
+  """Swin's relative position index `[N, N]` (001 Sec. 3.1.1), query minus key."""
+  h, w = shape
+  d = relative_offsets(shape)
+  return (d[..., 0] + h - 1) * (2 * w - 1) + (d[..., 1] + w - 1)
+
+
+def relative_bias(table: jnp.ndarray, shape: Sequence[int]) -> jnp.ndarray:
+  """The bias `[heads, N, N]` of a `[(2H-1)(2W-1), heads]` table on a grid of `shape`."""
+  bias = table[relative_index(shape)]  # [N, N, heads]
+  return jnp.transpose(bias, (2, 0, 1))
+
+
+def relative_logits(
+  q: jnp.ndarray, row: jnp.ndarray, col: jnp.ndarray, shape: Sequence[int]
+) -> jnp.ndarray:
+  """003 Eq. 2's `q_ij · r_{a-i, b-j}`, `[B, heads, N, N]`.
+
+  q: `[B, N, heads, d]`; row: `[2H-1, heads, d/2]` embeddings of row offsets -(H-1)..H-1;
+  col: `[2W-1, heads, d/2]` likewise for columns. `r = row ‖ col`, so the logit is
+  `q[:d/2] · row[Δrow] + q[d/2:] · col[Δcol]`: each half is contracted with all offsets
+  once (`[B, heads, N, 2H-1]`) and then gathered per key, never building `[N, N, d]`.
+  """
+  h, w = shape
+  half = q.shape[-1] // 2
+  delta = -relative_offsets(shape)  # [N, N, 2], key minus query
+  n = np.arange(delta.shape[0])[:, None]  # [N, 1]
+  q_row = jnp.einsum("bnhd,rhd->bhnr", q[..., :half], row)  # [B, heads, N, 2H-1]
+  q_col = jnp.einsum("bnhd,rhd->bhnr", q[..., half:], col)  # [B, heads, N, 2W-1]
+  return q_row[:, :, n, delta[..., 0] + h - 1] + q_col[:, :, n, delta[..., 1] + w - 1]
+
+
+def _check_2d(shape, name: str, owner: str) -> tuple[int, int]:
+  shape = check_grid_shape(shape if shape is None else tuple(shape), owner, name)
+  if len(shape) != 2:
+    raise ValueError(
+      f"{owner}: `{name}`={shape} must be a 2-D grid (H, W); this encoding is 2-D relative."
+    )
+  return shape
+
+
+def _table_shape(n: int) -> int:
+  return 2 * n - 1
+
+
+class RelativeBias2D(nn.Module):
+  """Learned relative position bias `[heads, N, N]` of a 2-D grid (Swin; 001 Sec. 3).
+
+  `__call__(shape=None)`: the bias for `grid_shape`, or for another `(H', W')` from the
+  table resampled to `(2H'-1, 2W'-1)` with `method`.
+  """
+
+  grid_shape: tuple[int, ...] | None = None
+  num_heads: int = 1
+  method: str = "bicubic"
+
+  kind: ClassVar[str] = "bias"
+
+  def __post_init__(self):
+    super().__post_init__()
+    owner = type(self).__name__
+    _check_2d(self.grid_shape, "grid_shape", owner)
+    check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
+    check_method(self.method, owner)
+
+  @nn.compact
+  def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
+    h, w = self.grid_shape
+    sizes = (_table_shape(h), _table_shape(w))
+    table = self.param(
+      "table", nn.initializers.truncated_normal(0.02), (math.prod(sizes), self.num_heads)
+    )
+    shape = self.grid_shape if shape is None else _check_2d(shape, "shape", type(self).__name__)
+    new_sizes = tuple(_table_shape(s) for s in shape)
+    table = resample(table, sizes, new_sizes, self.method)
+    return relative_bias(table, shape)  # [heads, N, N]
+
+
+class RelativeAttention2D(nn.Module):
+  """2-D relative attention logits `[B, heads, N, N]` (Ramachandran et al.; 003 Eq. 2).
+
+  Learned offset embeddings `row` `[2H-1, d/2]` and `col` `[2W-1, d/2]` shared by all
+  heads, or `[2H-1, heads, d/2]` with `per_head=True` (then `num_heads` is required).
+  Init N(0, 1/head_dim) (as timm's relative-logit embeddings), so `q · r` starts at the
+  scale of `q · k`. Returns `q · r` unscaled, exactly Eq. 2: pass the q that the attention
+  module dots with k (already scaled by 1/√d or not) so both terms share the scaling.
+  `__call__(q, shape=None)`; another `shape` resamples both tables (`method`).
+  """
+
+  grid_shape: tuple[int, ...] | None = None
+  head_dim: int | None = None
+  num_heads: int | None = None
+  per_head: bool = False
+  method: str = "bicubic"
+
+  kind: ClassVar[str] = "logits"
+
+  def __post_init__(self):
+    super().__post_init__()
+    owner = type(self).__name__
+    _check_2d(self.grid_shape, "grid_shape", owner)
+    check_divisible("head_dim", self.head_dim, 2, "r = row ‖ col halves", owner)
+    if self.per_head:
+      check_divisible("num_heads", self.num_heads, 1, "per_head=True needs it", owner)
+    check_method(self.method, owner)
+
+  @nn.compact
+  def __call__(self, q: jnp.ndarray, shape: Sequence[int] | None = None) -> jnp.ndarray:
+    owner = type(self).__name__
+    shape = self.grid_shape if shape is None else _check_2d(shape, "shape", owner)
+    if q.ndim != 4 or q.shape[1] != math.prod(shape) or q.shape[-1] != self.head_dim:
+      raise ValueError(
+        f"{owner}: `q` must be [B, N, heads, head_dim] with N = prod(shape="
+        f"{shape}) = {math.prod(shape)} and head_dim = {self.head_dim}, got "
+        f"{tuple(q.shape)}; pass the grid tokens only (no class token)."
+      )
+    if self.per_head and q.shape[2] != self.num_heads:
+      raise ValueError(f"{owner}: `q` has {q.shape[2]} heads but num_heads={self.num_heads}.")
+    heads = (self.num_heads,) if self.per_head else ()
+    init = nn.initializers.normal(self.head_dim**-0.5)
+    tables = []
+    for name, old, new in zip(("row", "col"), self.grid_shape, shape, strict=True):
+      t = self.param(name, init, (_table_shape(old), *heads, self.head_dim // 2))
+      t = resample(t, (_table_shape(old),), (_table_shape(new),), self.method)
+      t = t if self.per_head else t[:, None, :]  # [2n-1, heads or 1, d/2]
+      tables.append(jnp.broadcast_to(t, (t.shape[0], q.shape[2], t.shape[-1])))
+    return relative_logits(q, *tables, shape)

@@ -1,0 +1,123 @@
+"""2-D rotary position embeddings, axial and mixed (Heo et al. 2024, "Rotary Position
+Embedding for Vision Transformer", RoPE-ViT).
+
+Channels of q and k are taken in adjacent pairs (2i, 2i+1) as complex numbers and rotated by
+an angle linear in the 2-D position p = (y, x):
+
+  angle[n, h, i] = p_n · f[:, h, i],     x'[2i] + j x'[2i+1] = (x[2i] + j x[2i+1]) e^{j angle}.
+
+Then `q'_n · k'_m` depends on p_n - p_m only, which is what lets RoPE extrapolate to grids
+larger than the training one (index coordinates, `grid_coords`).
+
+* `axial` (theta 100): f = 1 / theta^(4k/d), k < d/4; the first d/4 pairs rotate with the
+  column x, the last d/4 with the row y (Heo's channel layout: `cat([cis_x, cis_y])`).
+  Shared by all heads and fixed.
+* `mixed` (theta 10): learnable `freqs [2, heads, d/2]` (row 0 multiplies y, row 1 x; Heo's
+  `freqs_y`, `freqs_x`), so a pair can rotate along any direction. Heo's init: per head a
+  random angle a, magnitudes m_k = 1 / theta^(4k/d), and pair directions
+  (cos a, sin a)·m_k for the first d/4 pairs, (cos(a + π/2), sin(a + π/2))·m_k for the rest
+  (x, y components).
+
+Prefix tokens (a class token) are not rotated (as in Heo et al.): pass grid tokens only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from lfpe.encodings import coords as coords_lib
+from lfpe.encodings.base import check_divisible, check_last_dim, check_positive
+
+MODES = ("axial", "mixed")
+THETA = {"axial": 100.0, "mixed": 10.0}  # Heo et al.'s defaults
+
+
+def magnitudes(head_dim: int, theta: float) -> jnp.ndarray:
+  """Heo's frequency magnitudes 1 / theta^(4k / head_dim), k < head_dim/4: `[head_dim/4]`."""
+  return 1.0 / theta ** (jnp.arange(0, head_dim, 4, dtype=jnp.float32) / head_dim)
+
+
+def axial_freqs(head_dim: int, theta: float) -> jnp.ndarray:
+  """Axial frequencies `[2, 1, head_dim/2]` (rows y, x): x on the first d/4 pairs, y last."""
+  mag = magnitudes(head_dim, theta)
+  zero = jnp.zeros_like(mag)
+  return jnp.stack([jnp.concatenate([zero, mag]), jnp.concatenate([mag, zero])])[:, None]
+
+
+def mixed_freqs_init(theta: float):
+  """Heo's RoPE-Mixed init for `freqs [2, heads, head_dim/2]` (random direction per head)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    _, heads, half = shape
+    a = jax.random.uniform(key, (heads, 1), jnp.float32, 0.0, 2 * math.pi)  # [heads, 1]
+    angle = jnp.repeat(jnp.concatenate([a, a + math.pi / 2], -1), half // 2, -1)  # [h, d/2]
+    mag = jnp.tile(magnitudes(2 * half, theta), 2)  # [d/2]
+    return jnp.stack([mag * jnp.sin(angle), mag * jnp.cos(angle)]).astype(dtype)
+
+  return init
+
+
+def rope(x: jnp.ndarray, coords: jnp.ndarray, freqs: jnp.ndarray) -> jnp.ndarray:
+  """Rotate `x [B, N, heads, d]` by positions `coords [N, M]` and `freqs [M, heads|1, d/2]`."""
+  c = jnp.asarray(coords, jnp.float32)[:, :, None, None]  # [N, M, 1, 1]
+  angle = jnp.sum(c * freqs[None], axis=1)  # [N, heads|1, d/2], elementwise: exact in f32
+  cos, sin = jnp.cos(angle), jnp.sin(angle)
+  pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], -1, 2)  # [B, N, heads, d/2, 2]
+  re, im = pairs[..., 0], pairs[..., 1]
+  out = jnp.stack([re * cos - im * sin, re * sin + im * cos], axis=-1)
+  return out.reshape(x.shape).astype(x.dtype)
+
+
+class Rotary2D(nn.Module):
+  """2-D RoPE on q or k: `__call__(x [B, N, heads, head_dim], coords [N, 2]) -> same shape`.
+
+  `coords` are (y, x) positions, normally `grid_coords(shape)` (integer indices). `mode` is
+  `axial` or `mixed` (needs `num_heads`); `theta` defaults to Heo's 100 / 10.
+  """
+
+  head_dim: int | None = None
+  num_heads: int | None = None
+  mode: str = "axial"
+  theta: float | None = None
+
+  kind: ClassVar[str] = "rotary"
+
+  def __post_init__(self):
+    super().__post_init__()
+    owner = type(self).__name__
+    if self.mode not in MODES:
+      raise ValueError(f"{owner}: unknown mode={self.mode!r}; use one of {MODES}.")
+    check_divisible("head_dim", self.head_dim, 4, "2-D RoPE rotates d/4 pairs per axis", owner)
+    if self.mode == "mixed":
+      check_divisible("num_heads", self.num_heads, 1, "mixed RoPE learns per-head freqs", owner)
+    if self.theta is not None:
+      check_positive("theta", self.theta, owner)
+
+  def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
+    """Index (y, x) coordinates of a row-major grid, `[prod(shape), 2]`."""
+    return coords_lib.grid(shape, "index")
+
+  @nn.compact
+  def __call__(self, x: jnp.ndarray, coords: jnp.ndarray) -> jnp.ndarray:
+    owner = type(self).__name__
+    check_last_dim("coords", coords, 2, owner)
+    want = (coords.shape[0], self.num_heads if self.mode == "mixed" else x.shape[2])
+    if x.ndim != 4 or x.shape[1:] != (*want, self.head_dim) or coords.ndim != 2:
+      raise ValueError(
+        f"{owner}: `x` must be [B, N, heads, head_dim] = [B, {want[0]}, "
+        f"{want[1]}, {self.head_dim}] for coords [N, 2] = "
+        f"{tuple(coords.shape)}, got {tuple(x.shape)}; pass grid tokens "
+        f"only and one coordinate row per token."
+      )
+    theta = THETA[self.mode] if self.theta is None else self.theta
+    if self.mode == "axial":
+      freqs = axial_freqs(self.head_dim, theta)  # [2, 1, d/2]
+    else:
+      freqs = self.param("freqs", mixed_freqs_init(theta), (2, self.num_heads, self.head_dim // 2))
+    return rope(x, coords, freqs)

@@ -1,0 +1,45 @@
+"""Command line entry point: train and evaluate one config.
+
+  python -m lfpe.main --config=configs/vit_digits.py:posemb=fourier --workdir=/tmp/digits
+  python -m lfpe.main --config=configs/vit_digits.py --config.total_steps=100 --workdir=...
+
+`--config.FIELD=VALUE` overrides any field of the (locked) config. Running again
+with the same workdir resumes from its latest checkpoint. Several processes
+(`config.distributed=True`, or a cluster environment such as JAX_COORDINATOR_ADDRESS,
+SLURM or Open MPI) join with `jax.distributed.initialize()` first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import jax
+from absl import app, flags
+from ml_collections import config_flags
+
+from lfpe.train import sharding, trainer
+
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "Config file, optionally with an argument: configs/NAME.py:k=v,k2=v2.")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, metrics and summary go.")
+flags.mark_flags_as_required(["config", "workdir"])
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  config, workdir = _CONFIG.value, _WORKDIR.value
+  sharding.maybe_initialize_distributed(bool(config.get("distributed", False)))
+  if jax.process_index() == 0:
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+      f.write(config.to_json_best_effort(indent=2))
+  try:
+    trainer.train_and_evaluate(config, workdir)
+  except trainer.NonFiniteLossError as e:
+    sys.exit(f"lfpe.main: {e}")
+
+
+if __name__ == "__main__":
+  app.run(main)

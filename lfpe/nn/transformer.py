@@ -1,0 +1,292 @@
+"""Pre-LN transformer blocks and an encoder that injects positions where a config says.
+
+`Encoder` puts an encoding from `lfpe.encodings` into the model in one of these ways
+(`pos_injection`):
+* `stem`: added once to the token stream before the first block;
+* `every_layer`: added to the input of every block, one encoding per block;
+* `every_layer_shared`: the same, one encoding shared by all blocks (ViT paper's ablation, 004);
+* `attention`, `attention_shared`: through the attention hooks of `lfpe.nn.attention`, one
+  encoding per block or one shared; absolute encodings go where `pos_hook` says (any of
+  q, k, v, e.g. `qk` as DETR, or `concat` for 000 Eq. 13), bias / logits / rotary
+  encodings where their kind says;
+* `auto`: `stem` for absolute encodings, `attention` for bias / logits / rotary ones.
+`pos_layers=k` gives positions to the first k blocks only (000 Table 5).
+
+Sequences may start with `num_prefix` extra tokens (a class token): absolute encodings give
+them their own learned rows; relative biases and logits are zero for them and rotary
+embeddings leave them unrotated.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from lfpe import encodings
+from lfpe.nn.attention import Attention
+
+Array = jnp.ndarray
+INJECTIONS = ("auto", "stem", "every_layer", "every_layer_shared", "attention",
+              "attention_shared")
+QKV_HOOKS = ("q", "k", "v", "qk", "qv", "kv", "qkv")
+HOOKS = (*QKV_HOOKS, "concat")
+_ADD = "add"
+
+
+def resolve_injection(posemb: str, pos_injection: str) -> str:
+  """The concrete injection for encoding `posemb` (resolves `auto`); ValueError if invalid."""
+  kind = encodings.kind(posemb)
+  if pos_injection not in INJECTIONS:
+    raise ValueError(f"pos_injection={pos_injection!r} is unknown; use one of {INJECTIONS}.")
+  if pos_injection == "auto":
+    return "attention" if kind in ("bias", "logits", "rotary") else "stem"
+  if kind in ("bias", "logits", "rotary") and not pos_injection.startswith("attention"):
+    raise ValueError(f"pos_injection={pos_injection!r} cannot inject posemb={posemb!r} of kind "
+                     f"{kind!r} (it acts inside attention); use 'attention', "
+                     f"'attention_shared' or 'auto'.")
+  return pos_injection
+
+
+def check_positions(posemb: str, pos_injection: str, pos_hook: str, concat_channels: int,
+                    pos_layers: int | None, depth: int, owner: str) -> None:
+  """ValueError naming the field if the position options of an encoder do not fit together."""
+  try:
+    injection = resolve_injection(posemb, pos_injection)
+  except ValueError as e:
+    raise ValueError(f"{owner}: {e}") from None
+  if pos_hook not in HOOKS:
+    raise ValueError(f"{owner}: pos_hook={pos_hook!r} is unknown; use one of {HOOKS}.")
+  if not isinstance(concat_channels, int) or concat_channels < 1:
+    raise ValueError(f"{owner}: concat_channels={concat_channels!r} must be a positive int "
+                     f"(position channels per head, 000 Fig. 11), e.g. 16.")
+  if pos_layers is not None and (not isinstance(pos_layers, int) or not 1 <= pos_layers <= depth
+                                 or injection == "stem"):
+    raise ValueError(f"{owner}: pos_layers={pos_layers!r} must be None or an int in [1, depth="
+                     f"{depth}] with a per-layer pos_injection (not 'stem').")
+
+
+def _norm(name: str, dtype) -> nn.LayerNorm:
+  return nn.LayerNorm(
+      dtype=dtype, name=name,
+      scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("embed",)),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)))
+
+
+def _dense(features: int, axes: tuple[str, str], dtype, name: str) -> nn.Dense:
+  return nn.Dense(
+      features, dtype=dtype, name=name,
+      kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), axes),
+      bias_init=nn.with_logical_partitioning(nn.initializers.normal(stddev=1e-6), axes[1:]))
+
+
+def _add_table(x: Array, hooks: dict[str, Any]) -> Array:
+  """`x` plus the `add` table of `hooks` (`[(B,) N, D]`) in the dtype of `x`, if any."""
+  return x + hooks[_ADD].astype(x.dtype) if _ADD in hooks else x
+
+
+def _pad_prefix(logits: Array, num_prefix: int) -> Array:
+  """Zero logits for prefix tokens: `[..., N, N]` -> `[..., P + N, P + N]`."""
+  pad = [(0, 0)] * (logits.ndim - 2) + [(num_prefix, 0), (num_prefix, 0)]
+  return jnp.pad(logits, pad) if num_prefix else logits
+
+
+class PositionSource(nn.Module):
+  """One encoding and the hooks it gives: `{'add': table}` or keyword args of `Attention`.
+
+  `grid_shape` is the training grid (it sizes learned tables); calls may use another grid.
+  `hook` is `add` (token stream), one of `QKV_HOOKS`, or `concat` (then the encoding has
+  `2 * num_heads * concat_channels` channels, split into the q and k channels of each head).
+  """
+
+  posemb: str
+  grid_shape: tuple[int, ...]
+  dim: int
+  num_heads: int
+  hook: str = _ADD
+  posemb_kwargs: Any = None
+  concat_channels: int = 16
+  num_prefix: int = 0
+
+  def setup(self):
+    concat = self.hook == "concat"
+    self.width = 2 * self.num_heads * self.concat_channels if concat else self.dim
+    context = dict(dim=self.width, grid_shape=tuple(self.grid_shape), num_heads=self.num_heads,
+                   head_dim=self.dim // self.num_heads, ndim=len(self.grid_shape))
+    self.encoding = encodings.build(self.posemb, **{**context, **(self.posemb_kwargs or {})})
+    if self.num_prefix and self.encoding.kind == "absolute":
+      init = nn.initializers.normal(stddev=0.02)
+      self.prefix = self.param("prefix", nn.with_logical_partitioning(init, (None, None)),
+                               (self.num_prefix, self.width))  # [P, D]
+
+  def __call__(self, grid_shape: Sequence[int], coords: Array | None = None) -> dict[str, Any]:
+    """Hooks for a grid of `grid_shape` (or per-example `coords` `[B, N, M]`, absolute only)."""
+    kind, p = self.encoding.kind, self.num_prefix
+    if kind == "absolute":
+      return self._absolute(tuple(grid_shape), coords)
+    if kind == "bias":
+      return {"logit_bias": _pad_prefix(self.encoding(grid_shape), p)}
+    if kind == "logits":
+      return {"relative": lambda q: _pad_prefix(self.encoding(q[:, p:], grid_shape), p)}
+    if kind == "rotary":
+      grid = self.encoding.grid_coords(grid_shape)  # [N, M]
+      rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], grid)], axis=1)
+      return {"rope": rope}
+    return {}
+
+  def _absolute(self, grid_shape: tuple[int, ...], coords: Array | None) -> dict[str, Array]:
+    table = self.encoding.grid(grid_shape) if coords is None else self.encoding(coords)
+    if self.num_prefix:  # table: [N, D] or [B, N, D]
+      prefix = jnp.broadcast_to(self.prefix, (*table.shape[:-2], *self.prefix.shape))
+      table = jnp.concatenate([prefix, table], axis=-2)  # [(B,) P + N, D]
+    if self.hook == _ADD:
+      return {_ADD: table}
+    if self.hook == "concat":
+      table = table.reshape(*table.shape[:-1], 2, self.num_heads, self.concat_channels)
+      return {"concat_q": table[..., 0, :, :], "concat_k": table[..., 1, :, :]}
+    return {f"pos_{target}": table for target in self.hook}
+
+
+class MlpBlock(nn.Module):
+  """Dense -> GELU -> dropout -> Dense, back to the input width."""
+
+  mlp_dim: int
+  dropout: float = 0.0
+  dtype: Any = None
+
+  @nn.compact
+  def __call__(self, x: Array, deterministic: bool = True) -> Array:
+    width = x.shape[-1]
+    x = _dense(self.mlp_dim, ("embed", "mlp"), self.dtype, "fc1")(x)  # [B, N, mlp]
+    x = nn.Dropout(self.dropout)(nn.gelu(x), deterministic=deterministic)
+    return _dense(width, ("mlp", "embed"), self.dtype, "fc2")(x)  # [B, N, D]
+
+
+class EncoderBlock(nn.Module):
+  """Pre-LN block: `x + Attention(LN(x), **hooks)`, then `x + MLP(LN(x))`."""
+
+  num_heads: int
+  mlp_dim: int
+  dropout: float = 0.0
+  attention_dropout: float = 0.0
+  causal: bool = False
+  dtype: Any = None
+
+  @nn.compact
+  def __call__(self, x: Array, *, hooks: dict[str, Any] | None = None,
+               key_padding_mask: Array | None = None, deterministic: bool = True) -> Array:
+    """`x` `[B, N, D]` -> `[B, N, D]`; `hooks` are position keyword args of `Attention`."""
+    y = Attention(self.num_heads, dropout=self.attention_dropout, dtype=self.dtype,
+                  name="attention")(_norm("norm1", self.dtype)(x), **(hooks or {}),
+                                    key_padding_mask=key_padding_mask, causal=self.causal,
+                                    deterministic=deterministic)
+    x = x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
+    y = MlpBlock(self.mlp_dim, self.dropout, self.dtype, name="mlp")(
+        _norm("norm2", self.dtype)(x), deterministic)
+    return x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
+
+
+class DecoderBlock(nn.Module):
+  """Pre-LN decoder block: self-attention, cross-attention to `memory`, MLP.
+
+  Positions follow DETR: `query_pos` (object queries) is added to the queries and keys of
+  self-attention and to the queries of cross-attention; `memory_pos` to its keys only.
+  """
+
+  num_heads: int
+  mlp_dim: int
+  dropout: float = 0.0
+  attention_dropout: float = 0.0
+  causal: bool = False
+  dtype: Any = None
+
+  @nn.compact
+  def __call__(self, x: Array, memory: Array, *, query_pos: Array | None = None,
+               memory_pos: Array | None = None, memory_padding_mask: Array | None = None,
+               deterministic: bool = True) -> Array:
+    """`x` `[B, Nq, D]`, `memory` `[B, Nk, D]` (True in `memory_padding_mask` = padding)."""
+    attn = functools.partial(Attention, self.num_heads, dropout=self.attention_dropout,
+                             dtype=self.dtype)
+    drop = lambda y: nn.Dropout(self.dropout)(y, deterministic=deterministic)
+    y = _norm("norm1", self.dtype)(x)
+    x = x + drop(attn(name="self_attention")(y, pos_q=query_pos, pos_k=query_pos,
+                                              causal=self.causal, deterministic=deterministic))
+    y = _norm("norm2", self.dtype)(x)
+    x = x + drop(attn(name="cross_attention")(y, memory, pos_q=query_pos, pos_k=memory_pos,
+                                               key_padding_mask=memory_padding_mask,
+                                               deterministic=deterministic))
+    y = MlpBlock(self.mlp_dim, self.dropout, self.dtype, name="mlp")(
+        _norm("norm3", self.dtype)(x), deterministic)
+    return x + drop(y)
+
+
+class Encoder(nn.Module):
+  """A stack of `EncoderBlock`s with positions injected as the module docstring says.
+
+  Attributes:
+    grid_shape: the training grid of the non-prefix tokens (sizes learned tables).
+    posemb, posemb_kwargs: an `lfpe.encodings` name and its extra options.
+    pos_injection, pos_hook, concat_channels, pos_layers: where positions enter.
+    num_prefix: tokens before the grid tokens (class token).
+    causal: causal self-attention (autoregressive models).
+  """
+
+  depth: int
+  num_heads: int
+  mlp_dim: int
+  grid_shape: tuple[int, ...]
+  posemb: str = "none"
+  posemb_kwargs: Any = None
+  pos_injection: str = "auto"
+  pos_hook: str = "qk"
+  concat_channels: int = 16
+  pos_layers: int | None = None
+  num_prefix: int = 0
+  causal: bool = False
+  dropout: float = 0.0
+  attention_dropout: float = 0.0
+  dtype: Any = None
+
+  def __post_init__(self):
+    check_positions(self.posemb, self.pos_injection, self.pos_hook, self.concat_channels,
+                    self.pos_layers, self.depth, "Encoder")
+    super().__post_init__()
+
+  def _source(self, name: str, injection: str, width: int) -> PositionSource:
+    hook = self.pos_hook if injection.startswith("attention") else _ADD
+    return PositionSource(self.posemb, tuple(self.grid_shape), width, self.num_heads, hook,
+                          self.posemb_kwargs, self.concat_channels, self.num_prefix, name=name)
+
+  @nn.compact
+  def __call__(self, x: Array, grid_shape: Sequence[int] | None = None, *,
+               coords: Array | None = None, key_padding_mask: Array | None = None,
+               deterministic: bool = True) -> Array:
+    """`x` `[B, P + prod(grid_shape), D]` -> normalised `[B, P + N, D]`.
+
+    `grid_shape` defaults to the training grid; `coords` `[B, N, M]` replaces the grid
+    coordinates of absolute encodings per example (e.g. `coords.detr(mask)`).
+    """
+    grid_shape = tuple(grid_shape or self.grid_shape)
+    if x.shape[1] != self.num_prefix + math.prod(grid_shape):
+      raise ValueError(f"Encoder: got {x.shape[1]} tokens, expected num_prefix={self.num_prefix}"
+                       f" + prod(grid_shape={grid_shape}); pass the grid of the input.")
+    injection = resolve_injection(self.posemb, self.pos_injection)
+    source = functools.partial(self._source, injection=injection, width=x.shape[-1])
+    if injection == "stem":
+      x = _add_table(x, source("pos")(grid_shape, coords))
+    x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
+    shared = source("pos")(grid_shape, coords) if injection.endswith("_shared") else None
+    for i in range(self.depth):
+      hooks = {}
+      if injection != "stem" and i < (self.pos_layers or self.depth):
+        hooks = shared if shared is not None else source(f"pos_{i}")(grid_shape, coords)
+      x = _add_table(x, hooks)
+      x = EncoderBlock(self.num_heads, self.mlp_dim, self.dropout, self.attention_dropout,
+                       self.causal, self.dtype, name=f"encoderblock_{i}")(
+          x, hooks={k: v for k, v in hooks.items() if k != _ADD},
+          key_padding_mask=key_padding_mask, deterministic=deterministic)
+    return _norm("encoder_norm", self.dtype)(x)

@@ -1,0 +1,56 @@
+"""What the trainer asks of a task: its model, forward pass, loss and evaluation.
+
+The training loop knows nothing model-specific; a task (classification, detection,
+generation, ...) supplies it. A task is any object with these methods:
+
+  validate(config) -> None
+      raises ValueError naming the bad field of `config.model` (or of the data
+      fields the task reads), before anything is built.
+  create_model(config) -> nn.Module
+      the model of `config.model` for the data of `config.data`.
+  example_batch(config) -> dict[str, np.ndarray]
+      one example (batch dimension 1) with the keys and dtypes the loader yields;
+      the trainer initialises the model from it.
+  init_variables(model, rng, batch) -> {'params': ...}
+      `model.init` on such a batch.
+  forward(model, params, batch, *, train, rng) -> outputs
+      the model applied to a batch (`rng` feeds dropout and other noise when training).
+  loss(outputs, batch) -> (loss [], metrics {name: []})
+      the scalar training loss (mean over the batch) and per-batch metrics.
+  eval_sums(outputs, batch) -> {name: []}
+      sums over the valid examples of the batch (`batch['mask']` marks padding),
+      including 'count'; the trainer adds them up over the whole eval split.
+  finalize(sums) -> {name: float}
+      eval metrics from the summed values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import flax.linen as nn
+import jax
+import numpy as np
+
+
+class Task(Protocol):
+  """The interface above (structural: tasks need not inherit from it)."""
+
+  def validate(self, config: Any) -> None: ...
+
+  def create_model(self, config: Any) -> nn.Module: ...
+
+  def example_batch(self, config: Any) -> dict[str, np.ndarray]: ...
+
+  def init_variables(self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]
+                     ) -> dict[str, Any]: ...
+
+  def forward(self, model: nn.Module, params: Any, batch: dict[str, jax.Array], *,
+              train: bool, rng: jax.Array) -> Any: ...
+
+  def loss(self, outputs: Any, batch: dict[str, jax.Array]
+           ) -> tuple[jax.Array, dict[str, jax.Array]]: ...
+
+  def eval_sums(self, outputs: Any, batch: dict[str, jax.Array]) -> dict[str, jax.Array]: ...
+
+  def finalize(self, sums: dict[str, Any]) -> dict[str, float]: ...

@@ -1,0 +1,116 @@
+"""Image classification: softmax cross-entropy (optional label smoothing), accuracy.
+
+Batches hold 'image' [B, H, W, C] float and 'label' [B] int (or [B, K] target
+distributions); eval batches also 'mask' [B] (true for real examples, false for
+the padding that fills the last batches). The model (config.model.name='vit')
+maps images to logits [B, K]; the number of classes and the image shape come from
+the dataset's spec (lfpe.data) and config.data.image_size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+MODELS = ("vit",)
+
+
+def cross_entropy(logits: jax.Array, labels: jax.Array, label_smoothing: float = 0.0
+                  ) -> jax.Array:
+  """Per-example softmax cross-entropy [B] of logits [B, K] against labels [B] or [B, K].
+
+  Label smoothing (Szegedy et al. 2016) mixes the target with the uniform
+  distribution: `(1 - eps) * onehot + eps / K`.
+  """
+  logits = logits.astype(jnp.float32)
+  num_classes = logits.shape[-1]
+  targets = labels if labels.ndim == logits.ndim else jax.nn.one_hot(labels, num_classes)
+  targets = (1.0 - label_smoothing) * targets + label_smoothing / num_classes
+  return -jnp.sum(targets * jax.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+def correct(logits: jax.Array, labels: jax.Array) -> jax.Array:
+  """Per-example top-1 hit [B] (float 0/1); soft labels count their argmax."""
+  labels = labels if labels.ndim < logits.ndim else jnp.argmax(labels, axis=-1)
+  return (jnp.argmax(logits, axis=-1) == labels).astype(jnp.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Classification:
+  """The classification task (see lfpe/tasks/base.py for the interface).
+
+  Training loss: mean cross-entropy with `label_smoothing`; eval loss: plain
+  cross-entropy, summed over real examples only.
+  """
+
+  label_smoothing: float = 0.0
+
+  def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:
+    """(num_classes, (H, W) seen by the model, channels) of `config.data`."""
+    from lfpe.data import get_spec  # noqa: PLC0415 (tasks stay importable without data)
+
+    spec = get_spec(config.data.name)
+    size = config.data.image_size or (spec.image_shape[0] if spec.image_shape else None)
+    if size is None:
+      raise ValueError(f"config.data.image_size must be set: {spec.name} images vary in size.")
+    return spec.num_classes, (size, size), spec.image_shape[-1] if spec.image_shape else 3
+
+  def validate(self, config: Any) -> None:
+    if not 0.0 <= self.label_smoothing < 1.0:
+      raise ValueError(f"config.task.label_smoothing must be in [0, 1), got "
+                       f"{self.label_smoothing!r}.")
+    if config.model.get("name", "vit") not in MODELS:
+      raise ValueError(f"config.model.name={config.model.name!r} is not a classification "
+                       f"model; use one of {MODELS}.")
+    dtype = config.model.get("dtype")
+    if dtype is not None and dtype != config.compute_dtype:
+      raise ValueError(f"config.model.dtype={dtype!r} differs from config.compute_dtype="
+                       f"{config.compute_dtype!r}; set only config.compute_dtype.")
+    from lfpe.models import vit  # noqa: PLC0415 (tasks stay importable without models)
+
+    vit.validate_model_config(self._model_config(config), self.data_info(config)[1])
+
+  def create_model(self, config: Any) -> nn.Module:
+    from lfpe.models import vit  # noqa: PLC0415
+
+    num_classes, image_hw, _ = self.data_info(config)
+    return vit.create_model(self._model_config(config), num_classes, image_hw)
+
+  def _model_config(self, config: Any) -> dict[str, Any]:
+    """config.model computing in config.compute_dtype (parameters stay float32)."""
+    return {**config.model.to_dict(), "dtype": config.compute_dtype}
+
+  def example_batch(self, config: Any) -> dict[str, np.ndarray]:
+    _, (height, width), channels = self.data_info(config)
+    return {"image": np.zeros((1, height, width, channels), np.float32),
+            "label": np.zeros((1,), np.int32)}
+
+  def init_variables(self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]
+                     ) -> dict[str, Any]:
+    return model.init({"params": rng, "dropout": rng}, batch["image"], train=False)
+
+  def forward(self, model: nn.Module, params: Any, batch: dict[str, jax.Array], *,
+              train: bool, rng: jax.Array | None) -> jax.Array:
+    rngs = {"dropout": rng} if train else {}
+    return model.apply({"params": params}, batch["image"], train=train, rngs=rngs)
+
+  def loss(self, logits: jax.Array, batch: dict[str, jax.Array]
+           ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    loss = jnp.mean(cross_entropy(logits, batch["label"], self.label_smoothing))
+    return loss, {"accuracy": jnp.mean(correct(logits, batch["label"]))}
+
+  def eval_sums(self, logits: jax.Array, batch: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    mask = batch.get("mask", jnp.ones(logits.shape[:1], jnp.float32)).astype(jnp.float32)
+    return {"loss": jnp.sum(mask * cross_entropy(logits, batch["label"])),
+            "correct": jnp.sum(mask * correct(logits, batch["label"])),
+            "count": jnp.sum(mask)}
+
+  def finalize(self, sums: dict[str, Any]) -> dict[str, float]:
+    count = max(float(sums["count"]), 1.0)
+    return {"loss": float(sums["loss"]) / count, "accuracy": float(sums["correct"]) / count,
+            "count": float(sums["count"])}

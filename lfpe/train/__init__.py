@@ -1,0 +1,7 @@
+"""Training: one sectioned trainer (trainer.py) and its parts.
+
+sharding.py (mesh, logical-axis rules), optim.py (optax optimizers and schedules),
+steps.py (train state, train/eval steps), checkpoint.py (orbax), metrics.py (JSON
+lines, TensorBoard, progress bar, summary), validate.py (config checks),
+config_lib.py (the trainer's config defaults, "key=value,..." config arguments).
+"""

@@ -1,0 +1,99 @@
+"""Checkpoints: the sharded train state plus the data iterator's position (orbax).
+
+Layout: WORKDIR/checkpoints/<step>/{state/, data/process_<i>-of-<n>.json}. Saves
+are asynchronous (the state is copied to host before `save` returns, so the next
+step may donate its buffers), the last `keep` are kept, and `restore` reads the
+latest onto whatever shardings the caller gives: a checkpoint written on one
+mesh restores onto another. Orbax writes each step into a temporary folder and
+renames it when complete, so a run killed mid-save leaves the previous step intact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+from etils import epath
+
+
+def _state_path(directory: epath.Path) -> epath.Path:
+  return directory / f"process_{jax.process_index()}-of-{jax.process_count()}.json"
+
+
+class DataIteratorHandler(ocp.CheckpointHandler):
+  """Saves an iterator's `get_state()` (bytes or JSON-able) as one JSON file per process."""
+
+  def save(self, directory: epath.Path, args: DataIteratorSave) -> None:
+    state = args.state
+    payload = {"bytes": state.decode()} if isinstance(state, bytes) else {"json": state}
+    _state_path(directory).write_text(json.dumps(payload))
+
+  def restore(self, directory: epath.Path, args: DataIteratorRestore) -> Any:
+    path = _state_path(directory)
+    if not path.exists():
+      raise ValueError(f"No data iterator state at {path}: was the checkpoint written with a "
+                       "different number of processes?")
+    payload = json.loads(path.read_text())
+    state = payload["bytes"].encode() if "bytes" in payload else payload["json"]
+    args.item.set_state(state)
+    return args.item
+
+  def metadata(self, directory: epath.Path) -> None:
+    return None
+
+  def finalize(self, directory: epath.Path) -> None:
+    pass
+
+  def close(self) -> None:
+    pass
+
+
+@ocp.args.register_with_handler(DataIteratorHandler, for_save=True)
+@dataclasses.dataclass
+class DataIteratorSave(ocp.args.CheckpointArgs):
+  state: Any  # the iterator's get_state(), taken when the save starts
+
+
+@ocp.args.register_with_handler(DataIteratorHandler, for_restore=True)
+@dataclasses.dataclass
+class DataIteratorRestore(ocp.args.CheckpointArgs):
+  item: Any
+
+
+def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.CheckpointManager:
+  """A CheckpointManager over WORKDIR/checkpoints keeping the last `keep` steps."""
+  options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
+                                         enable_async_checkpointing=async_save)
+  return ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
+                               options=options, item_names=("state", "data"))
+
+
+def save(manager: ocp.CheckpointManager, step: int, state: Any, data_iter: Any) -> None:
+  """Starts saving `state` and `data_iter`'s position as `step` (returns before the write)."""
+  manager.save(step, args=ocp.args.Composite(
+      state=ocp.args.StandardSave(state), data=DataIteratorSave(data_iter.get_state())),
+      force=True)
+
+
+def with_shardings(abstract: Any, shardings: Any) -> Any:
+  """ShapeDtypeStructs of `abstract` carrying `shardings`: the restore target."""
+  return jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+                      abstract, shardings)
+
+
+def restore_latest(manager: ocp.CheckpointManager, target: Any, data_iter: Any
+                   ) -> tuple[int, Any] | None:
+  """(step, state) from the latest checkpoint laid out as `target`; sets `data_iter`.
+
+  Returns None when there is no checkpoint (a fresh run).
+  """
+  step = manager.latest_step()
+  if step is None:
+    return None
+  restored = manager.restore(step, args=ocp.args.Composite(
+      state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)))
+  return step, restored["state"]

@@ -1,0 +1,67 @@
+"""What configs/*.py share: the trainer's default fields and argument parsing.
+
+`base_config()` holds every trainer field with its default; a config file
+starts from it and sets its own values. `parse_arg(arg, **defaults)` reads the
+argument of `configs/NAME.py:ARG` ("posemb=fourier,small=1"): values convert to
+the default's type (bool accepts 1/0/true/false/yes/no); unknown keys and
+unparsable values raise ValueError naming the key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_collections
+
+_TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off", "")
+
+
+def _convert(key: str, text: str, default: Any) -> Any:
+  if isinstance(default, bool):
+    if text.lower() in _TRUE + _FALSE:
+      return text.lower() in _TRUE
+    raise ValueError(f"config argument {key}={text!r} must be a boolean (1/0, true/false).")
+  if isinstance(default, (int, float)):
+    try:
+      return type(default)(text)
+    except ValueError:
+      raise ValueError(f"config argument {key}={text!r} must be a "
+                       f"{type(default).__name__}.") from None
+  return text
+
+
+def base_config() -> ml_collections.ConfigDict:
+  """Every trainer field at its default (see lfpe/train/validate.py for the rules).
+
+  seed: init, dropout and data order. total_steps: optimizer updates. batch_size:
+  global batch (split over mesh.data). eval_batch_size: global eval batch.
+  log_every / eval_every / checkpoint_every: in steps (the last step always does
+  all three). keep_checkpoints: how many to keep. compute_dtype: 'float32' or
+  'bfloat16' (parameters stay float32). mesh: data (-1: all devices left), model
+  (tensor-parallel size), fsdp (shard parameters over data too). distributed:
+  force `jax.distributed.initialize()` (else only when the environment shows
+  several processes). progress: tqdm bar on a terminal.
+  """
+  return ml_collections.ConfigDict(dict(
+      seed=0, total_steps=1000, batch_size=128, eval_batch_size=256, log_every=50,
+      eval_every=500, checkpoint_every=500, keep_checkpoints=3, compute_dtype="float32",
+      async_checkpoints=True, distributed=False, progress=True,
+      mesh=dict(data=-1, model=1, fsdp=False),
+      task=dict(name="classification", label_smoothing=0.0),
+      optim=dict(name="adamw", lr=1e-3, weight_decay=1e-4, b1=0.9, b2=0.999, eps=1e-8,
+                 momentum=0.9, nesterov=False, grad_clip_norm=1.0),
+      schedule=dict(name="warmup_cosine", warmup_steps=100, end_lr_factor=0.0,
+                    timescale=10_000.0),
+  ))
+
+
+def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
+  """The config arguments: `defaults` updated from "k1=v1,k2=v2" (a bare "k" means k=1)."""
+  values = dict(defaults)
+  for item in filter(None, (arg or "").split(",")):
+    key, _, text = item.partition("=")
+    key = key.strip()
+    if key not in defaults:
+      raise ValueError(f"unknown config argument {key!r}; known: {', '.join(sorted(defaults))}.")
+    values[key] = _convert(key, text.strip() if "=" in item else "1", defaults[key])
+  return ml_collections.ConfigDict(values)

@@ -1,0 +1,76 @@
+"""Optimizers and learning-rate schedules from the config (optax).
+
+config.optim:    name ('adamw' | 'sgd'), lr (peak), weight_decay, b1, b2, eps (adamw),
+                 momentum, nesterov (sgd), grad_clip_norm (0 disables clipping).
+config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant'), warmup_steps,
+                 end_lr_factor (cosine: final lr / peak lr), timescale (rsqrt).
+
+Weight decay applies to matrices only (ndim > 1): biases, norm scales and other
+vectors are not decayed. AdamW's decay is decoupled (Loshchilov & Hutter: `lr * wd * p`
+added to the Adam update); SGD's is the classic L2 term added to the gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+OPTIMIZERS = ("adamw", "sgd")
+SCHEDULES = ("warmup_cosine", "warmup_rsqrt", "constant")
+
+
+def make_schedule(schedule_config: Any, peak_lr: float, total_steps: int) -> optax.Schedule:
+  """Learning rate as a function of the step (0-based): linear warmup from 0, then decay.
+
+  warmup_cosine: cosine from `peak_lr` at the end of warmup to `end_lr_factor * peak_lr`
+  at `total_steps`. warmup_rsqrt: `peak_lr / sqrt(1 + (step - warmup) / timescale)`
+  after warmup (big_vision's rsqrt without cooldown). constant: warmup, then `peak_lr`.
+  """
+  name, warmup = schedule_config.name, int(schedule_config.warmup_steps)
+  if name == "warmup_cosine":
+    return optax.warmup_cosine_decay_schedule(
+        init_value=0.0, peak_value=peak_lr, warmup_steps=warmup, decay_steps=total_steps,
+        end_value=peak_lr * schedule_config.get("end_lr_factor", 0.0))
+  if name == "warmup_rsqrt":
+    timescale = float(schedule_config.get("timescale", max(warmup, 1)))
+    decay = lambda t: peak_lr * jax.lax.rsqrt(1.0 + jnp.maximum(t, 0) / timescale)
+    return _with_warmup(decay, peak_lr, warmup)
+  if name == "constant":
+    return _with_warmup(lambda t: jnp.full((), peak_lr, jnp.float32), peak_lr, warmup)
+  raise ValueError(f"`schedule.name`={name!r} is unknown; use one of {SCHEDULES}.")
+
+
+def _with_warmup(decay, peak_lr: float, warmup: int) -> optax.Schedule:
+  """Linear warmup 0 -> `peak_lr` over `warmup` steps, then `decay(step - warmup)`."""
+  if warmup == 0:
+    return lambda step: decay(jnp.asarray(step, jnp.float32))
+  ramp = optax.linear_schedule(0.0, peak_lr, warmup)
+  return optax.join_schedules([ramp, lambda t: decay(jnp.asarray(t, jnp.float32))], [warmup])
+
+
+def _decay_mask(params: Any) -> Any:
+  return jax.tree.map(lambda p: p.ndim > 1, params)
+
+
+def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Schedule]:
+  """(optax transformation, lr schedule) for `config.optim`, `config.schedule`."""
+  opt = config.optim
+  schedule = make_schedule(config.schedule, opt.lr, config.total_steps)
+  if opt.name == "adamw":
+    tx = optax.adamw(schedule, b1=opt.get("b1", 0.9), b2=opt.get("b2", 0.999),
+                     eps=opt.get("eps", 1e-8), weight_decay=opt.get("weight_decay", 0.0),
+                     mask=_decay_mask)
+  elif opt.name == "sgd":
+    tx = optax.chain(
+        optax.add_decayed_weights(opt.get("weight_decay", 0.0), mask=_decay_mask),
+        optax.sgd(schedule, momentum=opt.get("momentum", 0.9) or None,
+                  nesterov=opt.get("nesterov", False)))
+  else:
+    raise ValueError(f"`optim.name`={opt.name!r} is unknown; use one of {OPTIMIZERS}.")
+  clip = opt.get("grad_clip_norm", 0.0)
+  if clip:
+    tx = optax.chain(optax.clip_by_global_norm(clip), tx)
+  return tx, schedule

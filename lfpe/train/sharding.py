@@ -1,0 +1,122 @@
+"""Device mesh, logical-axis rules and shardings: how arrays spread over devices.
+
+The mesh has two named axes: `data` (the batch is split over it) and `model`
+(tensor parallelism: attention heads and MLP hidden units are split over it).
+Parameters carry logical axis names (flax `nn.with_logical_partitioning`:
+'embed', 'mlp', 'heads', 'kv', 'classes', 'patch', ...); `logical_rules` maps them
+onto mesh axes. With `fsdp=True` the 'embed' axis is also split over `data`, so
+every parameter and optimizer slot is sharded, not replicated, across data
+replicas (ZeRO-3 / FSDP); XLA inserts the all-gathers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+MESH_AXES = ("data", "model")
+# Logical names a model may use (parameters and activations) -> mesh axis (None: replicated).
+BASE_RULES = (
+    ("batch", "data"),
+    ("mlp", "model"),
+    ("heads", "model"),
+    ("kv", None),
+    ("embed", None),
+    ("classes", None),
+    ("patch", None),
+    ("length", None),
+)
+_MULTIPROCESS_ENV = ("JAX_COORDINATOR_ADDRESS", "COORDINATOR_ADDRESS")
+_WORLD_SIZE_ENV = ("JAX_NUM_PROCESSES", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
+
+
+def logical_rules(fsdp: bool = False) -> tuple[tuple[str, str | None], ...]:
+  """Logical axis name -> mesh axis rules; `fsdp` also shards 'embed' over `data`."""
+  if not fsdp:
+    return BASE_RULES
+  return tuple((name, "data") if name == "embed" else (name, axis) for name, axis in BASE_RULES)
+
+
+def mesh_shape(mesh_config: Any, num_devices: int) -> tuple[int, int]:
+  """(data, model) sizes of the mesh; `data=-1` takes every device `model` leaves."""
+  data, model = int(mesh_config.data), int(mesh_config.model)
+  if data == -1:
+    data = max(num_devices // model, 1)
+  return data, model
+
+
+def make_mesh(mesh_config: Any, devices: Sequence[jax.Device] | None = None) -> jax.sharding.Mesh:
+  """The ('data', 'model') mesh of `mesh_config` over the first data*model devices."""
+  devices = list(jax.devices() if devices is None else devices)
+  shape = mesh_shape(mesh_config, len(devices))
+  count = int(np.prod(shape))
+  if count > len(devices):
+    raise ValueError(f"`mesh` data*model={count} exceeds the {len(devices)} available devices; "
+                     "lower config.mesh.data or config.mesh.model.")
+  axis_types = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
+  return jax.make_mesh(shape, MESH_AXES, axis_types=axis_types, devices=devices[:count])
+
+
+def batch_sharding(mesh: jax.sharding.Mesh) -> NamedSharding:
+  """Leading (batch) dimension split over `data`, everything else replicated."""
+  return NamedSharding(mesh, P("data"))
+
+
+def replicated(mesh: jax.sharding.Mesh) -> NamedSharding:
+  return NamedSharding(mesh, P())
+
+
+def tree_shardings(boxed_tree: Any, mesh: jax.sharding.Mesh, rules) -> Any:
+  """NamedShardings for a tree whose leaves may be `nn.LogicallyPartitioned` boxes.
+
+  Unannotated leaves (step counters, biases without names) are replicated. The
+  result has the structure of `nn.meta.unbox(boxed_tree)`.
+  """
+  specs = nn.get_partition_spec(boxed_tree)
+  return nn.logical_to_mesh_sharding(specs, mesh, rules)
+
+
+def unbox(tree: Any) -> Any:
+  """`tree` without flax axis-metadata boxes (and without adding sharding constraints)."""
+  def strip(x):
+    if isinstance(x, nn.LogicallyPartitioned):
+      return x.unbox(apply_constraint=False)
+    return x.unbox() if isinstance(x, nn.meta.AxisMetadata) else x
+
+  return jax.tree.map(strip, tree, is_leaf=lambda x: isinstance(x, nn.meta.AxisMetadata))
+
+
+def check_divisible(abstract: Any, shardings: Any) -> None:
+  """Every sharded dimension must split evenly; names the parameter and mesh axis if not."""
+  flat_abstract = jax.tree_util.tree_flatten_with_path(abstract)[0]
+  flat_shardings = jax.tree.leaves(shardings)
+  for (path, leaf), sharding in zip(flat_abstract, flat_shardings, strict=True):
+    for dim, axes in zip(leaf.shape, sharding.spec, strict=False):
+      axes = (axes,) if isinstance(axes, str) else axes or ()
+      size = int(np.prod([sharding.mesh.shape[a] for a in axes]))
+      if dim % size:
+        name = jax.tree_util.keystr(path)
+        raise ValueError(
+            f"`mesh`: parameter {name} of shape {leaf.shape} has a dimension of size {dim} "
+            f"sharded over mesh axes {axes} of size {size}; change config.mesh.model / "
+            f"config.mesh.fsdp or the model size so that it divides.")
+
+
+def wants_distributed(force: bool = False) -> bool:
+  """Whether to call `jax.distributed.initialize()`: forced, or the env shows several processes."""
+  if force or any(os.environ.get(k) for k in _MULTIPROCESS_ENV):
+    return True
+  return any(int(os.environ.get(k, "1") or 1) > 1 for k in _WORLD_SIZE_ENV)
+
+
+def maybe_initialize_distributed(force: bool = False) -> None:
+  """Joins the multi-process JAX cluster once, before any other JAX call."""
+  if wants_distributed(force) and not jax.distributed.is_initialized():
+    jax.distributed.initialize()

@@ -1,0 +1,139 @@
+"""Checks a training config before anything is built or compiled.
+
+Every problem raises ValueError naming the config field (`config.<path>`) and
+what would fix it. The model section is checked by the task (which knows its
+model: `task.validate(config)`), the data section by lfpe.data's
+`validate_data_config`; the trainer checks, after `jax.eval_shape`, that sharded
+parameter dimensions divide the mesh (sharding.check_divisible), still before
+compiling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from lfpe import tasks
+from lfpe.train import optim
+
+DTYPES = ("float32", "bfloat16")
+REQUIRED = ("seed", "total_steps", "batch_size", "checkpoint_every", "eval_every", "log_every",
+            "keep_checkpoints", "compute_dtype", "task", "task.name", "mesh", "mesh.data",
+            "mesh.model", "mesh.fsdp", "optim", "optim.name", "optim.lr", "schedule",
+            "schedule.name", "schedule.warmup_steps", "data", "model", "model.posemb")
+_MISSING = object()
+
+
+def _get(config: Any, path: str) -> Any:
+  value = config
+  for key in path.split("."):
+    value = value.get(key, _MISSING) if hasattr(value, "get") else _MISSING
+    if value is _MISSING:
+      return _MISSING
+  return value
+
+
+def _fail(path: str, message: str, value: Any) -> None:
+  raise ValueError(f"config.{path} {message}, got {value!r}.")
+
+
+def _integer(config: Any, path: str, minimum: int) -> int:
+  value = _get(config, path)
+  if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+    _fail(path, f"must be an integer >= {minimum}", value)
+  return value
+
+
+def _number(config: Any, path: str, low: float, high: float = float("inf"), *,
+            open_low: bool = False) -> float:
+  value = _get(config, path)
+  ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+  if not ok or not (value > low if open_low else value >= low) or value > high:
+    bound = f"> {low}" if open_low else f">= {low}"
+    _fail(path, f"must be a number {bound}" + (f" and <= {high}" if high < float("inf") else ""),
+          value)
+  return value
+
+
+def _choice(config: Any, path: str, choices) -> str:
+  value = _get(config, path)
+  if value not in choices:
+    _fail(path, f"must be one of {tuple(choices)}", value)
+  return value
+
+
+def validate_config(config: Any, num_devices: int | None = None, *,
+                    check_data: bool = True) -> None:
+  """Raises ValueError naming the first bad field of the training `config`.
+
+  `num_devices` defaults to all devices; `check_data=False` skips the data
+  section (for callers that bring their own loader and data config).
+  """
+  for path in REQUIRED:
+    if _get(config, path) is _MISSING:
+      raise ValueError(f"config.{path} is missing; every config needs it (see configs/).")
+  _validate_loop(config)
+  _validate_optimizer(config)
+  _validate_mesh(config, jax.device_count() if num_devices is None else num_devices)
+  _choice(config, "task.name", tasks.REGISTRY)
+  if check_data:
+    from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
+
+    validate_data_config(config.data, global_batch_size=config.batch_size)
+  tasks.get(config.task).validate(config)
+
+
+def _validate_loop(config: Any) -> None:
+  _integer(config, "seed", 0)
+  total = _integer(config, "total_steps", 1)
+  for path in ("batch_size", "checkpoint_every", "eval_every", "log_every", "keep_checkpoints"):
+    _integer(config, path, 1)
+  if "eval_batch_size" in config:
+    _integer(config, "eval_batch_size", 1)
+  _choice(config, "compute_dtype", DTYPES)
+  warmup = _integer(config, "schedule.warmup_steps", 0)
+  if warmup > total:
+    _fail("schedule.warmup_steps", f"must not exceed total_steps={total}", warmup)
+
+
+def _validate_optimizer(config: Any) -> None:
+  name = _choice(config, "optim.name", optim.OPTIMIZERS)
+  _number(config, "optim.lr", 0.0, open_low=True)
+  for path in ("optim.weight_decay", "optim.grad_clip_norm"):
+    if _get(config, path) is not _MISSING:
+      _number(config, path, 0.0)
+  if name == "adamw":
+    for path in ("optim.b1", "optim.b2"):
+      if _get(config, path) is not _MISSING:
+        _number(config, path, 0.0, 1.0)
+  schedule = _choice(config, "schedule.name", optim.SCHEDULES)
+  if schedule == "warmup_cosine" and _get(config, "schedule.end_lr_factor") is not _MISSING:
+    _number(config, "schedule.end_lr_factor", 0.0, 1.0)
+  if schedule == "warmup_rsqrt" and _get(config, "schedule.timescale") is not _MISSING:
+    _number(config, "schedule.timescale", 0.0, open_low=True)
+
+
+def _validate_mesh(config: Any, num_devices: int) -> None:
+  model = _integer(config, "mesh.model", 1)
+  data = _get(config, "mesh.data")
+  if data != -1:
+    data = _integer(config, "mesh.data", 1)
+  elif model > num_devices:
+    _fail("mesh.model", f"exceeds the {num_devices} available devices", model)
+  else:
+    data = num_devices // model
+  if data * model > num_devices:
+    _fail("mesh", f"asks for data*model={data * model} devices but only {num_devices} exist; "
+          "lower mesh.data or mesh.model", {"data": data, "model": model})
+  if jax.process_count() > 1 and data * model != num_devices:
+    _fail("mesh", f"must use all {num_devices} devices when running on several processes",
+          {"data": data, "model": model})
+  if not isinstance(_get(config, "mesh.fsdp"), bool):
+    _fail("mesh.fsdp", "must be True or False", _get(config, "mesh.fsdp"))
+  for path in ("batch_size", "eval_batch_size"):
+    size = _get(config, path)
+    if size is not _MISSING and size % data:
+      _fail(path, f"(the global batch) must be divisible by the data axis size {data} "
+            f"(mesh.data); use e.g. {max(data, round(size / data) * data)}", size)
+

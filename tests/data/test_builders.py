@@ -1,0 +1,171 @@
+"""Registry, catalog datasets (missing: exact instructions; prepared: read the same way), config."""
+
+import os
+
+import jax
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from lfpe import data as data_lib
+from lfpe.data import base, builders, config, pipeline
+
+
+class FakeCifar10(base.ArrayBuilder, skip_registration=True):
+  """Stands in for a cifar10 prepared with TFDS (same name, version and features)."""
+
+  name = "cifar10"
+  VERSION = tfds.core.Version("3.0.2")
+
+  def _features(self):
+    return {
+      "id": tfds.features.Text(),
+      "image": tfds.features.Image(shape=(32, 32, 3)),
+      "label": tfds.features.ClassLabel(num_classes=10),
+    }
+
+  def _load_arrays(self):
+    images = np.arange(6 * 32 * 32 * 3).reshape(6, 32, 32, 3) % 251
+    return {
+      "train": {
+        "id": [f"train_{i}" for i in range(6)],
+        "image": images.astype(np.uint8),
+        "label": np.arange(6),
+      }
+    }
+
+
+class FakeCoco(base.ArrayBuilder, skip_registration=True):
+  """Stands in for coco/2017: variable image sizes, a sequence of objects."""
+
+  name = "coco"
+  VERSION = tfds.core.Version("1.1.0")
+  BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="2017")]
+
+  def _features(self):
+    objects = {
+      "bbox": tfds.features.BBoxFeature(),
+      "is_crowd": np.bool_,
+      "label": tfds.features.ClassLabel(num_classes=80),
+    }
+    return {
+      "image": tfds.features.Image(shape=(None, None, 3)),
+      "objects": tfds.features.Sequence(objects),
+    }
+
+  def _load_arrays(self):
+    images = [np.full((10, 20, 3), 200, np.uint8), np.full((16, 8, 3), 100, np.uint8)]
+    objects = [
+      {"bbox": np.array([[0.1, 0.2, 0.5, 0.6]], np.float32), "is_crowd": [False], "label": [5]},
+      {
+        "bbox": np.zeros((0, 4), np.float32),
+        "is_crowd": np.zeros(0, bool),
+        "label": np.zeros(0, np.int64),
+      },
+    ]
+    return {"validation": {"image": images, "objects": objects}}
+
+
+def _config(name, data_dir, **kw):
+  cfg = data_lib.default_config(name)
+  cfg.data_dir = data_dir
+  cfg.update(kw)
+  return cfg
+
+
+@pytest.mark.parametrize("name", ["cifar10", "imagenet_resized/64x64", "coco/2017"])
+def test_missing_catalog_dataset_says_how_to_prepare(name, tmp_path):
+  with pytest.raises(FileNotFoundError) as e:
+    builders.data_source(name, "train", str(tmp_path))
+  msg = str(e.value)
+  assert f"tfds build {name} --data_dir={tmp_path} --file_format=array_record" in msg
+  assert "pip install tensorflow tensorflow-datasets" in msg
+  assert "TensorFlow is needed only for this preparation step" in msg
+  assert f"tfds.builder('{name}', data_dir='{tmp_path}', file_format='array_record')" in msg
+
+
+def test_imagenet_message_names_the_manual_download(tmp_path):
+  msg = builders.missing_message(builders.get_spec("imagenet2012"), str(tmp_path))
+  assert "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar" in msg
+  assert f"{tmp_path}/downloads/manual/" in msg and "tfds build imagenet2012" in msg
+
+
+def test_tfrecord_copy_gets_the_convert_command(tmp_path):
+  version_dir = tmp_path / "cifar10" / "3.0.2"
+  version_dir.mkdir(parents=True)
+  (version_dir / "dataset_info.json").write_text("{}")
+  (version_dir / "cifar10-train.tfrecord-00000-of-00001").write_text("")
+  with pytest.raises(FileNotFoundError, match="tfds convert_format --dataset_version_dir="):
+    builders.prepare("cifar10", str(tmp_path))
+
+
+def test_prepared_catalog_dataset_is_read_the_same_way(tmp_path, mesh):
+  FakeCifar10(data_dir=str(tmp_path)).download_and_prepare()
+  assert builders.prepared_version("cifar10", str(tmp_path)) == "3.0.2"
+  cfg = _config("cifar10", str(tmp_path), eval_split="train")
+  batches = list(pipeline.make_loader(cfg, global_batch_size=8, seed=0, train=False, mesh=mesh))
+  assert len(batches) == 1 and sorted(batches[0]) == ["image", "label", "mask"]  # `id` dropped.
+  labels = np.asarray(batches[0]["label"])[np.asarray(batches[0]["mask"])]
+  assert sorted(labels.tolist()) == list(range(6))
+  assert batches[0]["image"].shape == (8, 32, 32, 3)
+
+
+def test_prepared_coco_gives_detr_inputs(tmp_path, mesh):
+  FakeCoco(data_dir=str(tmp_path), config="2017").download_and_prepare()
+  cfg = _config("coco/2017", str(tmp_path), image_size=16)
+  batch = next(iter(pipeline.make_loader(cfg, global_batch_size=8, seed=0, train=False, mesh=mesh)))
+  assert batch["image"].shape == (8, 16, 16, 3) and batch["image_mask"].shape == (8, 16, 16)
+  assert batch["boxes"].shape == (8, 100, 4) and batch["box_mask"].shape == (8, 100)
+  n_boxes = np.asarray(batch["box_mask"]).sum(1)
+  assert sorted(n_boxes[:2].tolist()) == [0, 1] and np.asarray(batch["mask"]).sum() == 2
+  boxes = np.asarray(batch["boxes"])[np.asarray(batch["box_mask"])]
+  np.testing.assert_allclose(boxes, [[0.4, 0.3, 0.4, 0.4]], atol=1e-6)  # (cx, cy, w, h)
+
+
+def test_registry_and_unknown_name():
+  assert {"digits", "cifar10", "imagenet2012", "imagenet_resized/64x64", "coco/2017"} <= set(
+    builders.DATASETS
+  )
+  assert builders.get_spec("digits").builder is not None
+  assert builders.get_spec("cifar10").builder is None
+  with pytest.raises(ValueError, match=r"`data.name`='mnist'.*'digits'"):
+    config.validate_data_config(_config("mnist", "/tmp"))
+
+
+def test_default_config_and_data_dir(monkeypatch):
+  monkeypatch.setenv("LFPE_DATA_DIR", "/data/tfds")
+  cfg = data_lib.default_config()
+  assert cfg.name == "digits" and cfg.data_dir == "/data/tfds" and cfg.worker_count == 0
+  resolved = config.resolve(cfg)
+  assert (resolved.train_split, resolved.eval_split) == ("train", "test")
+  monkeypatch.delenv("LFPE_DATA_DIR")
+  assert config.default_data_dir() == os.path.expanduser("~/tensorflow_datasets")
+
+
+@pytest.mark.parametrize(
+  "field,value,match",
+  [
+    ("image_size", -4, "`data.image_size`=-4 must be a positive int"),
+    ("preprocess", "flip_lr|value_range(0, 1)", "move them to `data.augment`"),
+    ("augment", "random_crop(8", "`data.augment`"),
+    ("worker_count", -1, "`data.worker_count`"),
+    ("data_dir", "", "`data.data_dir`"),
+  ],
+)
+def test_config_errors_name_the_field(field, value, match):
+  cfg = data_lib.default_config()
+  cfg[field] = value
+  with pytest.raises(ValueError, match=match):
+    config.validate_data_config(cfg)
+
+
+def test_varying_size_datasets_need_image_size():
+  with pytest.raises(ValueError, match="set `data.image_size`"):
+    config.resolve(_config("imagenet2012", "/tmp"))
+  assert config.resolve(_config("imagenet2012", "/tmp", image_size=64)).image_size == 64
+
+
+def test_batch_must_split_over_processes(monkeypatch):
+  monkeypatch.setattr(jax, "process_count", lambda: 3)
+  with pytest.raises(ValueError, match=r"multiple of the process count \(3\)"):
+    config.check_batch(16, None)

@@ -1,0 +1,141 @@
+"""Preprocessing ops: resizing against jax.image.resize, crops, flips, boxes, spec parsing."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lfpe.data import detection_ops, image_ops, ops
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("method,jax_method", [("nearest", "nearest"), ("bilinear", "linear")])
+@pytest.mark.parametrize("shape,size", [((8, 8, 1), 32), ((8, 6, 3), (12, 15)), ((20, 16, 2), 7)])
+def test_resize_matches_jax(method, jax_method, shape, size):
+  image = RNG.integers(0, 256, shape).astype(np.uint8)
+  out = image_ops.resize_image(image, size, method)
+  h, w = (size, size) if isinstance(size, int) else size
+  expected = jax.image.resize(jnp.asarray(image, jnp.float32), (h, w, shape[2]), jax_method)
+  np.testing.assert_allclose(out, np.asarray(expected), atol=1e-3)
+
+
+def test_nearest_upsampling_is_pixel_blocks():
+  image = np.arange(16, dtype=np.uint8).reshape(4, 4, 1)
+  out = image_ops.resize_image(image, 12, "nearest")
+  assert out.dtype == np.uint8
+  np.testing.assert_array_equal(out, np.repeat(np.repeat(image, 3, 0), 3, 1))
+
+
+def test_bilinear_hand_values():
+  # 1-D [0, 4] upsampled x2 with half-pixel centres: samples at -0.25, 0.25, 0.75, 1.25.
+  image = np.array([[0.0, 4.0]], np.float32)[..., None]
+  out = image_ops.resize_image(image, (1, 4))
+  np.testing.assert_allclose(out[0, :, 0], [0.0, 1.0, 3.0, 4.0])
+
+
+def test_value_range_and_normalize():
+  element = {"image": np.array([[[0], [255]]], np.uint8)}
+  out = ops.ValueRange(-1, 1).map(element)["image"]
+  np.testing.assert_allclose(out[..., 0], [[-1.0, 1.0]])
+  image = np.array([[[0.5, 1.0, 0.0]]], np.float32)
+  out = ops.Normalize((0.5, 0.5, 0.25), (0.5, 0.25, 0.5)).map({"image": image})["image"]
+  np.testing.assert_allclose(out, [[[0.0, 2.0, -0.5]]])
+
+
+def test_random_crop_with_padding_is_a_shifted_window():
+  image = RNG.integers(1, 256, (8, 8, 1)).astype(np.uint8)
+  padded = np.pad(image, ((2, 2), (2, 2), (0, 0)))
+  crops = set()
+  for seed in range(20):
+    out = ops.apply([image_ops.RandomCrop(8, 2)], {"image": image}, np.random.default_rng(seed))
+    matches = [
+      (t, x)
+      for t in range(5)
+      for x in range(5)
+      if np.array_equal(out["image"], padded[t : t + 8, x : x + 8])
+    ]
+    assert matches
+    crops.add(matches[0])
+  assert len(crops) > 3  # The offset varies.
+
+
+def test_flip_lr_flips_image_and_boxes():
+  image = np.arange(6, dtype=np.uint8).reshape(1, 6, 1)
+  boxes = np.array([[0.25, 0.5, 0.1, 0.2], [0, 0, 0, 0]], np.float32)
+  element = {"image": image, "boxes": boxes, "box_mask": np.array([True, False])}
+  out = image_ops.FlipLr(p=1.0).random_map(element, np.random.default_rng(0))
+  np.testing.assert_array_equal(out["image"][0, :, 0], [5, 4, 3, 2, 1, 0])
+  np.testing.assert_allclose(out["boxes"], [[0.75, 0.5, 0.1, 0.2], [0, 0, 0, 0]])
+  assert image_ops.FlipLr(p=0.0).random_map(element, np.random.default_rng(0)) is element
+
+
+def test_inception_crop_size_and_determinism():
+  image = RNG.integers(0, 256, (40, 30, 3)).astype(np.uint8)
+  op = image_ops.InceptionCrop(16)
+  a = op.random_map({"image": image}, np.random.default_rng(5))["image"]
+  b = op.random_map({"image": image}, np.random.default_rng(5))["image"]
+  c = op.random_map({"image": image}, np.random.default_rng(6))["image"]
+  assert a.shape == (16, 16, 3)
+  np.testing.assert_array_equal(a, b)
+  assert not np.array_equal(a, c)
+
+
+def test_resize_small_and_central_crop():
+  image = np.arange(20 * 10, dtype=np.uint8).reshape(20, 10, 1)
+  out = ops.apply(ops.parse("resize_small(5, 'nearest')|central_crop(4)"), {"image": image})
+  small = image[1::2, 1::2]  # nearest halving picks odd rows/cols: [10, 5]
+  np.testing.assert_array_equal(out["image"], small[3:7, 0:4])
+
+
+def test_boxes_and_resize_pad():
+  objects = {
+    "bbox": np.array([[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 1.0, 1.0], [0.2, 0.2, 0.4, 0.4]]),
+    "label": np.array([3, 7, 9]),
+    "is_crowd": np.array([False, True, False]),
+  }
+  element = {"image": np.full((10, 20, 3), 255, np.uint8), "objects": objects}
+  out = ops.apply(ops.parse("boxes(3)|resize_pad(8)"), element)
+  # (ymin, xmin, ymax, xmax) -> (cx, cy, w, h); the crowd box is dropped.
+  np.testing.assert_allclose(out["boxes"], [[0.4, 0.3, 0.4, 0.4], [0.3, 0.3, 0.2, 0.2], [0] * 4])
+  np.testing.assert_array_equal(out["box_labels"], [3, 9, 0])
+  np.testing.assert_array_equal(out["box_mask"], [True, True, False])
+  assert out["image"].shape == (8, 8, 3) and "objects" not in out
+  np.testing.assert_array_equal(out["image_mask"].sum(0), [4] * 8)  # 10x20 -> 4x8, top rows
+  assert out["image_mask"][:4].all() and not out["image_mask"][4:].any()
+  np.testing.assert_allclose(out["image"][:4], 255)
+  np.testing.assert_array_equal(out["image"][4:], 0)
+
+
+def test_onehot_keep_and_cast():
+  element = {"image": np.zeros((2, 2, 1), np.float64), "label": np.int64(2), "id": b"x"}
+  out = ops.apply([ops.Keep("image", "label"), ops.Onehot(4), ops.Cast()], element)
+  assert sorted(out) == ["image", "label", "labels"]
+  np.testing.assert_array_equal(out["labels"], [0, 0, 1, 0])
+  assert (out["image"].dtype, out["label"].dtype) == (np.float32, np.int32)
+
+
+def test_parse():
+  parsed = ops.parse("resize(32, method='nearest')|flip_lr|value_range(-1, 1)")
+  assert [type(op).__name__ for op in parsed] == ["Resize", "FlipLr", "ValueRange"]
+  assert parsed[0].size == 32 and parsed[0].method == "nearest" and parsed[2].vmin == -1
+  assert ops.parse("") == [] and ops.parse(None) == []
+  assert isinstance(ops.parse("boxes(5)")[0], detection_ops.Boxes)
+
+
+@pytest.mark.parametrize(
+  "spec,match",
+  [
+    ("rezise(32)", "Unknown op 'rezise'"),
+    ("resize(size=x)", "not of the form"),
+    ("value_range(0, 1, 2, 3, 4)", "Bad arguments"),
+    ("resize(32, 'cubic')|", None),
+  ],
+)
+def test_parse_errors(spec, match):
+  if match is None:  # Bad values surface when the op runs.
+    with pytest.raises(ValueError, match="method"):
+      ops.apply(ops.parse(spec), {"image": np.zeros((4, 4, 1), np.uint8)})
+    return
+  with pytest.raises(ValueError, match=match):
+    ops.parse(spec)

@@ -1,0 +1,220 @@
+"""ViT: variants, every encoding and injection mode, resolution changes, validation."""
+
+import functools
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from lfpe import encodings
+from lfpe.models import vit as vit_lib
+from lfpe.models.vit import ViT, create_model, validate_model_config
+
+IMAGE, PATCH, CLASSES = 8, 4, 3  # a 2x2 grid of patches
+NEW_IMAGE = (12, 8)  # a 3x2 grid at evaluation
+
+
+def _images(hw=(IMAGE, IMAGE), seed=0, b=2):
+  return jnp.asarray(np.random.default_rng(seed).normal(size=(b, *hw, 3)), jnp.float32)
+
+
+def _model(**kwargs):
+  kwargs = {"num_classes": CLASSES, "image_size": IMAGE, "variant": f"mu/{PATCH}", **kwargs}
+  return ViT(**kwargs)
+
+
+def _init(model, hw=(IMAGE, IMAGE)):
+  """Variables with a random head (the zero-initialised head would hide every difference)."""
+  variables = nn.meta.unbox(model.init(jax.random.key(0), _images(hw), train=False))
+  head = variables["params"]["head"]
+  head["kernel"] = jax.random.normal(jax.random.key(1), head["kernel"].shape)
+  return variables
+
+
+def _swap_corner_patches(images):
+  """Exchange the top-left and bottom-right patches (a permutation of the tokens)."""
+  images = np.array(images)
+  a, b = images[:, :PATCH, :PATCH].copy(), images[:, -PATCH:, -PATCH:].copy()
+  images[:, :PATCH, :PATCH], images[:, -PATCH:, -PATCH:] = b, a
+  return jnp.asarray(images)
+
+
+def _count(tree):
+  return sum(int(np.prod(a.shape)) for a in jax.tree.leaves(tree))
+
+
+@pytest.mark.parametrize("name", [n for n in encodings.NAMES if n not in ("sine_4d", "embed_4d")])
+def test_every_encoding_runs_at_train_and_new_sizes_and_sees_positions(name):
+  model = _model(posemb=name, pool="gap")
+  variables = _init(model)
+  apply = lambda v, x: model.apply(v, x, train=False)
+  images = _images()
+  out = apply(variables, images)
+  assert out.shape == (2, CLASSES) and out.dtype == jnp.float32
+  new = apply(variables, _images(NEW_IMAGE))
+  assert new.shape == (2, CLASSES) and bool(jnp.all(jnp.isfinite(new)))
+  # With gap pooling, only positions can tell a permutation of the patches apart. `index`
+  # and `unit` add one value to all channels, which pre-LN removes: blind at the stem.
+  swapped = apply(variables, _swap_corner_patches(images))
+  assert np.allclose(out, swapped, atol=1e-5) == (name in ("none", "index", "unit"))
+
+
+@pytest.mark.parametrize("name", ["index", "unit"])
+def test_channel_constant_encodings_are_seen_through_the_attention_hooks(name):
+  model = _model(posemb=name, pool="gap", pos_injection="attention", pos_hook="qk")
+  variables = _init(model)
+  images = _images()
+  out = model.apply(variables, images, train=False)
+  assert not np.allclose(out, model.apply(variables, _swap_corner_patches(images), train=False),
+                         atol=1e-5)
+
+
+INJECTIONS = [
+    ("embed_1d", "stem", "qk"), ("fourier", "every_layer", "qk"),
+    ("fourier", "every_layer_shared", "qk"), ("sine_2d", "attention", "qk"),
+    ("gabor_edge", "attention", "v"), ("fourier", "attention", "qkv"),
+    ("fourier", "attention_shared", "k"), ("sine_2d", "attention", "concat"),
+    ("rel_bias_2d", "attention_shared", "qk"), ("rel_attn_2d", "attention", "qk"),
+    ("rope_mixed", "attention", "qk"),
+]
+
+
+@pytest.mark.parametrize("name, injection, hook", INJECTIONS)
+def test_each_injection_mode_with_a_class_token(name, injection, hook):
+  model = _model(variant=f"nano/{PATCH}", posemb=name, pos_injection=injection, pos_hook=hook,
+                 concat_channels=2)
+  variables = _init(model)
+  apply = lambda v, x: model.apply(v, x, train=False)
+  images = _images()
+  out = apply(variables, images)
+  assert out.shape == (2, CLASSES)
+  assert apply(variables, _images(NEW_IMAGE)).shape == (2, CLASSES)
+  assert not np.allclose(out, apply(variables, _swap_corner_patches(images)), atol=1e-5)
+  pos = sorted(k for k in variables["params"]["Transformer"] if k.startswith("pos"))
+  per_layer = injection in ("every_layer", "attention")
+  assert pos == (["pos_0", "pos_1"] if per_layer else ["pos"])
+
+
+def test_class_token_has_its_own_learned_position_added_before_the_blocks():
+  model = _model(posemb="embed_1d")
+  variables = _init(model)
+  _, state = model.apply(variables, _images(), train=False, capture_intermediates=True,
+                         mutable=["intermediates"])
+  table = state["intermediates"]["Transformer"]["pos"]["__call__"][0]["add"]  # [1 + N, D]
+  pos = variables["params"]["Transformer"]["pos"]
+  assert pos["prefix"].shape == (1, 32) and pos["encoding"]["table"].shape == (4, 32)
+  np.testing.assert_array_equal(table[:1], pos["prefix"])
+  np.testing.assert_array_equal(table[1:], pos["encoding"]["table"])  # same size: the table
+  gap = _init(_model(posemb="embed_1d", pool="gap"))["params"]
+  assert "cls" not in gap and "prefix" not in gap["Transformer"]["pos"]
+
+
+def test_learned_table_resamples_at_a_new_image_size():
+  model = _model(posemb="embed_1d")
+  variables = _init(model)
+  _, state = model.apply(variables, _images(NEW_IMAGE), train=False,
+                         capture_intermediates=True, mutable=["intermediates"])
+  table = state["intermediates"]["Transformer"]["pos"]["__call__"][0]["add"]
+  pos = variables["params"]["Transformer"]["pos"]
+  assert table.shape == (1 + 6, 32)
+  np.testing.assert_array_equal(table[:1], pos["prefix"])
+  expected = encodings.resample(pos["encoding"]["table"], (2, 2), (3, 2))
+  np.testing.assert_allclose(table[1:], expected, rtol=1e-6)
+  # The first column of the 3x2 grid interpolates rows 0 and 2 of the 2x2 table's column 0.
+  assert not np.allclose(table[1:], np.resize(pos["encoding"]["table"], (6, 32)))
+
+
+def test_every_layer_shared_has_one_set_of_position_params():
+  def pos_params(injection):
+    model = _model(variant=f"nano/{PATCH}", posemb="embed_1d", pos_injection=injection)
+    shapes = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
+                            _images())
+    return _count({k: v for k, v in shapes["params"]["Transformer"].items()
+                   if k.startswith("pos")})
+  one = (1 + 4) * 32  # class row + 2x2 table
+  assert pos_params("every_layer_shared") == pos_params("stem") == one
+  assert pos_params("every_layer") == 2 * one  # nano has depth 2
+
+
+def test_variant_strings():
+  assert vit_lib.decode_variant("B/16") == dict(width=768, depth=12, num_heads=12,
+                                                mlp_dim=3072, patch_size=16)
+  assert vit_lib.decode_variant("Ti/16")["width"] == 192
+  assert vit_lib.decode_variant("S/16")["num_heads"] == 6
+  assert vit_lib.decode_variant("L/16")["depth"] == 24
+  assert vit_lib.decode_variant("L")["patch_size"] is None
+  with pytest.raises(ValueError, match="variant='X/16' is unknown"):
+    vit_lib.decode_variant("X/16")
+  with pytest.raises(ValueError, match="variant='B/x' is unknown"):
+    vit_lib.decode_variant("B/x")
+
+
+def test_vit_b16_has_86m_parameters_without_allocating():
+  model = ViT(num_classes=1000, image_size=224, variant="B/16", posemb="embed_1d")
+  shapes = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
+                          jnp.zeros((1, 224, 224, 3)))
+  d, mlp, layers, n = 768, 3072, 12, 196
+  block = 2 * 2 * d + 4 * (d * d + d) + (d * mlp + mlp) + (mlp * d + d)
+  expected = (16 * 16 * 3 * d + d) + d + (n + 1) * d + layers * block + 2 * d + (d * 1000 + 1000)
+  assert _count(shapes) == expected == 86_567_656
+
+
+def test_create_model_from_config_with_bfloat16_and_logical_axes():
+  config = ml_collections.ConfigDict(dict(
+      name="vit", variant="mu", patch_size=PATCH, posemb="fourier",
+      posemb_kwargs=dict(fourier_dim=8, hidden_dim=4), pool="gap", dtype="bfloat16"))
+  model = create_model(config, num_classes=CLASSES, image_size=IMAGE)
+  assert model.arch["patch_size"] == (PATCH, PATCH) and model.arch["width"] == 32
+  boxed = model.init(jax.random.key(0), _images(), train=False)["params"]
+  assert boxed["embedding"]["kernel"].names == ("patch", "embed")
+  assert boxed["head"]["kernel"].names == ("embed", "classes")
+  assert boxed["Transformer"]["encoderblock_0"]["mlp"]["fc1"]["kernel"].names == ("embed", "mlp")
+  params = nn.meta.unbox(boxed)
+  assert params["Transformer"]["pos"]["encoding"]["wr"].shape == (4, 2)  # [F/2, M]
+  assert all(a.dtype == jnp.float32 for a in jax.tree.leaves(params))
+  assert not np.any(params["head"]["kernel"])  # zero-initialised head (big_vision)
+  assert model.apply({"params": params}, _images(), train=False).dtype == jnp.float32
+
+
+def test_dropout_only_in_training():
+  model = _model(posemb="sine_2d", dropout=0.5)
+  variables = _init(model)
+  images = _images()
+  eval_out = model.apply(variables, images, train=False)
+  np.testing.assert_array_equal(eval_out, model.apply(variables, images, train=False))
+  train_out = model.apply(variables, images, train=True, rngs={"dropout": jax.random.key(2)})
+  assert not np.allclose(eval_out, train_out)
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(patch_size=3), r"image_size=\(8, 8\) is not divisible by model.patch_size"),
+    (dict(num_heads=3), "model.num_heads=3 must divide model.width=32"),
+    (dict(posemb="fourrier"), "Unknown positional encoding 'fourrier'"),
+    (dict(pos_injection="everywhere"), "pos_injection='everywhere' is unknown"),
+    (dict(posemb="rope_axial", pos_injection="stem"), "cannot inject posemb='rope_axial'"),
+    (dict(pos_hook="qq"), "pos_hook='qq'"),
+    (dict(pool="max"), "model.pool='max' is unknown"),
+    (dict(variant="Q/16"), "variant='Q/16' is unknown"),
+    (dict(variant="mu", patch_size=None), "model.patch_size is needed"),
+    (dict(depth="2"), "model.depth must be None or a positive int"),
+    (dict(dropout=1.5), r"model.dropout must be a rate in \[0, 1\)"),
+    (dict(dtype="float8"), "model.dtype='float8' is unknown"),
+    (dict(posemb_kwargs=3), "model.posemb_kwargs must be a dict"),
+    (dict(widht=8), "model.widht is not a ViT field"),
+])
+def test_validation_names_the_field(overrides, match):
+  config = ml_collections.ConfigDict({"variant": f"mu/{PATCH}", **overrides})
+  with pytest.raises(ValueError, match=match):
+    validate_model_config(config, IMAGE)
+  with pytest.raises(ValueError, match=match):
+    create_model(config, CLASSES, IMAGE)
+
+
+def test_input_size_not_divisible_by_patch_fails_at_trace_time():
+  model = _model(posemb="sine_2d")
+  variables = _init(model)
+  with pytest.raises(ValueError, match=r"images .* is not divisible by model.patch_size"):
+    model.apply(variables, _images((10, 8)), train=False)
