@@ -31,18 +31,31 @@ def _reference(params, h, w):
   return out.reshape(h * w, d)
 
 
-def _params(module, shape):
-  params = module.init(jax.random.key(0), coords.grid(shape, "centered"))["params"]
-  return {**params, "bias": jax.random.normal(jax.random.key(1), params["bias"].shape)}
+def _params(dim, use_gabor=True, use_edge=True, seed=0):
+  """Random parameters in the init ranges, bias included (module.init compiles: slow)."""
+  rng = np.random.default_rng(seed)
+  p = {"bias": rng.normal(size=dim)}
+  if use_gabor:
+    p.update(lam=rng.uniform(0.5, 4.0, (2, dim)), sigma=rng.uniform(0.5, 2.0, (2, dim)),
+             psi=rng.uniform(-np.pi, np.pi, (2, dim)), w_gabor=rng.normal(size=(2, dim)))
+  if use_edge:
+    p["w_edge"] = rng.normal(size=(4, dim))
+  return {k: jnp.asarray(v, jnp.float32) for k, v in p.items()}
+
+
+def _count(module):
+  params = jax.eval_shape(module.init, jax.random.key(0), jnp.zeros((1, 2)))["params"]
+  return {k: v.shape for k, v in params.items()}
 
 
 @pytest.mark.parametrize("use_gabor, use_edge", [(True, True), (True, False), (False, True)])
 @pytest.mark.parametrize("shape", [(4, 5), (14, 14)])
 def test_module_equals_numpy_eq9(use_gabor, use_edge, shape):
   module = GaborEdge(dim=6, use_gabor=use_gabor, use_edge=use_edge)
-  params = _params(module, (3, 3))
+  params = _params(6, use_gabor, use_edge)
+  assert _count(module) == {k: v.shape for k, v in params.items()}
   out = module.apply({"params": params}, shape, method=module.grid)
-  np.testing.assert_allclose(out, _reference(params, *shape), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(out, _reference(params, *shape), rtol=1e-5, atol=1e-5)
 
 
 def test_hand_computed_entries():
@@ -65,7 +78,7 @@ def test_hand_computed_entries():
 def test_x_gabor_makes_longitudinal_stripes():
   """Coordinates are (y, x): a channel with only W_x set is constant down each column."""
   module = GaborEdge(dim=3, use_edge=False)
-  params = _params(module, (5, 6))
+  params = _params(3, use_edge=False)
   params["w_gabor"] = params["w_gabor"].at[0].set(0.0)
   out = np.asarray(module.apply({"params": params}, (5, 6), method=module.grid)).reshape(5, 6, 3)
   np.testing.assert_allclose(out, np.broadcast_to(out[:1], out.shape), atol=1e-7)
@@ -85,16 +98,15 @@ def test_edge_markers_exactly_on_the_four_borders(shape):
     (True, True, 13, 10.7), (True, False, 9, 7.6), (False, True, 5, 4.6)])
 def test_param_counts_match_000_table1(use_gabor, use_edge, per_channel, table1):
   dim = 768  # ViT-B / DeiT-B
-  module = GaborEdge(dim=dim, use_gabor=use_gabor, use_edge=use_edge)
-  params = module.init(jax.random.key(0), jnp.zeros((1, 2)))["params"]
-  count = sum(p.size for p in jax.tree.leaves(params))
+  shapes = _count(GaborEdge(dim=dim, use_gabor=use_gabor, use_edge=use_edge))
+  count = sum(math.prod(s) for s in shapes.values())
   assert count == per_channel * dim
   # Table 1 also counts one learned vector for the class token (LE: 197 * 768 = 151K).
   assert math.floor((count + dim) / 100) / 10 == table1
 
 
 def test_init_ranges():
-  params = GaborEdge(dim=4096).init(jax.random.key(0), jnp.zeros((1, 2)))["params"]
+  params = jax.jit(GaborEdge(dim=4096).init)(jax.random.key(0), jnp.zeros((1, 2)))["params"]
   lam, sigma, psi = (np.asarray(params[k]) for k in ("lam", "sigma", "psi"))
   assert 0.5 <= lam.min() and lam.max() <= 4.0 and 0.5 <= sigma.min() and sigma.max() <= 2.0
   assert -math.pi <= psi.min() and psi.max() <= math.pi and abs(psi.mean()) < 0.1

@@ -10,7 +10,13 @@ from lfpe.encodings.learned import Embed1D, EmbedND, resample
 
 
 def _init(module, x):
-  return module.init(jax.random.key(0), x)["params"]
+  return jax.jit(module.init)(jax.random.key(0), x)["params"]  # one compile, not one per op
+
+
+def _tables(**shapes):
+  """Random parameters of the given shapes (cheaper than module.init, which compiles)."""
+  rng = np.random.default_rng(0)
+  return {name: jnp.asarray(rng.normal(size=shape), jnp.float32) for name, shape in shapes.items()}
 
 
 def _half_pixel(n_old, n_new):
@@ -44,7 +50,7 @@ def test_tables_init_normal_002():
 
 def test_embed1d_lookup_returns_table_rows():
   module = Embed1D(dim=8, grid_shape=(3, 4))
-  params = _init(module, coords.flat_index((3, 4)))
+  params = _tables(table=(12, 8))
   table = np.asarray(params["table"])
   out = module.apply({"params": params}, jnp.array([[[5.0], [0.0]], [[11.0], [7.0]]]))
   np.testing.assert_array_equal(out, table[[[5, 0], [11, 7]]])
@@ -55,7 +61,7 @@ def test_embed1d_lookup_returns_table_rows():
 def test_embednd_concatenates_axis_tables_in_axis_order():
   module = EmbedND(dim=8, grid_shape=(5, 6, 5, 6))  # Embed-4D: 4 tables of width 2
   box = jnp.array([[1.0, 2.0, 4.0, 5.0], [0.0, 0.0, 3.0, 1.0]])  # top, left, bottom, right
-  params = _init(module, box)
+  params = _tables(table_0=(5, 2), table_1=(6, 2), table_2=(5, 2), table_3=(6, 2))
   out = np.asarray(module.apply({"params": params}, box))
   t = [np.asarray(params[f"table_{a}"]) for a in range(4)]
   np.testing.assert_array_equal(out[0], np.concatenate([t[0][1], t[1][2], t[2][4], t[3][5]]))
@@ -64,7 +70,7 @@ def test_embednd_concatenates_axis_tables_in_axis_order():
 
 def test_embednd_grid_cell_is_row_then_column_embedding():
   module = EmbedND(dim=6, grid_shape=(3, 4))
-  params = _init(module, coords.grid((3, 4)))
+  params = _tables(table_0=(3, 3), table_1=(4, 3))
   out = np.asarray(module.apply({"params": params}, (3, 4), method=module.grid))
   row, col = np.asarray(params["table_0"]), np.asarray(params["table_1"])
   np.testing.assert_array_equal(out[2 * 4 + 1], np.concatenate([row[2], col[1]]))
@@ -72,13 +78,13 @@ def test_embednd_grid_cell_is_row_then_column_embedding():
 
 def test_out_of_range_index_is_nan_not_clamped():
   module = Embed1D(dim=4, grid_shape=(2, 3))
-  params = _init(module, coords.flat_index((2, 3)))
+  params = _tables(table=(6, 4))
   out = module.apply({"params": params}, jnp.array([[6.0], [-1.0], [5.0]]))
   assert np.isnan(out[:2]).all() and np.isfinite(out[2]).all()
 
 
 def test_resample_identity_when_shapes_equal():
-  table = jax.random.normal(jax.random.key(1), (1 + 12, 5))
+  table = _tables(t=(1 + 12, 5))["t"]
   np.testing.assert_array_equal(resample(table, (3, 4), (3, 4), "bicubic", num_prefix=1), table)
 
 
@@ -102,7 +108,7 @@ def test_resample_downsample_ramp_align_corners_without_antialias():
 
 @pytest.mark.parametrize("new", [(5, 7), (6, 8)])
 def test_resample_half_pixel_upsampling_matches_numpy_bilinear(new):
-  grid = np.asarray(jax.random.normal(jax.random.key(2), (3, 4, 3)))
+  grid = np.asarray(_tables(t=(3, 4, 3))["t"])
   out = resample(jnp.asarray(grid.reshape(12, 3)), (3, 4), new)
   want = _interp_2d(grid, _half_pixel(3, new[0]), _half_pixel(4, new[1]))
   np.testing.assert_allclose(out, want.reshape(-1, 3), rtol=1e-5, atol=1e-5)
@@ -117,7 +123,7 @@ def test_resample_half_pixel_ramp_exact_inside_clamped_outside():
 
 
 def test_resample_keeps_prefix_tokens_apart():
-  grid = jax.random.normal(jax.random.key(3), (12, 4))
+  grid = _tables(t=(12, 4))["t"]
   cls = jnp.full((1, 4), 7.0)
   out = resample(jnp.concatenate([cls, grid]), (3, 4), (6, 5), "bicubic", num_prefix=1)
   assert out.shape == (1 + 30, 4)
@@ -127,8 +133,7 @@ def test_resample_keeps_prefix_tokens_apart():
 
 def test_embed_grid_at_new_shape_resamples_tables():
   e1, en = Embed1D(dim=4, grid_shape=(3, 4)), EmbedND(dim=4, grid_shape=(3, 4))
-  p1 = _init(e1, coords.flat_index((3, 4)))
-  pn = _init(en, coords.grid((3, 4)))
+  p1, pn = _tables(table=(12, 4)), _tables(table_0=(3, 2), table_1=(4, 2))
   out1 = e1.apply({"params": p1}, (6, 8), method=e1.grid)
   want1 = _interp_2d(np.asarray(p1["table"]).reshape(3, 4, 4), _half_pixel(3, 6),
                      _half_pixel(4, 8))
@@ -156,7 +161,7 @@ def test_bad_inputs_raise():
   module = EmbedND(dim=4, grid_shape=(3, 4))
   with pytest.raises(ValueError, match="coords.*last dimension 2"):
     module.init(jax.random.key(0), jnp.zeros((5, 3)))
-  params = _init(module, coords.grid((3, 4)))
+  params = _tables(table_0=(3, 2), table_1=(4, 2))
   with pytest.raises(ValueError, match="shape.*2-D"):
     module.apply({"params": params}, (3, 4, 2), method=module.grid)
   with pytest.raises(ValueError, match="table.*rows.*num_prefix"):

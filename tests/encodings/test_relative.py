@@ -24,10 +24,23 @@ def test_index_formula_matches_brute_force(shape):
   assert set(want.ravel()) == set(range((2 * h - 1) * (2 * w - 1)))  # every entry used
 
 
+def _random(*shape, seed=0):
+  return jnp.asarray(np.random.default_rng(seed).normal(size=shape), jnp.float32)
+
+
 def _bias(grid_shape=(3, 4), heads=2):
-  module = RelativeBias2D(grid_shape=grid_shape, num_heads=heads)
-  params = module.init(jax.random.key(0))["params"]
-  return module, params
+  return RelativeBias2D(grid_shape=grid_shape, num_heads=heads), {"table": _random(35, heads)}
+
+
+def test_param_shapes_and_bias_init():
+  module = RelativeBias2D(grid_shape=(9, 10), num_heads=3)
+  table = jax.jit(module.init)(jax.random.key(0))["params"]["table"]
+  assert table.shape == (17 * 19, 3)
+  assert abs(float(jnp.std(table)) - 0.02) < 0.002 and float(jnp.abs(table).max()) <= 0.04
+  q = jnp.zeros((1, 20, 4, 8))
+  shapes = jax.eval_shape(RelativeAttention2D((4, 5), 8, 4, per_head=True).init,
+                          jax.random.key(0), q)["params"]
+  assert shapes["row"].shape == (7, 4, 4) and shapes["col"].shape == (9, 4, 4)
 
 
 def test_bias_reads_table_at_index():
@@ -82,11 +95,11 @@ def _numpy_rel_logits(q, row, col, shape):
 @pytest.mark.parametrize("per_head", [False, True])
 def test_rel_attn_logits_equal_numpy_eq2(per_head):
   shape, heads, d = (3, 4), 2, 6
-  q = jax.random.normal(jax.random.key(1), (2, 12, heads, d))
+  q = _random(2, 12, heads, d)
   module = RelativeAttention2D(grid_shape=shape, head_dim=d, num_heads=heads, per_head=per_head)
-  params = module.init(jax.random.key(0), q)["params"]
+  per = (heads,) if per_head else ()
+  params = {"row": _random(5, *per, 3, seed=1), "col": _random(7, *per, 3, seed=2)}
   row, col = np.asarray(params["row"]), np.asarray(params["col"])
-  assert row.shape == ((5, heads, 3) if per_head else (5, 3))
   if not per_head:
     row, col = (np.repeat(t[:, None], heads, axis=1) for t in (row, col))
   out = module.apply({"params": params}, q)
@@ -98,7 +111,7 @@ def test_rel_attn_depends_only_on_offsets_key_minus_query():
   shape, d = (3, 3), 4
   q = jnp.broadcast_to(jnp.array([1.0, 2.0, -1.0, 0.5]), (1, 9, 1, d))
   module = RelativeAttention2D(grid_shape=shape, head_dim=d)
-  params = module.init(jax.random.key(0), q)["params"]
+  params = {"row": _random(5, 2, seed=1), "col": _random(5, 2, seed=2)}
   _same_offset_same_value(np.asarray(module.apply({"params": params}, q))[0, 0], shape)
   # Only the row offset a - i = +1 (key one row below the query) embedded: nonzero exactly there.
   params = {"row": jnp.zeros((5, 2)).at[3].set(1.0), "col": jnp.zeros((5, 2))}
@@ -108,9 +121,9 @@ def test_rel_attn_depends_only_on_offsets_key_minus_query():
 
 
 def test_rel_attn_new_shape_resamples_offset_tables():
-  q = jax.random.normal(jax.random.key(2), (1, 20, 1, 4))
+  q = _random(1, 20, 1, 4)
   module = RelativeAttention2D(grid_shape=(3, 3), head_dim=4)
-  params = module.init(jax.random.key(0), q[:, :9])["params"]
+  params = {"row": _random(5, 2, seed=1), "col": _random(5, 2, seed=2)}
   out = module.apply({"params": params}, q, (4, 5))
   row = np.asarray(resample(params["row"], (5,), (7,), "bicubic"))[:, None]
   col = np.asarray(resample(params["col"], (5,), (9,), "bicubic"))[:, None]

@@ -48,7 +48,7 @@ def _count(tree):
 
 @pytest.mark.parametrize("name", [n for n in encodings.NAMES if n not in ("sine_4d", "embed_4d")])
 def test_every_encoding_runs_at_train_and_new_sizes_and_sees_positions(name):
-  model = _model(posemb=name, pool="gap")
+  model = _model(posemb=name)
   variables = _init(model)
   apply = lambda v, x: model.apply(v, x, train=False)
   images = _images()
@@ -56,15 +56,16 @@ def test_every_encoding_runs_at_train_and_new_sizes_and_sees_positions(name):
   assert out.shape == (2, CLASSES) and out.dtype == jnp.float32
   new = apply(variables, _images(NEW_IMAGE))
   assert new.shape == (2, CLASSES) and bool(jnp.all(jnp.isfinite(new)))
-  # With gap pooling, only positions can tell a permutation of the patches apart. `index`
-  # and `unit` add one value to all channels, which pre-LN removes: blind at the stem.
+  # Attention is permutation-equivariant, so the class token sees the patches as a set: only
+  # positions tell a permutation apart. `index` and `unit` add one value to all channels,
+  # which pre-LN removes: they are invisible at the stem.
   swapped = apply(variables, _swap_corner_patches(images))
   assert np.allclose(out, swapped, atol=1e-5) == (name in ("none", "index", "unit"))
 
 
 @pytest.mark.parametrize("name", ["index", "unit"])
 def test_channel_constant_encodings_are_seen_through_the_attention_hooks(name):
-  model = _model(posemb=name, pool="gap", pos_injection="attention", pos_hook="qk")
+  model = _model(posemb=name, pos_injection="attention", pos_hook="qk")
   variables = _init(model)
   images = _images()
   out = model.apply(variables, images, train=False)
@@ -84,7 +85,7 @@ INJECTIONS = [
 
 @pytest.mark.parametrize("name, injection, hook", INJECTIONS)
 def test_each_injection_mode_with_a_class_token(name, injection, hook):
-  model = _model(variant=f"nano/{PATCH}", posemb=name, pos_injection=injection, pos_hook=hook,
+  model = _model(depth=2, posemb=name, pos_injection=injection, pos_hook=hook,
                  concat_channels=2)
   variables = _init(model)
   apply = lambda v, x: model.apply(v, x, train=False)
@@ -101,6 +102,8 @@ def test_each_injection_mode_with_a_class_token(name, injection, hook):
 def test_class_token_has_its_own_learned_position_added_before_the_blocks():
   model = _model(posemb="embed_1d")
   variables = _init(model)
+  raw = nn.meta.unbox(model.init(jax.random.key(0), _images(), train=False))["params"]
+  assert not np.any(raw["head"]["kernel"])  # zero-initialised head, as big_vision
   _, state = model.apply(variables, _images(), train=False, capture_intermediates=True,
                          mutable=["intermediates"])
   table = state["intermediates"]["Transformer"]["pos"]["__call__"][0]["add"]  # [1 + N, D]
@@ -108,7 +111,8 @@ def test_class_token_has_its_own_learned_position_added_before_the_blocks():
   assert pos["prefix"].shape == (1, 32) and pos["encoding"]["table"].shape == (4, 32)
   np.testing.assert_array_equal(table[:1], pos["prefix"])
   np.testing.assert_array_equal(table[1:], pos["encoding"]["table"])  # same size: the table
-  gap = _init(_model(posemb="embed_1d", pool="gap"))["params"]
+  gap = jax.eval_shape(functools.partial(_model(posemb="embed_1d", pool="gap").init,
+                                         train=False), jax.random.key(0), _images())["params"]
   assert "cls" not in gap and "prefix" not in gap["Transformer"]["pos"]
 
 
@@ -129,14 +133,14 @@ def test_learned_table_resamples_at_a_new_image_size():
 
 def test_every_layer_shared_has_one_set_of_position_params():
   def pos_params(injection):
-    model = _model(variant=f"nano/{PATCH}", posemb="embed_1d", pos_injection=injection)
+    model = _model(depth=2, posemb="embed_1d", pos_injection=injection)
     shapes = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
                             _images())
     return _count({k: v for k, v in shapes["params"]["Transformer"].items()
                    if k.startswith("pos")})
   one = (1 + 4) * 32  # class row + 2x2 table
   assert pos_params("every_layer_shared") == pos_params("stem") == one
-  assert pos_params("every_layer") == 2 * one  # nano has depth 2
+  assert pos_params("every_layer") == 2 * one  # depth 2
 
 
 def test_variant_strings():
@@ -168,15 +172,17 @@ def test_create_model_from_config_with_bfloat16_and_logical_axes():
       posemb_kwargs=dict(fourier_dim=8, hidden_dim=4), pool="gap", dtype="bfloat16"))
   model = create_model(config, num_classes=CLASSES, image_size=IMAGE)
   assert model.arch["patch_size"] == (PATCH, PATCH) and model.arch["width"] == 32
-  boxed = model.init(jax.random.key(0), _images(), train=False)["params"]
+  boxed = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
+                         _images())["params"]
   assert boxed["embedding"]["kernel"].names == ("patch", "embed")
   assert boxed["head"]["kernel"].names == ("embed", "classes")
   assert boxed["Transformer"]["encoderblock_0"]["mlp"]["fc1"]["kernel"].names == ("embed", "mlp")
   params = nn.meta.unbox(boxed)
   assert params["Transformer"]["pos"]["encoding"]["wr"].shape == (4, 2)  # [F/2, M]
   assert all(a.dtype == jnp.float32 for a in jax.tree.leaves(params))
-  assert not np.any(params["head"]["kernel"])  # zero-initialised head (big_vision)
-  assert model.apply({"params": params}, _images(), train=False).dtype == jnp.float32
+  logits = jax.eval_shape(functools.partial(model.apply, train=False), {"params": params},
+                          _images())
+  assert logits.dtype == jnp.float32 and logits.shape == (2, CLASSES)
 
 
 def test_dropout_only_in_training():
