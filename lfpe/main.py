@@ -15,7 +15,7 @@ import os
 import sys
 
 import jax
-from absl import app, flags
+from absl import app, flags, logging
 from ml_collections import config_flags
 
 from lfpe.train import sharding, trainer
@@ -29,6 +29,8 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  if not flags.FLAGS["verbosity"].present:
+    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
   config, workdir = _CONFIG.value, _WORKDIR.value
   sharding.maybe_initialize_distributed(bool(config.get("distributed", False)))
   if jax.process_index() == 0:

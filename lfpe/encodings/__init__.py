@@ -13,16 +13,26 @@ from collections.abc import Callable
 
 from lfpe.encodings import coords
 from lfpe.encodings.base import KINDS, AbsoluteEncoding
-from lfpe.encodings.fourier import (FourierFeatures, LearnableFourierMLP, PositionMLP,
-                                    fourier_features)
+from lfpe.encodings.fourier import (
+  FourierFeatures,
+  LearnableFourierMLP,
+  PositionMLP,
+  fourier_features,
+)
 from lfpe.encodings.gabor import GaborEdge
 from lfpe.encodings.intuitive import Intuitive
 from lfpe.encodings.learned import Embed1D, EmbedND, resample
 from lfpe.encodings.none import NoPosition
 from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D
 from lfpe.encodings.rotary import Rotary2D
-from lfpe.encodings.sinusoidal import (DetrSine, LearnableSinusoidal, Sine1D, SineND,
-                                       sincos_1d, sincos_nd)
+from lfpe.encodings.sinusoidal import (
+  DetrSine,
+  LearnableSinusoidal,
+  Sine1D,
+  SineND,
+  sincos_1d,
+  sincos_nd,
+)
 
 _p = functools.partial
 

@@ -43,7 +43,10 @@ def gabor(x: jnp.ndarray, lam: jnp.ndarray, sigma: jnp.ndarray, psi: jnp.ndarray
 def edge_markers(coords: jnp.ndarray, tol: float = EDGE_TOL) -> jnp.ndarray:
   """The four edge markers of 000 Eq. 8 from centred coordinates: `[..., 2]` -> `[..., 4]`.
 
-  Channels (left, right, top, bottom) are 1 where x = -1, x = 1, y = -1, y = 1.
+  Channels (left, right, top, bottom) are 1 where x = -1, x = 1, y = -1, y = 1 (within
+  `tol`). Eq. 8's order; the sentence after it lists them as top, bottom, left, right. An
+  axis of length 1 sits at -1 in `coords.grid(..., 'centered')`, so its one row (column)
+  is marked top (left) only.
   """
   y, x = coords[..., 0], coords[..., 1]
   marks = [x <= -1.0 + tol, x >= 1.0 - tol, y <= -1.0 + tol, y >= 1.0 - tol]

@@ -93,8 +93,8 @@ def resample(
     and DeiT. Upsampling a linear ramp reproduces it except in the outermost half cells,
     which repeat the edge value.
   * `align_corners=True`: first and last positions map onto each other, as big_vision's
-    `resample_posemb` (`scipy.ndimage.zoom(order=1)`, no antialias). A linear ramp stays an
-    exact linear ramp with the same end values.
+    `resample_posemb` (`scipy.ndimage.zoom(order=1)`; with `antialias=False` it is that,
+    exactly). A linear ramp stays an exact linear ramp with the same end values.
   * `method`: `bilinear`; `bicubic` (Keys a=-0.5, = PyTorch bicubic with antialias=True, as
     timm); `bicubic_pytorch` (a=-0.75 when antialias=False, = PyTorch's default bicubic,
     e.g. Swin's relative-bias resizing).

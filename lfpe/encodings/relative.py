@@ -3,8 +3,9 @@
 * `RelativeBias2D` (`rel_bias_2d`, kind `bias`): Swin's relative position bias (001 Sec. 3).
   A learned `[(2H-1)(2W-1), heads]` table, read at index
   `(Δh + H - 1)(2W - 1) + (Δw + W - 1)` with `Δ = position(query) - position(key)`, gives
-  `B [heads, N, N]`, added to the logits. Init N(0, 0.02²) truncated at ±2σ (001 uses
-  PyTorch `trunc_normal_(std=.02)`, which truncates at ±2 absolute, i.e. hardly at all).
+  `B [heads, N, N]`, added to the logits. Init N(0, 0.02²): 001 (and Swin) use PyTorch
+  `trunc_normal_(std=.02)`, whose bounds are ±2 absolute (±100σ), so it is this normal;
+  flax's `truncated_normal(0.02)` would cut at ±2σ and give std 0.0176.
 * `RelativeAttention2D` (`rel_attn_2d`, kind `logits`): the 2-D relative attention of
   Ramachandran et al. (003 Eq. 2): logits `q_ij · r_{a-i, b-j}`, with `Δ = position(key) -
   position(query)` and `r` the concatenation of a row-offset embedding (first head_dim/2
@@ -78,7 +79,7 @@ def _check_2d(shape, name: str, owner: str) -> tuple[int, int]:
   return shape
 
 
-def _table_shape(n: int) -> int:
+def _num_offsets(n: int) -> int:
   return 2 * n - 1
 
 
@@ -86,12 +87,12 @@ class RelativeBias2D(nn.Module):
   """Learned relative position bias `[heads, N, N]` of a 2-D grid (Swin; 001 Sec. 3).
 
   `__call__(shape=None)`: the bias for `grid_shape`, or for another `(H', W')` from the
-  table resampled to `(2H'-1, 2W'-1)` with `method`.
+  table resampled to `(2H'-1, 2W'-1)` with `resample_method`.
   """
 
   grid_shape: tuple[int, ...] | None = None
   num_heads: int = 1
-  method: str = "bicubic"
+  resample_method: str = "bicubic"
 
   kind: ClassVar[str] = "bias"
 
@@ -100,18 +101,16 @@ class RelativeBias2D(nn.Module):
     owner = type(self).__name__
     _check_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
-    check_method(self.method, owner)
+    check_method(self.resample_method, owner)
 
   @nn.compact
   def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
     h, w = self.grid_shape
-    sizes = (_table_shape(h), _table_shape(w))
-    table = self.param(
-      "table", nn.initializers.truncated_normal(0.02), (math.prod(sizes), self.num_heads)
-    )
+    sizes = (_num_offsets(h), _num_offsets(w))
+    table = self.param("table", nn.initializers.normal(0.02), (math.prod(sizes), self.num_heads))
     shape = self.grid_shape if shape is None else _check_2d(shape, "shape", type(self).__name__)
-    new_sizes = tuple(_table_shape(s) for s in shape)
-    table = resample(table, sizes, new_sizes, self.method)
+    new_sizes = tuple(_num_offsets(s) for s in shape)
+    table = resample(table, sizes, new_sizes, self.resample_method)
     return relative_bias(table, shape)  # [heads, N, N]
 
 
@@ -120,17 +119,18 @@ class RelativeAttention2D(nn.Module):
 
   Learned offset embeddings `row` `[2H-1, d/2]` and `col` `[2W-1, d/2]` shared by all
   heads, or `[2H-1, heads, d/2]` with `per_head=True` (then `num_heads` is required).
-  Init N(0, 1/head_dim) (as timm's relative-logit embeddings), so `q · r` starts at the
-  scale of `q · k`. Returns `q · r` unscaled, exactly Eq. 2: pass the q that the attention
-  module dots with k (already scaled by 1/√d or not) so both terms share the scaling.
-  `__call__(q, shape=None)`; another `shape` resamples both tables (`method`).
+  Init N(0, 1/head_dim) (as timm's relative-logit embeddings), so for unit-variance q,
+  `q · r` starts with unit variance, the scale of `q · k / √d`. Returns `q · r` unscaled,
+  exactly Eq. 2: pass the q that the attention module dots with k (already scaled by 1/√d
+  or not) so both terms share the scaling.
+  `__call__(q, shape=None)`; another `shape` resamples both tables (`resample_method`).
   """
 
   grid_shape: tuple[int, ...] | None = None
   head_dim: int | None = None
   num_heads: int | None = None
   per_head: bool = False
-  method: str = "bicubic"
+  resample_method: str = "bicubic"
 
   kind: ClassVar[str] = "logits"
 
@@ -141,7 +141,7 @@ class RelativeAttention2D(nn.Module):
     check_divisible("head_dim", self.head_dim, 2, "r = row ‖ col halves", owner)
     if self.per_head:
       check_divisible("num_heads", self.num_heads, 1, "per_head=True needs it", owner)
-    check_method(self.method, owner)
+    check_method(self.resample_method, owner)
 
   @nn.compact
   def __call__(self, q: jnp.ndarray, shape: Sequence[int] | None = None) -> jnp.ndarray:
@@ -159,8 +159,8 @@ class RelativeAttention2D(nn.Module):
     init = nn.initializers.normal(self.head_dim**-0.5)
     tables = []
     for name, old, new in zip(("row", "col"), self.grid_shape, shape, strict=True):
-      t = self.param(name, init, (_table_shape(old), *heads, self.head_dim // 2))
-      t = resample(t, (_table_shape(old),), (_table_shape(new),), self.method)
+      t = self.param(name, init, (_num_offsets(old), *heads, self.head_dim // 2))
+      t = resample(t, (_num_offsets(old),), (_num_offsets(new),), self.resample_method)
       t = t if self.per_head else t[:, None, :]  # [2n-1, heads or 1, d/2]
       tables.append(jnp.broadcast_to(t, (t.shape[0], q.shape[2], t.shape[-1])))
     return relative_logits(q, *tables, shape)

@@ -66,7 +66,7 @@ def mixed_freqs_init(theta: float):
 def rope(x: jnp.ndarray, coords: jnp.ndarray, freqs: jnp.ndarray) -> jnp.ndarray:
   """Rotate `x [B, N, heads, d]` by positions `coords [N, M]` and `freqs [M, heads|1, d/2]`."""
   c = jnp.asarray(coords, jnp.float32)[:, :, None, None]  # [N, M, 1, 1]
-  angle = jnp.sum(c * freqs[None], axis=1)  # [N, heads|1, d/2], elementwise: exact in f32
+  angle = jnp.sum(c * freqs[None], axis=1)  # [N, heads|1, d/2]; f32 elementwise, no bf16 matmul
   cos, sin = jnp.cos(angle), jnp.sin(angle)
   pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], -1, 2)  # [B, N, heads, d/2, 2]
   re, im = pairs[..., 0], pairs[..., 1]
@@ -107,13 +107,14 @@ class Rotary2D(nn.Module):
   def __call__(self, x: jnp.ndarray, coords: jnp.ndarray) -> jnp.ndarray:
     owner = type(self).__name__
     check_last_dim("coords", coords, 2, owner)
-    want = (coords.shape[0], self.num_heads if self.mode == "mixed" else x.shape[2])
-    if x.ndim != 4 or x.shape[1:] != (*want, self.head_dim) or coords.ndim != 2:
+    heads = self.num_heads if self.mode == "mixed" else "heads"
+    ok = x.ndim == 4 and coords.ndim == 2 and x.shape[1] == coords.shape[0]
+    ok = ok and x.shape[3] == self.head_dim and heads in ("heads", x.shape[2])
+    if not ok:
       raise ValueError(
-        f"{owner}: `x` must be [B, N, heads, head_dim] = [B, {want[0]}, "
-        f"{want[1]}, {self.head_dim}] for coords [N, 2] = "
-        f"{tuple(coords.shape)}, got {tuple(x.shape)}; pass grid tokens "
-        f"only and one coordinate row per token."
+        f"{owner}: `x` must be [B, N, heads, head_dim] = [B, {coords.shape[0]}, {heads}, "
+        f"{self.head_dim}] for coords [N, 2] = {tuple(coords.shape)}, got {tuple(x.shape)}; "
+        f"pass grid tokens only and one coordinate row per token."
       )
     theta = THETA[self.mode] if self.theta is None else self.theta
     if self.mode == "axial":

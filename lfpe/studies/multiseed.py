@@ -58,7 +58,8 @@ def make_tx(spec: TrainSpec, steps_per_epoch: int,
   """
   config = ml_collections.ConfigDict({
       "optim": {"name": "adamw", "lr": spec.lr, "weight_decay": spec.weight_decay},
-      "schedule": {"name": "warmup_cosine", "warmup_steps": spec.warmup_epochs * steps_per_epoch},
+      "schedule": {"name": "warmup_cosine",
+                   "warmup_steps": min(spec.warmup_epochs, spec.epochs - 1) * steps_per_epoch},
       "total_steps": spec.epochs * steps_per_epoch})
   tx, _ = make_optimizer(config)
   if trainable is None:

@@ -23,7 +23,8 @@ def _reference(params, h, w):
       if "w_gabor" in p:
         for axis, v in ((0, y), (1, x)):
           g = np.exp(-(v**2) / (2 * p["sigma"][axis] ** 2)) * np.cos(
-              2 * np.pi * v / p["lam"][axis] + p["psi"][axis])
+            2 * np.pi * v / p["lam"][axis] + p["psi"][axis]
+          )
           out[i, j] += g * p["w_gabor"][axis]
       if "w_edge" in p:
         marks = [j == 0, j == w - 1, i == 0, i == h - 1]  # left, right, top, bottom
@@ -36,8 +37,12 @@ def _params(dim, use_gabor=True, use_edge=True, seed=0):
   rng = np.random.default_rng(seed)
   p = {"bias": rng.normal(size=dim)}
   if use_gabor:
-    p.update(lam=rng.uniform(0.5, 4.0, (2, dim)), sigma=rng.uniform(0.5, 2.0, (2, dim)),
-             psi=rng.uniform(-np.pi, np.pi, (2, dim)), w_gabor=rng.normal(size=(2, dim)))
+    p.update(
+      lam=rng.uniform(0.5, 4.0, (2, dim)),
+      sigma=rng.uniform(0.5, 2.0, (2, dim)),
+      psi=rng.uniform(-np.pi, np.pi, (2, dim)),
+      w_gabor=rng.normal(size=(2, dim)),
+    )
   if use_edge:
     p["w_edge"] = rng.normal(size=(4, dim))
   return {k: jnp.asarray(v, jnp.float32) for k, v in p.items()}
@@ -61,10 +66,12 @@ def test_module_equals_numpy_eq9(use_gabor, use_edge, shape):
 def test_hand_computed_entries():
   module = GaborEdge(dim=1)
   params = {
-      "bias": jnp.array([0.25]),
-      "lam": jnp.array([[1.0], [2.0]]), "sigma": jnp.array([[1.0], [1.0]]),
-      "psi": jnp.array([[0.0], [0.0]]), "w_gabor": jnp.array([[0.0], [1.0]]),
-      "w_edge": jnp.array([[10.0], [20.0], [30.0], [40.0]]),
+    "bias": jnp.array([0.25]),
+    "lam": jnp.array([[1.0], [2.0]]),
+    "sigma": jnp.array([[1.0], [1.0]]),
+    "psi": jnp.array([[0.0], [0.0]]),
+    "w_gabor": jnp.array([[0.0], [1.0]]),
+    "w_edge": jnp.array([[10.0], [20.0], [30.0], [40.0]]),
   }
   out = module.apply({"params": params}, (3, 4), method=module.grid).reshape(3, 4)
   # x = 1/3 (column 2) in the middle row: exp(-1/18) cos(pi/3) + B, no edge.
@@ -94,8 +101,10 @@ def test_edge_markers_exactly_on_the_four_borders(shape):
   np.testing.assert_array_equal(marks, want)
 
 
-@pytest.mark.parametrize("use_gabor, use_edge, per_channel, table1", [
-    (True, True, 13, 10.7), (True, False, 9, 7.6), (False, True, 5, 4.6)])
+@pytest.mark.parametrize(
+  "use_gabor, use_edge, per_channel, table1",
+  [(True, True, 13, 10.7), (True, False, 9, 7.6), (False, True, 5, 4.6)],
+)
 def test_param_counts_match_000_table1(use_gabor, use_edge, per_channel, table1):
   dim = 768  # ViT-B / DeiT-B
   shapes = _count(GaborEdge(dim=dim, use_gabor=use_gabor, use_edge=use_edge))

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.ndimage
 
 from lfpe.encodings import coords
 from lfpe.encodings.learned import Embed1D, EmbedND, resample
@@ -32,9 +33,11 @@ def _interp_2d(grid, rows, cols):
   """numpy bilinear interpolation of grid [H, W, D] at positions rows x cols (edge-clamped)."""
   h, w, d = grid.shape
   along_w = np.stack(
-      [[np.interp(cols, np.arange(w), grid[i, :, k]) for k in range(d)] for i in range(h)])
-  out = np.stack([[np.interp(rows, np.arange(h), along_w[:, k, j]) for k in range(d)]
-                  for j in range(len(cols))])  # [W', D, H']
+    [[np.interp(cols, np.arange(w), grid[i, :, k]) for k in range(d)] for i in range(h)]
+  )
+  out = np.stack(
+    [[np.interp(rows, np.arange(h), along_w[:, k, j]) for k in range(d)] for j in range(len(cols))]
+  )  # [W', D, H']
   return out.transpose(2, 0, 1)  # [H', W', D]
 
 
@@ -54,8 +57,7 @@ def test_embed1d_lookup_returns_table_rows():
   table = np.asarray(params["table"])
   out = module.apply({"params": params}, jnp.array([[[5.0], [0.0]], [[11.0], [7.0]]]))
   np.testing.assert_array_equal(out, table[[[5, 0], [11, 7]]])
-  np.testing.assert_array_equal(module.apply({"params": params}, (3, 4), method=module.grid),
-                                table)
+  np.testing.assert_array_equal(module.apply({"params": params}, (3, 4), method=module.grid), table)
 
 
 def test_embednd_concatenates_axis_tables_in_axis_order():
@@ -100,6 +102,15 @@ def test_resample_linear_ramp_align_corners_is_exact(new):
   np.testing.assert_allclose(np.asarray(out)[[0, -1]], table[[0, -1]], atol=1e-5)  # corners
 
 
+@pytest.mark.parametrize("new", [(7, 5), (2, 3)])
+def test_align_corners_without_antialias_equals_big_vision_scipy_zoom(new):
+  grid = np.asarray(_tables(t=(4, 6, 2))["t"])
+  zoom = (new[0] / 4, new[1] / 6, 1)
+  want = scipy.ndimage.zoom(grid, zoom, order=1)  # big_vision's resample_posemb
+  out = resample(jnp.asarray(grid.reshape(24, 2)), (4, 6), new, align_corners=True, antialias=False)
+  np.testing.assert_allclose(out, want.reshape(-1, 2), rtol=1e-5, atol=1e-5)
+
+
 def test_resample_downsample_ramp_align_corners_without_antialias():
   table = np.arange(9.0, dtype=np.float32)[:, None] * 2.0  # 1-D ramp 0..16
   out = resample(jnp.asarray(table), (9,), (5,), align_corners=True, antialias=False)
@@ -135,8 +146,7 @@ def test_embed_grid_at_new_shape_resamples_tables():
   e1, en = Embed1D(dim=4, grid_shape=(3, 4)), EmbedND(dim=4, grid_shape=(3, 4))
   p1, pn = _tables(table=(12, 4)), _tables(table_0=(3, 2), table_1=(4, 2))
   out1 = e1.apply({"params": p1}, (6, 8), method=e1.grid)
-  want1 = _interp_2d(np.asarray(p1["table"]).reshape(3, 4, 4), _half_pixel(3, 6),
-                     _half_pixel(4, 8))
+  want1 = _interp_2d(np.asarray(p1["table"]).reshape(3, 4, 4), _half_pixel(3, 6), _half_pixel(4, 8))
   np.testing.assert_allclose(out1, want1.reshape(48, 4), atol=1e-6)
   outn = np.asarray(en.apply({"params": pn}, (6, 8), method=en.grid)).reshape(6, 8, 4)
   row = [np.interp(_half_pixel(3, 6), np.arange(3), pn["table_0"][:, k]) for k in range(2)]
@@ -145,13 +155,16 @@ def test_embed_grid_at_new_shape_resamples_tables():
   np.testing.assert_allclose(outn[5, :, 2:], np.stack(col, -1), atol=1e-6)
 
 
-@pytest.mark.parametrize("make, match", [
+@pytest.mark.parametrize(
+  "make, match",
+  [
     (lambda: EmbedND(dim=7, grid_shape=(3, 4)), "dim.*multiple of 2"),
     (lambda: EmbedND(dim=8), "grid_shape.*positive ints"),
     (lambda: Embed1D(dim=8, grid_shape=(3, 0)), "grid_shape"),
     (lambda: Embed1D(dim=8, grid_shape=(3, 4), resample_method="area"), "method.*bilinear"),
     (lambda: Embed1D(dim=0, grid_shape=(3, 4)), "dim"),
-])
+  ],
+)
 def test_bad_config_raises_before_compiling(make, match):
   with pytest.raises(ValueError, match=match):
     make()

@@ -27,10 +27,13 @@ def _model(**kwargs):
 
 
 def _init(model, hw=(IMAGE, IMAGE)):
-  """Variables with a random head (the zero-initialised head would hide every difference)."""
+  """Variables with a random head and class token (zero at init, they would hide differences:
+  a zero class token has zero queries, so it attends uniformly)."""
   variables = nn.meta.unbox(model.init(jax.random.key(0), _images(hw), train=False))
-  head = variables["params"]["head"]
-  head["kernel"] = jax.random.normal(jax.random.key(1), head["kernel"].shape)
+  params = variables["params"]  # other collections (e.g. fixed Fourier `constants`) stay
+  params["head"]["kernel"] = jax.random.normal(jax.random.key(1), params["head"]["kernel"].shape)
+  if "cls" in params:
+    params["cls"] = jax.random.normal(jax.random.key(2), params["cls"].shape)
   return variables
 
 
@@ -46,9 +49,9 @@ def _count(tree):
   return sum(int(np.prod(a.shape)) for a in jax.tree.leaves(tree))
 
 
-@pytest.mark.parametrize("name", [n for n in encodings.NAMES if n not in ("sine_4d", "embed_4d")])
+@pytest.mark.parametrize("name", encodings.NAMES)
 def test_every_encoding_runs_at_train_and_new_sizes_and_sees_positions(name):
-  model = _model(posemb=name)
+  model = _model(posemb=name, depth=2)
   variables = _init(model)
   apply = lambda v, x: model.apply(v, x, train=False)
   images = _images()
@@ -60,7 +63,20 @@ def test_every_encoding_runs_at_train_and_new_sizes_and_sees_positions(name):
   # positions tell a permutation apart. `index` and `unit` add one value to all channels,
   # which pre-LN removes: they are invisible at the stem.
   swapped = apply(variables, _swap_corner_patches(images))
-  assert np.allclose(out, swapped, atol=1e-5) == (name in ("none", "index", "unit"))
+  assert np.allclose(out, swapped, atol=1e-3) == (name in ("none", "index", "unit"))
+
+
+@pytest.mark.parametrize("name", ["rel_bias_2d", "rel_attn_2d"])
+def test_one_block_with_class_token_cannot_see_relative_positions(name):
+  """The class token has no grid position, so relative terms leave its row untouched: in a
+  1-block ViT only patch tokens carry relative information, and only `gap` reads them."""
+  images = _images()
+  for pool, blind in (("token", True), ("gap", False)):
+    model = _model(posemb=name, pool=pool)
+    variables = _init(model)
+    out = model.apply(variables, images, train=False)
+    swapped = model.apply(variables, _swap_corner_patches(images), train=False)
+    assert np.allclose(out, swapped, atol=1e-3) == blind
 
 
 @pytest.mark.parametrize("name", ["index", "unit"])
@@ -70,7 +86,7 @@ def test_channel_constant_encodings_are_seen_through_the_attention_hooks(name):
   images = _images()
   out = model.apply(variables, images, train=False)
   assert not np.allclose(out, model.apply(variables, _swap_corner_patches(images), train=False),
-                         atol=1e-5)
+                         atol=1e-3)
 
 
 INJECTIONS = [
@@ -93,7 +109,7 @@ def test_each_injection_mode_with_a_class_token(name, injection, hook):
   out = apply(variables, images)
   assert out.shape == (2, CLASSES)
   assert apply(variables, _images(NEW_IMAGE)).shape == (2, CLASSES)
-  assert not np.allclose(out, apply(variables, _swap_corner_patches(images)), atol=1e-5)
+  assert not np.allclose(out, apply(variables, _swap_corner_patches(images)), atol=1e-3)
   pos = sorted(k for k in variables["params"]["Transformer"] if k.startswith("pos"))
   per_layer = injection in ("every_layer", "attention")
   assert pos == (["pos_0", "pos_1"] if per_layer else ["pos"])

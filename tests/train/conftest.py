@@ -66,18 +66,24 @@ def blobs(num: int, num_classes: int, size: int, seed: int) -> tuple[np.ndarray,
   return images.astype(np.float32), labels.astype(np.int32)
 
 
+class Interrupted(Exception):
+  pass
+
+
 class ArrayLoader:
   """Global batches of in-memory arrays as sharded jax.Arrays, with get/set_state.
 
   Training: endless, reshuffled every epoch from (seed, epoch). Eval: one pass per
   `iter()`, the last batch padded and marked by 'mask'. `nan_after` puts NaN images
-  into every batch from that batch index on.
+  into every batch from that batch index on; `stop_after` raises Interrupted when
+  asked for that batch index (a run killed mid-way, in-process).
   """
 
   def __init__(self, images, labels, *, global_batch_size, seed, train, sharding,
-               nan_after=None):
+               nan_after=None, stop_after=None):
     self.images, self.labels, self.batch = images, labels, global_batch_size
     self.seed, self.train, self.sharding, self.nan_after = seed, train, sharding, nan_after
+    self.stop_after = stop_after
     self.position = 0  # batches taken so far
 
   def get_state(self):
@@ -92,6 +98,8 @@ class ArrayLoader:
     return self
 
   def __next__(self):
+    if self.stop_after is not None and self.position >= self.stop_after:
+      raise Interrupted(f"stopped before batch {self.position}")
     n = len(self.labels)
     if self.train:
       starts = self.position * self.batch + np.arange(self.batch)
@@ -121,7 +129,8 @@ def make_array_loader(data_config, *, global_batch_size, seed, train, mesh):
                          seed=0 if train else 1)
   return ArrayLoader(images, labels, global_batch_size=global_batch_size, seed=seed,
                      train=train, sharding=mesh,
-                     nan_after=data_config.get("nan_after") if train else None)
+                     nan_after=data_config.get("nan_after") if train else None,
+                     stop_after=data_config.get("stop_after") if train else None)
 
 
 def tiny_config(**overrides) -> ml_collections.ConfigDict:
@@ -136,7 +145,7 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
                  grad_clip_norm=1.0),
       schedule=dict(name="warmup_cosine", warmup_steps=4, end_lr_factor=0.0),
       data=dict(name="blobs", num_classes=4, image_size=4, channels=1, num_train=96,
-                num_test=40, nan_after=None),
+                num_test=40, nan_after=None, stop_after=None),
       model=dict(posemb="none", width=8),
   ))
   for key, value in overrides.items():

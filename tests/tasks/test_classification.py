@@ -1,0 +1,74 @@
+"""Classification task: cross-entropy, label smoothing, accuracy, masked eval sums."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lfpe import tasks
+from lfpe.tasks.classification import Classification, correct, cross_entropy
+
+LOGITS = np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 3.0], [1.0, 4.0, 1.0]], np.float32)
+LABELS = np.array([0, 1, 1], np.int32)
+
+
+def _np_cross_entropy(logits, labels, eps=0.0):
+  """-sum_k t_k log softmax(z)_k with t = (1 - eps) onehot + eps / K, in float64."""
+  z = logits.astype(np.float64)
+  log_p = z - np.log(np.exp(z).sum(-1, keepdims=True))
+  t = (1 - eps) * np.eye(z.shape[-1])[labels] + eps / z.shape[-1]
+  return -(t * log_p).sum(-1)
+
+
+def test_cross_entropy_matches_numpy():
+  np.testing.assert_allclose(cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS)),
+                             _np_cross_entropy(LOGITS, LABELS), rtol=1e-6)
+
+
+def test_cross_entropy_hand_value():
+  # logits [0, 0] against label 0: -log(1/2).
+  assert float(cross_entropy(jnp.zeros((1, 2)), jnp.array([0]))[0]) == pytest.approx(np.log(2))
+
+
+def test_label_smoothing_matches_numpy_and_soft_labels():
+  eps = 0.1
+  np.testing.assert_allclose(cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS), eps),
+                             _np_cross_entropy(LOGITS, LABELS, eps), rtol=1e-6)
+  onehot = jnp.asarray(np.eye(3, dtype=np.float32)[LABELS])
+  np.testing.assert_allclose(cross_entropy(jnp.asarray(LOGITS), onehot, eps),
+                             cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS), eps),
+                             rtol=1e-6)
+
+
+def test_correct_is_top1():
+  np.testing.assert_array_equal(correct(jnp.asarray(LOGITS), jnp.asarray(LABELS)), [1, 0, 1])
+
+
+def test_loss_is_mean_and_reports_accuracy():
+  task = Classification(label_smoothing=0.0)
+  batch = {"image": None, "label": jnp.asarray(LABELS)}
+  loss, metrics = task.loss(jnp.asarray(LOGITS), batch)
+  assert float(loss) == pytest.approx(_np_cross_entropy(LOGITS, LABELS).mean(), rel=1e-6)
+  assert float(metrics["accuracy"]) == pytest.approx(2 / 3)
+
+
+def test_eval_sums_ignore_padding_and_finalize_divides_by_count():
+  task = Classification(label_smoothing=0.3)  # eval loss is plain cross-entropy
+  batch = {"label": jnp.asarray(LABELS), "mask": jnp.array([True, True, False])}
+  sums = task.eval_sums(jnp.asarray(LOGITS), batch)
+  expected = _np_cross_entropy(LOGITS, LABELS)[:2].sum()
+  assert float(sums["loss"]) == pytest.approx(expected, rel=1e-6)
+  assert float(sums["correct"]) == 1.0 and float(sums["count"]) == 2.0
+  # Two batches summed on the host: the mean is over real examples only.
+  both = {k: 2 * float(v) for k, v in sums.items()}
+  final = task.finalize(both)
+  assert final["accuracy"] == pytest.approx(0.5)
+  assert final["loss"] == pytest.approx(expected / 2, rel=1e-6)
+
+
+def test_registry_builds_with_options_and_rejects_unknown():
+  task = tasks.get({"name": "classification", "label_smoothing": 0.2})
+  assert isinstance(task, Classification) and task.label_smoothing == 0.2
+  with pytest.raises(ValueError, match="task.name"):
+    tasks.get({"name": "segmentation"})
+  with pytest.raises(ValueError, match="task"):
+    tasks.get({"name": "classification", "smoothing": 0.1})

@@ -1,0 +1,62 @@
+"""Metric files: JSON lines, TensorBoard events, summary, truncation on resume."""
+
+import json
+import os
+import struct
+
+import numpy as np
+from tensorboardX.proto import event_pb2
+
+from lfpe.train.metrics import MetricWriter, to_python
+
+
+def _read_jsonl(path):
+  with open(path) as f:
+    return [json.loads(line) for line in f]
+
+
+def _tb_tags(tb_dir):
+  tags = set()
+  for name in os.listdir(tb_dir):
+    with open(os.path.join(tb_dir, name), "rb") as f:
+      data = f.read()
+    pos = 0
+    while pos < len(data):  # TFRecord framing: len (8), crc (4), payload, crc (4)
+      (length,) = struct.unpack("<Q", data[pos:pos + 8])
+      event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+      tags.update((v.tag, v.simple_value, event.step) for v in event.summary.value)
+      pos += 12 + length + 4
+  return tags
+
+
+def test_writes_jsonl_tensorboard_and_summary(tmp_path):
+  workdir = str(tmp_path)
+  with MetricWriter(workdir, total_steps=4, progress=False) as writer:
+    writer.write(2, "train", {"loss": np.float32(0.5), "lr": 0.1})
+    writer.write(4, "train", {"loss": np.float32(0.25), "lr": 0.05})
+    writer.write(4, "eval", {"accuracy": 0.75})
+    writer.summary(4, wall_s=1.0)
+  lines = _read_jsonl(tmp_path / "metrics.jsonl")
+  assert lines[0] == {"step": 2, "split": "train", "loss": 0.5, "lr": 0.1}
+  assert [(x["step"], x["split"]) for x in lines] == [(2, "train"), (4, "train"), (4, "eval")]
+  summary = json.loads((tmp_path / "summary.json").read_text())
+  assert summary == {"step": 4, "train": {"loss": 0.25, "lr": 0.05},
+                     "eval": {"accuracy": 0.75}, "wall_s": 1.0}
+  assert {("train/loss", 0.5, 2), ("eval/accuracy", 0.75, 4)} <= _tb_tags(tmp_path / "tb")
+
+
+def test_resume_drops_lines_past_the_checkpoint(tmp_path):
+  with MetricWriter(str(tmp_path), total_steps=9, progress=False) as writer:
+    for step in (3, 6, 9):
+      writer.write(step, "train", {"loss": float(step)})
+  with MetricWriter(str(tmp_path), total_steps=9, start_step=6, progress=False) as writer:
+    writer.write(9, "train", {"loss": -1.0})
+  lines = _read_jsonl(tmp_path / "metrics.jsonl")
+  assert [(x["step"], x["loss"]) for x in lines] == [(3, 3.0), (6, 6.0), (9, -1.0)]
+
+
+def test_to_python_and_rate(tmp_path):
+  assert to_python({"a": np.float32(1.5), "n": np.int32(3)}) == {"a": 1.5, "n": 3}
+  writer = MetricWriter(str(tmp_path), total_steps=10, progress=False, is_main=False)
+  assert writer.rate(5) > 0 and not os.listdir(tmp_path)  # other processes write nothing
+  writer.close()

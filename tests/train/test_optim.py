@@ -1,0 +1,83 @@
+"""Optimizers and schedules against hand-computed values."""
+
+import math
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from lfpe.train import optim
+
+
+def _config(**optim_fields):
+  opt = dict(name="sgd", lr=0.1, weight_decay=0.0, momentum=0.0, grad_clip_norm=0.0)
+  opt.update(optim_fields)
+  return ml_collections.ConfigDict(dict(
+      total_steps=100, optim=opt, schedule=dict(name="constant", warmup_steps=0)))
+
+
+def _schedule(name, **fields):
+  return optim.make_schedule(ml_collections.ConfigDict(dict(name=name, **fields)), 2.0, 100)
+
+
+def test_warmup_cosine_values():
+  lr = _schedule("warmup_cosine", warmup_steps=10, end_lr_factor=0.1)
+  assert float(lr(0)) == 0.0
+  assert float(lr(5)) == pytest.approx(1.0)
+  assert float(lr(10)) == pytest.approx(2.0)
+  # Halfway through the decay, cos = 0: the mean of peak (2.0) and end (0.2).
+  assert float(lr(55)) == pytest.approx(1.1, rel=1e-5)
+  t = 30
+  expected = 0.2 + 1.8 * 0.5 * (1 + math.cos(math.pi * (t - 10) / 90))
+  assert float(lr(t)) == pytest.approx(expected, rel=1e-5)
+  assert float(lr(100)) == pytest.approx(0.2, rel=1e-5)
+
+
+def test_warmup_rsqrt_values():
+  lr = _schedule("warmup_rsqrt", warmup_steps=10, timescale=5.0)
+  assert float(lr(4)) == pytest.approx(0.8)
+  assert float(lr(10)) == pytest.approx(2.0)
+  assert float(lr(30)) == pytest.approx(2.0 / math.sqrt(1 + 20 / 5), rel=1e-6)
+
+
+def test_constant_and_no_warmup():
+  lr = _schedule("constant", warmup_steps=0)
+  assert [float(lr(t)) for t in (0, 50, 99)] == [2.0, 2.0, 2.0]
+  with pytest.raises(ValueError, match="schedule.name"):
+    _schedule("step_decay", warmup_steps=0)
+
+
+def _one_update(config, params, grads):
+  tx, _ = optim.make_optimizer(config)
+  updates, _ = tx.update(grads, tx.init(params), params)
+  return {k: params[k] + updates[k] for k in params}
+
+
+def test_weight_decay_skips_vectors():
+  params = {"kernel": jnp.ones((2, 2)), "bias": jnp.ones((2,))}
+  zeros = {k: jnp.zeros_like(v) for k, v in params.items()}
+  for name in ("sgd", "adamw"):
+    new = _one_update(_config(name=name, weight_decay=0.5), params, zeros)
+    np.testing.assert_allclose(new["kernel"], 1 - 0.1 * 0.5, rtol=1e-6)  # p - lr*wd*p
+    np.testing.assert_allclose(new["bias"], 1.0)
+
+
+def test_grad_clipping_rescales_to_max_norm():
+  params = {"w": jnp.zeros((2,))}
+  grads = {"w": jnp.array([6.0, 8.0])}  # norm 10
+  new = _one_update(_config(grad_clip_norm=1.0), params, grads)
+  np.testing.assert_allclose(new["w"], [-0.1 * 0.6, -0.1 * 0.8], rtol=1e-6)
+  unclipped = _one_update(_config(), params, grads)
+  np.testing.assert_allclose(unclipped["w"], [-0.6, -0.8], rtol=1e-6)
+
+
+def test_adamw_first_step_is_lr_sized():
+  # Adam's first update is lr * g / (|g| + eps) elementwise (bias-corrected moments).
+  new = _one_update(_config(name="adamw"), {"w": jnp.zeros((2,))}, {"w": jnp.array([3.0, -0.5])})
+  np.testing.assert_allclose(new["w"], [-0.1, 0.1], rtol=1e-5)
+
+
+def test_unknown_optimizer():
+  with pytest.raises(ValueError, match="optim.name"):
+    optim.make_optimizer(_config(name="lamb"))

@@ -1,0 +1,85 @@
+"""Mesh construction, logical-axis rules and parameter shardings."""
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+from conftest import TinyModel
+from jax.sharding import PartitionSpec as P
+
+from lfpe.train import sharding
+
+
+def _mesh_config(data, model, fsdp=False):
+  return ml_collections.ConfigDict(dict(data=data, model=model, fsdp=fsdp))
+
+
+def test_make_mesh_shapes_and_fill():
+  mesh = sharding.make_mesh(_mesh_config(4, 2))
+  assert dict(mesh.shape) == {"data": 4, "model": 2}
+  assert dict(sharding.make_mesh(_mesh_config(-1, 2)).shape) == {"data": 4, "model": 2}
+  one = sharding.make_mesh(_mesh_config(1, 1), jax.devices()[:1])
+  assert one.devices.size == 1
+  with pytest.raises(ValueError, match="mesh"):
+    sharding.make_mesh(_mesh_config(4, 4))
+
+
+def test_fsdp_rules_shard_embed_over_data():
+  assert dict(sharding.logical_rules(False))["embed"] is None
+  rules = dict(sharding.logical_rules(True))
+  assert rules["embed"] == "data" and rules["mlp"] == "model" and rules["heads"] == "model"
+
+
+def _param_specs(mesh, fsdp):
+  model = TinyModel(num_classes=4, width=8)
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)),
+                                            train=False))
+  shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(fsdp))["params"]
+  return {name: s["kernel"].spec for name, s in shardings.items()}, shardings
+
+
+def test_parameter_shardings_follow_logical_axes():
+  mesh = sharding.make_mesh(_mesh_config(4, 2))
+  specs, shardings = _param_specs(mesh, fsdp=False)
+  assert specs["mlp_in"] == P(None, "model") and specs["mlp_out"] == P("model", None)
+  assert specs["head"] == P(None, None)
+  assert shardings["mlp_in"]["bias"].spec == P("model")
+  fsdp_specs, _ = _param_specs(mesh, fsdp=True)
+  assert fsdp_specs["mlp_in"] == P("data", "model") and fsdp_specs["head"] == P("data", None)
+
+
+def test_check_divisible_names_the_parameter():
+  mesh = sharding.make_mesh(_mesh_config(2, 4))
+  model = TinyModel(num_classes=4, width=2)  # mlp width 4 splits over 4; embed 2 over data 2
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)),
+                                            train=False))
+  shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(True))
+  sharding.check_divisible(sharding.unbox(boxed), shardings)
+  model = TinyModel(num_classes=4, width=3)  # mlp width 6 does not split over 4
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)),
+                                            train=False))
+  shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(False))
+  with pytest.raises(ValueError, match=r"mlp_in.*config.mesh.model"):
+    sharding.check_divisible(sharding.unbox(boxed), shardings)
+
+
+def test_unbox_strips_boxes():
+  boxed = jax.eval_shape(lambda: TinyModel(num_classes=4).init(
+      jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
+  leaves = jax.tree.leaves(sharding.unbox(boxed))
+  assert all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves)
+  assert sorted(x.shape for x in leaves)[-1] == (16, 8)
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, False), ({"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234"}, True),
+    ({"SLURM_NTASKS": "1"}, False), ({"SLURM_NTASKS": "4"}, True),
+    ({"OMPI_COMM_WORLD_SIZE": "2"}, True)])
+def test_wants_distributed_from_env(monkeypatch, env, expected):
+  for key in ("JAX_COORDINATOR_ADDRESS", "COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES",
+              "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"):
+    monkeypatch.delenv(key, raising=False)
+  for key, value in env.items():
+    monkeypatch.setenv(key, value)
+  assert sharding.wants_distributed() is expected
+  assert sharding.wants_distributed(force=True)

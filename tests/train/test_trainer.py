@@ -1,0 +1,116 @@
+"""The trainer end to end on TinyModel and in-memory blobs (see conftest.py).
+
+Sharding (1 device vs 8), determinism, resume onto another mesh, NaN stop, metric files.
+"""
+
+import json
+import math
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+from conftest import Interrupted, make_array_loader, tiny_config
+
+from lfpe.train import trainer
+
+KEYS = ("loss", "accuracy", "lr", "grad_norm", "param_norm")
+
+
+def _run(workdir, devices=None, **overrides):
+  config = tiny_config(**overrides)
+  return trainer.train_and_evaluate(config, str(workdir), make_loader=make_array_loader,
+                                    devices=devices)
+
+
+def _records(workdir, split="train"):
+  with open(workdir / "metrics.jsonl") as f:
+    lines = [json.loads(line) for line in f]
+  return {x["step"]: x for x in lines if x["split"] == split}
+
+
+def _losses(workdir):
+  return np.array([r["loss"] for _, r in sorted(_records(workdir).items())])
+
+
+def _checkpoint_params(workdir, step):
+  path = (workdir / "checkpoints" / str(step) / "state").absolute()
+  return ocp.StandardCheckpointer().restore(path)["params"]
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+  """20 steps on one device: the reference run."""
+  workdir = tmp_path_factory.mktemp("single")
+  return workdir, _run(workdir, devices=jax.devices()[:1], **{"mesh.data": 1})
+
+
+@pytest.mark.parametrize("fsdp", [False, True])
+def test_eight_devices_match_one(tmp_path, single, fsdp):
+  _run(tmp_path, **{"mesh.data": 4, "mesh.model": 2, "mesh.fsdp": fsdp})
+  reference = _losses(single[0])
+  assert len(reference) == 20 and reference[-1] < 0.5 * reference[0]  # it learns
+  np.testing.assert_allclose(_losses(tmp_path), reference, rtol=1e-5)
+  assert _records(tmp_path, "eval")[20]["accuracy"] == single[1]["eval"]["accuracy"]
+
+
+def test_same_seed_same_metrics_other_seed_differs(tmp_path, single):
+  _run(tmp_path / "again", devices=jax.devices()[:1], **{"mesh.data": 1})
+  first, again = _records(single[0]), _records(tmp_path / "again")
+  assert [[r[k] for k in KEYS] for r in first.values()] == \
+      [[r[k] for k in KEYS] for r in again.values()]
+  _run(tmp_path / "seed1", devices=jax.devices()[:1], **{"mesh.data": 1, "seed": 1})
+  assert not np.allclose(_losses(tmp_path / "seed1"), _losses(single[0]))
+
+
+def test_interrupted_run_resumes_on_another_mesh(tmp_path, single):
+  with pytest.raises(Interrupted):
+    _run(tmp_path, **{"mesh.data": 4, "mesh.model": 2, "data.stop_after": 15})
+  assert max(_records(tmp_path)) == 15
+  assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["10"]
+  summary = _run(tmp_path, devices=jax.devices()[:1], **{"mesh.data": 1})
+  assert sorted(_records(tmp_path)) == list(range(1, 21))  # lines 11..15 replaced
+  np.testing.assert_allclose(_losses(tmp_path), _losses(single[0]), rtol=1e-5)
+  assert summary["eval"]["accuracy"] == single[1]["eval"]["accuracy"]
+
+
+def test_nan_loss_stops_and_keeps_the_last_finite_checkpoint(tmp_path):
+  overrides = {"data.nan_after": 12, "checkpoint_every": 5, "log_every": 4}
+  with pytest.raises(trainer.NonFiniteLossError,
+                     match=r"loss is nan at step 15.*last good checkpoint is step 10"):
+    _run(tmp_path, **overrides)
+  assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["10", "5"]
+  params = _checkpoint_params(tmp_path, 10)
+  assert all(np.isfinite(x).all() for x in jax.tree.leaves(params))
+  assert not (tmp_path / "summary.json").exists()
+
+
+def test_metric_files(single):
+  workdir, summary = single
+  train, evals = _records(workdir), _records(workdir, "eval")
+  assert sorted(train) == list(range(1, 21)) and sorted(evals) == [10, 20]
+  assert set(KEYS) | {"steps_per_s"} <= set(train[20])
+  assert train[1]["lr"] == 0.0 and train[5]["lr"] == pytest.approx(1e-2)  # warmup 4 steps
+  assert evals[20]["count"] == 40 and evals[20]["accuracy"] >= 0.8
+  on_disk = json.loads((workdir / "summary.json").read_text())
+  strip = lambda record: {k: v for k, v in record.items() if k not in ("step", "split")}
+  assert on_disk["step"] == 20 and on_disk["eval"] == summary["eval"] == strip(evals[20])
+  assert on_disk["train"] == strip(train[20])
+  assert any(p.name.startswith("events.out.tfevents") for p in (workdir / "tb").iterdir())
+  assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == ["10", "20"]
+
+
+def test_bfloat16_compute_keeps_float32_parameters(tmp_path, single):
+  _run(tmp_path, devices=jax.devices()[:1], **{"mesh.data": 1, "compute_dtype": "bfloat16"})
+  losses, reference = _losses(tmp_path), _losses(single[0])
+  assert all(math.isfinite(x) for x in losses) and losses[-1] < 0.5 * losses[0]
+  assert not np.array_equal(losses, reference)  # it did compute in bf16 ...
+  np.testing.assert_allclose(losses[0], reference[0], rtol=0.05)  # ... close to float32
+  dtypes = {x.dtype for x in jax.tree.leaves(_checkpoint_params(tmp_path, 20))}
+  assert dtypes == {np.dtype("float32")}
+
+
+def test_indivisible_sharding_fails_before_compiling(tmp_path):
+  with pytest.raises(ValueError, match=r"mlp_in.*config.mesh.model"):
+    _run(tmp_path, **{"mesh.data": 1, "mesh.model": 8, "model.width": 6})  # mlp 12 over 8
+  assert not (tmp_path / "checkpoints").exists()

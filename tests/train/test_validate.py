@@ -1,0 +1,88 @@
+"""Config validation: each bad field fails before anything compiles, naming the field."""
+
+import importlib.util
+import os
+
+import ml_collections
+import pytest
+
+from lfpe.train import validate
+
+CONFIGS = os.path.join(os.path.dirname(__file__), "..", "..", "configs")
+
+
+def _digits_small() -> dict:
+  spec = importlib.util.spec_from_file_location("vit_digits", f"{CONFIGS}/vit_digits.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config("small=1").to_dict()
+
+
+def _with(path: str, value) -> ml_collections.ConfigDict:
+  """The small digits config with `path` set to `value` (types unchecked, as from a file)."""
+  config = _digits_small()
+  node = config
+  *parents, leaf = path.split(".")
+  for key in parents:
+    node = node[key]
+  if value is _DELETE:
+    del node[leaf]
+  else:
+    node[leaf] = value
+  return ml_collections.ConfigDict(config)
+
+
+_DELETE = object()
+
+BAD = [  # (field, bad value, what the message must name)
+    ("seed", "zero", "config.seed"),
+    ("seed", -1, "config.seed"),
+    ("total_steps", -5, "config.total_steps"),
+    ("total_steps", _DELETE, "config.total_steps is missing"),
+    ("batch_size", 0, "config.batch_size"),
+    ("batch_size", 30, r"config.batch_size.*data axis"),  # 8 devices: data = 8
+    ("eval_batch_size", 12, r"config.eval_batch_size.*data axis"),
+    ("eval_every", 0, "config.eval_every"),
+    ("checkpoint_every", -1, "config.checkpoint_every"),
+    ("log_every", 1.5, "config.log_every"),
+    ("keep_checkpoints", 0, "config.keep_checkpoints"),
+    ("compute_dtype", "float16", "config.compute_dtype"),
+    ("mesh.model", 16, "config.mesh.model"),
+    ("mesh.data", "four", "config.mesh.data"),
+    ("mesh.fsdp", "yes", "config.mesh.fsdp"),
+    ("optim.name", "lamb", "config.optim.name"),
+    ("optim.lr", -1e-3, "config.optim.lr"),
+    ("optim.b2", 1.5, "config.optim.b2"),
+    ("optim.grad_clip_norm", -1.0, "config.optim.grad_clip_norm"),
+    ("schedule.name", "step", "config.schedule.name"),
+    ("schedule.warmup_steps", 100, "config.schedule.warmup_steps"),
+    ("task.name", "detection", "config.task.name"),
+    ("task.label_smoothing", 1.5, "config.task.label_smoothing"),
+    ("model.patch_size", 3, "model.patch_size"),
+    ("model.num_heads", 3, "model.num_heads"),
+    ("model.posemb", "fourierr", "posemb"),
+    ("model.posemb", _DELETE, "config.model.posemb is missing"),
+    ("model.name", "resnet", "config.model.name"),
+    ("data.name", "mnist", "data.name"),
+    ("data.image_size", -1, "data.image_size"),
+]
+
+
+@pytest.mark.parametrize("path, value, message", BAD, ids=[f"{p}={v!r}" for p, v, _ in BAD])
+def test_bad_config_names_the_field(path, value, message):
+  with pytest.raises(ValueError, match=message):
+    validate.validate_config(_with(path, value), num_devices=8)
+
+
+def test_mesh_larger_than_devices():
+  config = _with("mesh.data", 4)
+  config.mesh.model = 4
+  with pytest.raises(ValueError, match=r"config.mesh .*16 devices but only 8"):
+    validate.validate_config(config, num_devices=8)
+
+
+def test_good_configs_pass():
+  validate.validate_config(ml_collections.ConfigDict(_digits_small()), num_devices=8)
+  config = _with("mesh.data", 4)
+  config.mesh.model = 2
+  validate.validate_config(config, num_devices=8)
