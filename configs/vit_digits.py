@@ -33,9 +33,19 @@ def get_config(arg: str | None = None):
   config.data = data_config("digits")
   config.data.image_size = 16
 
-  config.model = dict(name="vit", variant="mu", patch_size=2, width=64, depth=2, num_heads=4,
-                      mlp_dim=128, pool="gap", posemb=arg.posemb, posemb_kwargs=None,
-                      dropout=0.0)
+  config.model = dict(
+    name="vit",
+    variant="mu",
+    patch_size=2,
+    width=64,
+    depth=2,
+    num_heads=4,
+    mlp_dim=128,
+    pool="gap",
+    posemb=arg.posemb,
+    posemb_kwargs=None,
+    dropout=0.0,
+  )
   config.optim.lr = 3e-3
   config.optim.weight_decay = 1e-4
   config.schedule.warmup_steps = 100

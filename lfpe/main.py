@@ -21,7 +21,8 @@ from ml_collections import config_flags
 from lfpe.train import sharding, trainer
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", None, "Config file, optionally with an argument: configs/NAME.py:k=v,k2=v2.")
+  "config", None, "Config file, optionally with an argument: configs/NAME.py:k=v,k2=v2."
+)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, metrics and summary go.")
 flags.mark_flags_as_required(["config", "workdir"])
 

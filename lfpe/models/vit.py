@@ -22,18 +22,19 @@ from typing import Any
 import flax.linen as nn
 import jax.numpy as jnp
 
-from lfpe.nn.transformer import Encoder, check_positions
+from lfpe import encodings
+from lfpe.nn.transformer import Encoder, check_posemb_kwargs, check_positions, encoding_context
 
 # name: (width, depth, num_heads, mlp_dim), as big_vision's ViT (mu, nano: tests, 003).
 VARIANTS = {
-    "mu": (32, 1, 2, 128),
-    "nano": (32, 2, 4, 64),
-    "Ti": (192, 12, 3, 768),
-    "S": (384, 12, 6, 1536),
-    "M": (512, 12, 8, 2048),
-    "B": (768, 12, 12, 3072),
-    "L": (1024, 24, 16, 4096),
-    "H": (1280, 32, 16, 5120),
+  "mu": (32, 1, 2, 128),
+  "nano": (32, 2, 4, 64),
+  "Ti": (192, 12, 3, 768),
+  "S": (384, 12, 6, 1536),
+  "M": (512, 12, 8, 2048),
+  "B": (768, 12, 12, 3072),
+  "L": (1024, 24, 16, 4096),
+  "H": (1280, 32, 16, 5120),
 }
 POOLS = ("token", "gap")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -45,17 +46,21 @@ def decode_variant(variant: str) -> dict[str, int | None]:
     raise ValueError(f"model.variant must be a string like 'B/16', got {variant!r}.")
   name, _, patch = variant.partition("/")
   if name not in VARIANTS or (patch and not patch.isdigit()):
-    raise ValueError(f"model.variant={variant!r} is unknown; use NAME or NAME/PATCH with NAME "
-                     f"in {tuple(VARIANTS)}, e.g. 'B/16'.")
+    raise ValueError(
+      f"model.variant={variant!r} is unknown; use NAME or NAME/PATCH with NAME "
+      f"in {tuple(VARIANTS)}, e.g. 'B/16'."
+    )
   width, depth, heads, mlp = VARIANTS[name]
-  return dict(width=width, depth=depth, num_heads=heads, mlp_dim=mlp,
-              patch_size=int(patch) if patch else None)
+  return dict(
+    width=width, depth=depth, num_heads=heads, mlp_dim=mlp, patch_size=int(patch) if patch else None
+  )
 
 
 def _pair(value, field: str) -> tuple[int, int]:
   value = (value, value) if isinstance(value, int) else tuple(value)
-  if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
-                                for v in value):
+  if len(value) != 2 or not all(
+    isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
+  ):
     raise ValueError(f"{field} must be a positive int or a pair of them, got {value!r}.")
   return value
 
@@ -63,8 +68,10 @@ def _pair(value, field: str) -> tuple[int, int]:
 def grid_shape(image_hw: Sequence[int], patch: Sequence[int], field: str) -> tuple[int, int]:
   """Patches per axis `(H / ph, W / pw)`; ValueError naming `field` if they do not divide."""
   if any(s % p for s, p in zip(image_hw, patch, strict=True)):
-    raise ValueError(f"{field}={tuple(image_hw)} is not divisible by model.patch_size="
-                     f"{tuple(patch)}; use an image size that is a multiple of the patch size.")
+    raise ValueError(
+      f"{field}={tuple(image_hw)} is not divisible by model.patch_size="
+      f"{tuple(patch)}; use an image size that is a multiple of the patch size."
+    )
   return tuple(s // p for s, p in zip(image_hw, patch, strict=True))
 
 
@@ -101,12 +108,7 @@ class ViT(nn.Module):
   @property
   def arch(self) -> dict[str, Any]:
     """The resolved width, depth, num_heads, mlp_dim and patch_size (a pair)."""
-    arch = decode_variant(self.variant)
-    for key in arch:
-      if getattr(self, key) is not None:
-        arch[key] = getattr(self, key)
-    arch["patch_size"] = _pair(arch["patch_size"], "model.patch_size")
-    return arch
+    return _arch({f.name: getattr(self, f.name) for f in _config_fields()})
 
   @nn.compact
   def __call__(self, images: jnp.ndarray, *, train: bool) -> jnp.ndarray:
@@ -116,32 +118,50 @@ class ViT(nn.Module):
     b, c = images.shape[0], images.shape[-1]
     x = images.astype(dtype).reshape(b, grid[0], ph, grid[1], pw, c)
     x = x.transpose(0, 1, 3, 2, 4, 5).reshape(b, math.prod(grid), ph * pw * c)  # [B, N, P²C]
-    x = nn.Dense(width, dtype=dtype, name="embedding",
-                 kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(),
-                                                          ("patch", "embed")),
-                 bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)))(x)
+    # A Dense on flattened (ph, pw, C) patches = a stride-P conv with kernel [ph, pw, C, D].
+    x = nn.Dense(
+      width,
+      dtype=dtype,
+      name="embedding",
+      kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), ("patch", "embed")),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
+    )(x)
     num_prefix = int(self.pool == "token")
     if num_prefix:
-      cls = self.param("cls", nn.with_logical_partitioning(nn.initializers.zeros,
-                                                           (None, None, "embed")), (1, 1, width))
+      cls = self.param(
+        "cls",
+        nn.with_logical_partitioning(nn.initializers.zeros, (None, None, "embed")),
+        (1, 1, width),
+      )
       x = jnp.concatenate([jnp.broadcast_to(cls.astype(dtype), (b, 1, width)), x], axis=1)
     x = Encoder(
-        depth=arch["depth"], num_heads=arch["num_heads"], mlp_dim=arch["mlp_dim"],
-        grid_shape=self._train_grid(), posemb=self.posemb, posemb_kwargs=self.posemb_kwargs,
-        pos_injection=self.pos_injection, pos_hook=self.pos_hook,
-        concat_channels=self.concat_channels, pos_layers=self.pos_layers,
-        num_prefix=num_prefix, dropout=self.dropout, attention_dropout=self.attention_dropout,
-        dtype=dtype, name="Transformer")(x, grid, deterministic=not train)  # [B, P + N, D]
+      depth=arch["depth"],
+      num_heads=arch["num_heads"],
+      mlp_dim=arch["mlp_dim"],
+      grid_shape=self._train_grid(),
+      posemb=self.posemb,
+      posemb_kwargs=self.posemb_kwargs,
+      pos_injection=self.pos_injection,
+      pos_hook=self.pos_hook,
+      concat_channels=self.concat_channels,
+      pos_layers=self.pos_layers,
+      num_prefix=num_prefix,
+      dropout=self.dropout,
+      attention_dropout=self.attention_dropout,
+      dtype=dtype,
+      name="Transformer",
+    )(x, grid, deterministic=not train)  # [B, P + N, D]
     x = x[:, 0] if num_prefix else x.mean(axis=1)  # [B, D]
-    return nn.Dense(self.num_classes, name="head", dtype=jnp.float32,
-                    kernel_init=nn.with_logical_partitioning(nn.initializers.zeros,
-                                                             ("embed", "classes")),
-                    bias_init=nn.with_logical_partitioning(nn.initializers.zeros,
-                                                           ("classes",)))(x)
+    return nn.Dense(
+      self.num_classes,
+      name="head",
+      dtype=jnp.float32,
+      kernel_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed", "classes")),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("classes",)),
+    )(x)
 
   def _train_grid(self) -> tuple[int, int]:
-    return grid_shape(_pair(self.image_size, "image_size"), self.arch["patch_size"],
-                      "image_size")
+    return grid_shape(_pair(self.image_size, "image_size"), self.arch["patch_size"], "image_size")
 
 
 def _config_fields() -> list[dataclasses.Field]:
@@ -152,8 +172,7 @@ def _config_fields() -> list[dataclasses.Field]:
 def _check_types(cfg: Mapping[str, Any]) -> None:
   for key in ("width", "depth", "num_heads", "mlp_dim", "pos_layers"):
     value = cfg[key]
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                              or value < 1):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
       raise ValueError(f"model.{key} must be None or a positive int, got {value!r}.")
   for key in ("dropout", "attention_dropout"):
     if not isinstance(cfg[key], (int, float)) or not 0 <= cfg[key] < 1:
@@ -166,26 +185,57 @@ def _check_types(cfg: Mapping[str, Any]) -> None:
     raise ValueError(f"model.posemb_kwargs must be a dict, got {cfg['posemb_kwargs']!r}.")
 
 
-def _validate(cfg: Mapping[str, Any], image_size) -> None:
-  """ValueError naming the `model.*` field that is wrong, before anything is traced."""
-  _check_types(cfg)
+def _arch(cfg: Mapping[str, Any]) -> dict[str, Any]:
+  """The variant's sizes with the `cfg` overrides applied; patch_size as a pair."""
   arch = decode_variant(cfg["variant"])
   arch.update({k: cfg[k] for k in arch if cfg[k] is not None})
   if arch["patch_size"] is None:
-    raise ValueError(f"model.patch_size is needed: variant={cfg['variant']!r} names none "
-                     f"(use e.g. variant='{cfg['variant']}/16').")
-  grid_shape(_pair(image_size, "image_size"), _pair(arch["patch_size"], "model.patch_size"),
-             "image_size")
+    raise ValueError(
+      f"model.patch_size is needed: variant={cfg['variant']!r} names none "
+      f"(use e.g. variant='{cfg['variant']}/16')."
+    )
+  arch["patch_size"] = _pair(arch["patch_size"], "model.patch_size")
+  return arch
+
+
+def _validate(cfg: Mapping[str, Any], image_size) -> None:
+  """ValueError naming the `model.*` field that is wrong, before anything is traced."""
+  _check_types(cfg)
+  arch = _arch(cfg)
+  grid_shape(_pair(image_size, "image_size"), arch["patch_size"], "image_size")
   if arch["width"] % arch["num_heads"]:
-    raise ValueError(f"model.num_heads={arch['num_heads']} must divide model.width="
-                     f"{arch['width']}; change one of them.")
+    raise ValueError(
+      f"model.num_heads={arch['num_heads']} must divide model.width="
+      f"{arch['width']}; change one of them."
+    )
   if not isinstance(cfg["posemb"], str):
     raise ValueError(f"model.posemb must be an encoding name, got {cfg['posemb']!r}.")
   try:
-    check_positions(cfg["posemb"], cfg["pos_injection"], cfg["pos_hook"],
-                    cfg["concat_channels"], cfg["pos_layers"], arch["depth"], "model")
+    check_positions(
+      cfg["posemb"],
+      cfg["pos_injection"],
+      cfg["pos_hook"],
+      cfg["concat_channels"],
+      cfg["pos_layers"],
+      arch["depth"],
+      "model",
+    )
+    check_posemb_kwargs(cfg["posemb"], cfg["posemb_kwargs"], "model")
   except ValueError as e:
     raise ValueError(f"model.posemb / position fields: {e}") from None
+
+
+def _check_encoding(cfg: Mapping[str, Any], image_size) -> None:
+  """Build the encoding unbound, so that its own checks (dims, options) run before tracing."""
+  arch = _arch(cfg)
+  grid = grid_shape(_pair(image_size, "image_size"), arch["patch_size"], "image_size")
+  context = encoding_context(
+    arch["width"], grid, arch["num_heads"], cfg["pos_hook"], cfg["concat_channels"]
+  )
+  try:
+    encodings.build(cfg["posemb"], **{**context, **(cfg["posemb_kwargs"] or {})})
+  except ValueError as e:
+    raise ValueError(f"model.posemb={cfg['posemb']!r} / model.posemb_kwargs: {e}") from None
 
 
 def _as_dict(model_config) -> dict[str, Any]:
@@ -200,14 +250,22 @@ def _as_dict(model_config) -> dict[str, Any]:
 
 
 def validate_model_config(model_config, image_size) -> None:
-  """Check `config.model` (ConfigDict or dict) for a ViT at `image_size`; ValueError if wrong."""
-  _validate(_as_dict(model_config), image_size)
+  """Check `config.model` (ConfigDict or dict) for a ViT at `image_size`; ValueError if wrong.
+
+  Beyond `ViT`'s own field checks, this builds the encoding (unbound) so that its checks
+  (e.g. RoPE's head_dim multiple of 4) fail here rather than when the model is traced.
+  """
+  cfg = _as_dict(model_config)
+  _validate(cfg, image_size)
+  _check_encoding(cfg, image_size)
 
 
 def create_model(model_config, num_classes: int, image_size) -> ViT:
   """The `ViT` described by `config.model` for `num_classes` classes at `image_size`."""
+  if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+    raise ValueError(f"num_classes must be a positive int, got {num_classes!r}.")
+  validate_model_config(model_config, image_size)
   cfg = _as_dict(model_config)
-  _validate(cfg, image_size)
   if cfg["posemb_kwargs"] is not None:
     cfg["posemb_kwargs"] = dict(cfg["posemb_kwargs"])
   image_size = image_size if isinstance(image_size, int) else tuple(image_size)

@@ -1,11 +1,30 @@
 """lfpe.nn: attention with position hooks and the transformer blocks every model shares."""
 
 from lfpe.nn.attention import Attention, attention_logits, attention_weights, make_mask
-from lfpe.nn.transformer import (HOOKS, INJECTIONS, DecoderBlock, Encoder, EncoderBlock,
-                                 MlpBlock, PositionSource, check_positions, resolve_injection)
+from lfpe.nn.transformer import (
+  HOOKS,
+  INJECTIONS,
+  DecoderBlock,
+  Encoder,
+  EncoderBlock,
+  MlpBlock,
+  PositionSource,
+  check_positions,
+  resolve_injection,
+)
 
 __all__ = [
-    "HOOKS", "INJECTIONS", "Attention", "DecoderBlock", "Encoder", "EncoderBlock", "MlpBlock",
-    "PositionSource", "attention_logits", "attention_weights", "check_positions", "make_mask",
-    "resolve_injection",
+  "HOOKS",
+  "INJECTIONS",
+  "Attention",
+  "DecoderBlock",
+  "Encoder",
+  "EncoderBlock",
+  "MlpBlock",
+  "PositionSource",
+  "attention_logits",
+  "attention_weights",
+  "check_positions",
+  "make_mask",
+  "resolve_injection",
 ]

@@ -31,8 +31,7 @@ _QKV_AXES = ("embed", "heads", "kv")
 _OUT_AXES = ("heads", "kv", "embed")
 
 
-def make_mask(key_padding_mask: Array | None, causal: bool, num_q: int,
-              num_k: int) -> Array | None:
+def make_mask(key_padding_mask: Array | None, causal: bool, num_q: int, num_k: int) -> Array | None:
   """Boolean attention mask `[B|1, 1, Nq, Nk]`, True = may attend; None if nothing is masked.
 
   `key_padding_mask` is `[B, Nk]` with True at padded keys. The causal mask lets query `i`
@@ -41,8 +40,10 @@ def make_mask(key_padding_mask: Array | None, causal: bool, num_q: int,
   mask = None
   if key_padding_mask is not None:
     if key_padding_mask.ndim != 2 or key_padding_mask.shape[1] != num_k:
-      raise ValueError(f"key_padding_mask must be [B, Nk={num_k}] (True = padding), got shape "
-                       f"{tuple(key_padding_mask.shape)}.")
+      raise ValueError(
+        f"key_padding_mask must be [B, Nk={num_k}] (True = padding), got shape "
+        f"{tuple(key_padding_mask.shape)}."
+      )
     mask = ~key_padding_mask.astype(bool)[:, None, None, :]  # [B, 1, 1, Nk]
   if causal:
     tri = jnp.tril(jnp.ones((num_q, num_k), bool), k=num_k - num_q)[None, None]
@@ -50,8 +51,9 @@ def make_mask(key_padding_mask: Array | None, causal: bool, num_q: int,
   return mask
 
 
-def attention_logits(q: Array, k: Array, bias: Array | None = None,
-                     mask: Array | None = None) -> Array:
+def attention_logits(
+  q: Array, k: Array, bias: Array | None = None, mask: Array | None = None
+) -> Array:
   """`q kᵀ / sqrt(d) + bias`, masked entries set to the float32 minimum; `[B, h, Nq, Nk]`.
 
   `q`: `[B, Nq, h, d]`, `k`: `[B, Nk, h, d]`; `bias` broadcasts to the logits.
@@ -64,8 +66,9 @@ def attention_logits(q: Array, k: Array, bias: Array | None = None,
   return logits
 
 
-def attention_weights(q: Array, k: Array, bias: Array | None = None,
-                      mask: Array | None = None) -> Array:
+def attention_weights(
+  q: Array, k: Array, bias: Array | None = None, mask: Array | None = None
+) -> Array:
   """`softmax(q kᵀ / sqrt(d) + bias)` over keys, float32 `[B, h, Nq, Nk]`.
 
   A query whose keys are all masked gets uniform weights (never NaN).
@@ -78,17 +81,37 @@ def _concat_channels(x: Array, channels: Array | None, name: str) -> Array:
   if channels is None:
     return x
   if channels.ndim not in (3, 4) or channels.shape[-3:-1] != x.shape[1:3]:
-    raise ValueError(f"{name} must be [N, heads, c] or [B, N, heads, c] with N, heads = "
-                     f"{x.shape[1:3]}, got shape {tuple(channels.shape)}.")
+    raise ValueError(
+      f"{name} must be [N, heads, c] or [B, N, heads, c] with N, heads = "
+      f"{x.shape[1:3]}, got shape {tuple(channels.shape)}."
+    )
   channels = jnp.broadcast_to(channels, (*x.shape[:3], channels.shape[-1])).astype(x.dtype)
   return jnp.concatenate([x, channels], axis=-1)
 
 
 def _check_concat(concat_q: Array | None, concat_k: Array | None) -> None:
   if (concat_q is None) != (concat_k is None) or (
-      concat_q is not None and concat_q.shape[-1] != concat_k.shape[-1]):
-    raise ValueError("Attention: pass concat_q and concat_k together, with the same number "
-                     "of channels c (000 Eq. 13 concatenates to both q and k).")
+    concat_q is not None and concat_q.shape[-1] != concat_k.shape[-1]
+  ):
+    raise ValueError(
+      "Attention: pass concat_q and concat_k together, with the same number "
+      "of channels c (000 Eq. 13 concatenates to both q and k)."
+    )
+
+
+def _position_terms(q, k, concat_q, concat_k, logit_bias, relative, rope):
+  """Apply the hooks that act after the projections: `(q, k, logit bias)` for the logits."""
+  _check_concat(concat_q, concat_k)
+  bias = logit_bias
+  if relative is not None:  # scaled like q·k: logits (q·k + q·r) / sqrt(d)
+    d = q.shape[-1] + (0 if concat_q is None else concat_q.shape[-1])
+    rel = relative(q * jnp.asarray(d**-0.5, q.dtype))  # [B, h, Nq, Nk]
+    bias = rel if bias is None else bias + rel
+  if rope is not None:
+    q, k = rope(q), rope(k)
+  q = _concat_channels(q, concat_q, "concat_q")  # [B, Nq, h, d + c]
+  k = _concat_channels(k, concat_k, "concat_k")  # [B, Nk, h, d + c]
+  return q, k, bias
 
 
 def _add(x: Array, pos: Array | None) -> Array:
@@ -104,6 +127,9 @@ class Attention(nn.Module):
     out_features: output width; defaults to the query input width.
     dropout: dropout rate on the attention weights.
     dtype: compute dtype (e.g. bfloat16); parameters stay in `param_dtype`.
+
+  The attention weights `[B, h, Nq, Nk]` are sown into `intermediates/attention_weights`
+  (apply with `mutable=['intermediates']` to read attention maps).
   """
 
   num_heads: int
@@ -115,20 +141,32 @@ class Attention(nn.Module):
 
   def _proj(self, name: str, x: Array, head_dim: int) -> Array:
     return nn.DenseGeneral(
-        features=(self.num_heads, head_dim), dtype=self.dtype, param_dtype=self.param_dtype,
-        kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), _QKV_AXES),
-        bias_init=nn.with_logical_partitioning(nn.initializers.zeros, _QKV_AXES[1:]),
-        name=name)(x)  # [B, N, h, d]
+      features=(self.num_heads, head_dim),
+      dtype=self.dtype,
+      param_dtype=self.param_dtype,
+      kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), _QKV_AXES),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, _QKV_AXES[1:]),
+      name=name,
+    )(x)  # [B, N, h, d]
 
   @nn.compact
-  def __call__(self, inputs_q: Array, inputs_kv: Array | None = None, *,
-               pos_q: Array | None = None, pos_k: Array | None = None,
-               pos_v: Array | None = None, concat_q: Array | None = None,
-               concat_k: Array | None = None, logit_bias: Array | None = None,
-               relative: Callable[[Array], Array] | None = None,
-               rope: Callable[[Array], Array] | None = None,
-               key_padding_mask: Array | None = None, causal: bool = False,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self,
+    inputs_q: Array,
+    inputs_kv: Array | None = None,
+    *,
+    pos_q: Array | None = None,
+    pos_k: Array | None = None,
+    pos_v: Array | None = None,
+    concat_q: Array | None = None,
+    concat_k: Array | None = None,
+    logit_bias: Array | None = None,
+    relative: Callable[[Array], Array] | None = None,
+    rope: Callable[[Array], Array] | None = None,
+    key_padding_mask: Array | None = None,
+    causal: bool = False,
+    deterministic: bool = True,
+  ) -> Array:
     """Attend from `inputs_q` `[B, Nq, D]` to `inputs_kv` `[B, Nk, D]` (itself if None).
 
     `pos_*` are `[N, D]` or `[B, N, D]`; `logit_bias` broadcasts to `[B, h, Nq, Nk]`;
@@ -138,30 +176,26 @@ class Attention(nn.Module):
     inputs_kv = inputs_q if inputs_kv is None else inputs_kv
     features = self.qkv_features or inputs_q.shape[-1]
     if features % self.num_heads:
-      raise ValueError(f"Attention: qkv_features={features} must be a multiple of num_heads="
-                       f"{self.num_heads}; change the width or the number of heads.")
+      raise ValueError(
+        f"Attention: qkv_features={features} must be a multiple of num_heads="
+        f"{self.num_heads}; change the width or the number of heads."
+      )
     head_dim = features // self.num_heads
     q = self._proj("query", _add(inputs_q, pos_q), head_dim)  # [B, Nq, h, d]
     k = self._proj("key", _add(inputs_kv, pos_k), head_dim)  # [B, Nk, h, d]
     v = self._proj("value", _add(inputs_kv, pos_v), head_dim)  # [B, Nk, h, d]
-    _check_concat(concat_q, concat_k)
-    bias = logit_bias
-    if relative is not None:  # scaled like q·k: logits (q·k + q·r) / sqrt(d)
-      d = head_dim + (0 if concat_q is None else concat_q.shape[-1])
-      rel = relative(q * jnp.asarray(d**-0.5, q.dtype))  # [B, h, Nq, Nk]
-      bias = rel if bias is None else bias + rel
-    if rope is not None:
-      q, k = rope(q), rope(k)
-    q = _concat_channels(q, concat_q, "concat_q")  # [B, Nq, h, d + c]
-    k = _concat_channels(k, concat_k, "concat_k")
+    q, k, bias = _position_terms(q, k, concat_q, concat_k, logit_bias, relative, rope)
     mask = make_mask(key_padding_mask, causal, q.shape[1], k.shape[1])
     weights = attention_weights(q, k, bias, mask)  # [B, h, Nq, Nk]
     self.sow("intermediates", "attention_weights", weights)
     weights = nn.Dropout(self.dropout)(weights, deterministic=deterministic)
     out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(v.dtype), v)  # [B, Nq, h, d]
     return nn.DenseGeneral(
-        features=self.out_features or inputs_q.shape[-1], axis=(-2, -1), dtype=self.dtype,
-        param_dtype=self.param_dtype,
-        kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), _OUT_AXES),
-        bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
-        name="out")(out)
+      features=self.out_features or inputs_q.shape[-1],
+      axis=(-2, -1),
+      dtype=self.dtype,
+      param_dtype=self.param_dtype,
+      kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), _OUT_AXES),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
+      name="out",
+    )(out)

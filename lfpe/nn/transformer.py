@@ -19,6 +19,7 @@ embeddings leave them unrotated.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -31,8 +32,7 @@ from lfpe import encodings
 from lfpe.nn.attention import Attention
 
 Array = jnp.ndarray
-INJECTIONS = ("auto", "stem", "every_layer", "every_layer_shared", "attention",
-              "attention_shared")
+INJECTIONS = ("auto", "stem", "every_layer", "every_layer_shared", "attention", "attention_shared")
 QKV_HOOKS = ("q", "k", "v", "qk", "qv", "kv", "qkv")
 HOOKS = (*QKV_HOOKS, "concat")
 _ADD = "add"
@@ -46,14 +46,23 @@ def resolve_injection(posemb: str, pos_injection: str) -> str:
   if pos_injection == "auto":
     return "attention" if kind in ("bias", "logits", "rotary") else "stem"
   if kind in ("bias", "logits", "rotary") and not pos_injection.startswith("attention"):
-    raise ValueError(f"pos_injection={pos_injection!r} cannot inject posemb={posemb!r} of kind "
-                     f"{kind!r} (it acts inside attention); use 'attention', "
-                     f"'attention_shared' or 'auto'.")
+    raise ValueError(
+      f"pos_injection={pos_injection!r} cannot inject posemb={posemb!r} of kind "
+      f"{kind!r} (it acts inside attention); use 'attention', "
+      f"'attention_shared' or 'auto'."
+    )
   return pos_injection
 
 
-def check_positions(posemb: str, pos_injection: str, pos_hook: str, concat_channels: int,
-                    pos_layers: int | None, depth: int, owner: str) -> None:
+def check_positions(
+  posemb: str,
+  pos_injection: str,
+  pos_hook: str,
+  concat_channels: int,
+  pos_layers: int | None,
+  depth: int,
+  owner: str,
+) -> None:
   """ValueError naming the field if the position options of an encoder do not fit together."""
   try:
     injection = resolve_injection(posemb, pos_injection)
@@ -62,26 +71,67 @@ def check_positions(posemb: str, pos_injection: str, pos_hook: str, concat_chann
   if pos_hook not in HOOKS:
     raise ValueError(f"{owner}: pos_hook={pos_hook!r} is unknown; use one of {HOOKS}.")
   if not isinstance(concat_channels, int) or concat_channels < 1:
-    raise ValueError(f"{owner}: concat_channels={concat_channels!r} must be a positive int "
-                     f"(position channels per head, 000 Fig. 11), e.g. 16.")
-  if pos_layers is not None and (not isinstance(pos_layers, int) or not 1 <= pos_layers <= depth
-                                 or injection == "stem"):
-    raise ValueError(f"{owner}: pos_layers={pos_layers!r} must be None or an int in [1, depth="
-                     f"{depth}] with a per-layer pos_injection (not 'stem').")
+    raise ValueError(
+      f"{owner}: concat_channels={concat_channels!r} must be a positive int "
+      f"(position channels per head, 000 Fig. 11), e.g. 16."
+    )
+  if pos_layers is not None and (
+    not isinstance(pos_layers, int) or not 1 <= pos_layers <= depth or injection == "stem"
+  ):
+    raise ValueError(
+      f"{owner}: pos_layers={pos_layers!r} must be None or an int in [1, depth="
+      f"{depth}] with a per-layer pos_injection (not 'stem')."
+    )
+
+
+def check_posemb_kwargs(posemb: str, posemb_kwargs, owner: str) -> None:
+  """ValueError if `posemb_kwargs` names an option the encoding does not have.
+
+  (`encodings.build` passes only declared fields, so a misspelt option would be dropped.)
+  """
+  factory = encodings.resolve(posemb)
+  cls = getattr(factory, "func", factory)
+  options = {f.name for f in dataclasses.fields(cls)} - {"parent", "name"}
+  unknown = sorted(set(posemb_kwargs or {}) - options)
+  if unknown:
+    raise ValueError(
+      f"{owner}: posemb_kwargs key {unknown[0]!r} is not an option of posemb={posemb!r} "
+      f"({cls.__name__}); options: {sorted(options)}."
+    )
+
+
+def encoding_context(
+  dim: int, grid_shape: Sequence[int], num_heads: int, hook: str, concat_channels: int
+) -> dict[str, Any]:
+  """What a model tells `encodings.build`: `dim` is the token width, or for `concat`
+  `2 * num_heads * concat_channels` (q and k channels of every head)."""
+  width = 2 * num_heads * concat_channels if hook == "concat" else dim
+  return dict(
+    dim=width,
+    grid_shape=tuple(grid_shape),
+    num_heads=num_heads,
+    head_dim=dim // num_heads,
+    ndim=len(grid_shape),
+  )
 
 
 def _norm(name: str, dtype) -> nn.LayerNorm:
   return nn.LayerNorm(
-      dtype=dtype, name=name,
-      scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("embed",)),
-      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)))
+    dtype=dtype,
+    name=name,
+    scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("embed",)),
+    bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
+  )
 
 
 def _dense(features: int, axes: tuple[str, str], dtype, name: str) -> nn.Dense:
   return nn.Dense(
-      features, dtype=dtype, name=name,
-      kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), axes),
-      bias_init=nn.with_logical_partitioning(nn.initializers.normal(stddev=1e-6), axes[1:]))
+    features,
+    dtype=dtype,
+    name=name,
+    kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), axes),
+    bias_init=nn.with_logical_partitioning(nn.initializers.normal(stddev=1e-6), axes[1:]),
+  )
 
 
 def _add_table(x: Array, hooks: dict[str, Any]) -> Array:
@@ -113,15 +163,13 @@ class PositionSource(nn.Module):
   num_prefix: int = 0
 
   def setup(self):
-    concat = self.hook == "concat"
-    self.width = 2 * self.num_heads * self.concat_channels if concat else self.dim
-    context = dict(dim=self.width, grid_shape=tuple(self.grid_shape), num_heads=self.num_heads,
-                   head_dim=self.dim // self.num_heads, ndim=len(self.grid_shape))
+    context = encoding_context(
+      self.dim, self.grid_shape, self.num_heads, self.hook, self.concat_channels
+    )
     self.encoding = encodings.build(self.posemb, **{**context, **(self.posemb_kwargs or {})})
     if self.num_prefix and self.encoding.kind == "absolute":
-      init = nn.initializers.normal(stddev=0.02)
-      self.prefix = self.param("prefix", nn.with_logical_partitioning(init, (None, None)),
-                               (self.num_prefix, self.width))  # [P, D]
+      init = nn.with_logical_partitioning(nn.initializers.normal(stddev=0.02), (None, None))
+      self.prefix = self.param("prefix", init, (self.num_prefix, context["dim"]))  # [P, D]
 
   def __call__(self, grid_shape: Sequence[int], coords: Array | None = None) -> dict[str, Any]:
     """Hooks for a grid of `grid_shape` (or per-example `coords` `[B, N, M]`, absolute only)."""
@@ -177,16 +225,28 @@ class EncoderBlock(nn.Module):
   dtype: Any = None
 
   @nn.compact
-  def __call__(self, x: Array, *, hooks: dict[str, Any] | None = None,
-               key_padding_mask: Array | None = None, deterministic: bool = True) -> Array:
+  def __call__(
+    self,
+    x: Array,
+    *,
+    hooks: dict[str, Any] | None = None,
+    key_padding_mask: Array | None = None,
+    deterministic: bool = True,
+  ) -> Array:
     """`x` `[B, N, D]` -> `[B, N, D]`; `hooks` are position keyword args of `Attention`."""
-    y = Attention(self.num_heads, dropout=self.attention_dropout, dtype=self.dtype,
-                  name="attention")(_norm("norm1", self.dtype)(x), **(hooks or {}),
-                                    key_padding_mask=key_padding_mask, causal=self.causal,
-                                    deterministic=deterministic)
+    y = Attention(
+      self.num_heads, dropout=self.attention_dropout, dtype=self.dtype, name="attention"
+    )(
+      _norm("norm1", self.dtype)(x),
+      **(hooks or {}),
+      key_padding_mask=key_padding_mask,
+      causal=self.causal,
+      deterministic=deterministic,
+    )
     x = x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
     y = MlpBlock(self.mlp_dim, self.dropout, self.dtype, name="mlp")(
-        _norm("norm2", self.dtype)(x), deterministic)
+      _norm("norm2", self.dtype)(x), deterministic
+    )
     return x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
 
 
@@ -205,22 +265,41 @@ class DecoderBlock(nn.Module):
   dtype: Any = None
 
   @nn.compact
-  def __call__(self, x: Array, memory: Array, *, query_pos: Array | None = None,
-               memory_pos: Array | None = None, memory_padding_mask: Array | None = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self,
+    x: Array,
+    memory: Array,
+    *,
+    query_pos: Array | None = None,
+    memory_pos: Array | None = None,
+    memory_padding_mask: Array | None = None,
+    deterministic: bool = True,
+  ) -> Array:
     """`x` `[B, Nq, D]`, `memory` `[B, Nk, D]` (True in `memory_padding_mask` = padding)."""
-    attn = functools.partial(Attention, self.num_heads, dropout=self.attention_dropout,
-                             dtype=self.dtype)
+    attn = functools.partial(
+      Attention, self.num_heads, dropout=self.attention_dropout, dtype=self.dtype
+    )
     drop = lambda y: nn.Dropout(self.dropout)(y, deterministic=deterministic)
     y = _norm("norm1", self.dtype)(x)
-    x = x + drop(attn(name="self_attention")(y, pos_q=query_pos, pos_k=query_pos,
-                                              causal=self.causal, deterministic=deterministic))
+    x = x + drop(
+      attn(name="self_attention")(
+        y, pos_q=query_pos, pos_k=query_pos, causal=self.causal, deterministic=deterministic
+      )
+    )
     y = _norm("norm2", self.dtype)(x)
-    x = x + drop(attn(name="cross_attention")(y, memory, pos_q=query_pos, pos_k=memory_pos,
-                                               key_padding_mask=memory_padding_mask,
-                                               deterministic=deterministic))
+    x = x + drop(
+      attn(name="cross_attention")(
+        y,
+        memory,
+        pos_q=query_pos,
+        pos_k=memory_pos,
+        key_padding_mask=memory_padding_mask,
+        deterministic=deterministic,
+      )
+    )
     y = MlpBlock(self.mlp_dim, self.dropout, self.dtype, name="mlp")(
-        _norm("norm3", self.dtype)(x), deterministic)
+      _norm("norm3", self.dtype)(x), deterministic
+    )
     return x + drop(y)
 
 
@@ -252,19 +331,28 @@ class Encoder(nn.Module):
   dtype: Any = None
 
   def __post_init__(self):
-    check_positions(self.posemb, self.pos_injection, self.pos_hook, self.concat_channels,
-                    self.pos_layers, self.depth, "Encoder")
+    options = (self.posemb, self.pos_injection, self.pos_hook, self.concat_channels)
+    check_positions(*options, self.pos_layers, self.depth, "Encoder")
+    check_posemb_kwargs(self.posemb, self.posemb_kwargs, "Encoder")
     super().__post_init__()
 
   def _source(self, name: str, injection: str, width: int) -> PositionSource:
     hook = self.pos_hook if injection.startswith("attention") else _ADD
-    return PositionSource(self.posemb, tuple(self.grid_shape), width, self.num_heads, hook,
-                          self.posemb_kwargs, self.concat_channels, self.num_prefix, name=name)
+    grid, options = tuple(self.grid_shape), (self.posemb_kwargs, self.concat_channels)
+    return PositionSource(
+      self.posemb, grid, width, self.num_heads, hook, *options, self.num_prefix, name=name
+    )
 
   @nn.compact
-  def __call__(self, x: Array, grid_shape: Sequence[int] | None = None, *,
-               coords: Array | None = None, key_padding_mask: Array | None = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+    self,
+    x: Array,
+    grid_shape: Sequence[int] | None = None,
+    *,
+    coords: Array | None = None,
+    key_padding_mask: Array | None = None,
+    deterministic: bool = True,
+  ) -> Array:
     """`x` `[B, P + prod(grid_shape), D]` -> normalised `[B, P + N, D]`.
 
     `grid_shape` defaults to the training grid; `coords` `[B, N, M]` replaces the grid
@@ -272,21 +360,27 @@ class Encoder(nn.Module):
     """
     grid_shape = tuple(grid_shape or self.grid_shape)
     if x.shape[1] != self.num_prefix + math.prod(grid_shape):
-      raise ValueError(f"Encoder: got {x.shape[1]} tokens, expected num_prefix={self.num_prefix}"
-                       f" + prod(grid_shape={grid_shape}); pass the grid of the input.")
+      raise ValueError(
+        f"Encoder: got {x.shape[1]} tokens, expected num_prefix={self.num_prefix}"
+        f" + prod(grid_shape={grid_shape}); pass the grid of the input."
+      )
     injection = resolve_injection(self.posemb, self.pos_injection)
     source = functools.partial(self._source, injection=injection, width=x.shape[-1])
     if injection == "stem":
       x = _add_table(x, source("pos")(grid_shape, coords))
     x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
     shared = source("pos")(grid_shape, coords) if injection.endswith("_shared") else None
+    sizes = (self.num_heads, self.mlp_dim, self.dropout, self.attention_dropout, self.causal)
+    block = functools.partial(EncoderBlock, *sizes, self.dtype)
     for i in range(self.depth):
       hooks = {}
       if injection != "stem" and i < (self.pos_layers or self.depth):
         hooks = shared if shared is not None else source(f"pos_{i}")(grid_shape, coords)
       x = _add_table(x, hooks)
-      x = EncoderBlock(self.num_heads, self.mlp_dim, self.dropout, self.attention_dropout,
-                       self.causal, self.dtype, name=f"encoderblock_{i}")(
-          x, hooks={k: v for k, v in hooks.items() if k != _ADD},
-          key_padding_mask=key_padding_mask, deterministic=deterministic)
+      x = block(name=f"encoderblock_{i}")(
+        x,
+        hooks={k: v for k, v in hooks.items() if k != _ADD},
+        key_padding_mask=key_padding_mask,
+        deterministic=deterministic,
+      )
     return _norm("encoder_norm", self.dtype)(x)

@@ -1,10 +1,11 @@
 """Many seeds of one small model, trained as one vmapped program (003's 10-seed tables).
 
 Every seed has its own initialisation, its own data order and its own optimizer state;
-all of them live in pytrees with a leading seed axis `[S, ...]`. One epoch is one jitted
-`lax.scan` over the batches of a pure `train_step`, vmapped over the seed axis, so a
-sweep of S seeds costs one compilation and runs as batched matmuls instead of S
-small programs (the speed-up is measured by `experiments/position_study`).
+all of them live in pytrees with a leading seed axis `[S, ...]`. One epoch of one seed is
+a pure function (a `lax.scan` of AdamW steps); `train` runs it over the seed axis in one
+of three ways: `vmap` (one jitted, vmapped program: one compilation, batched matmuls),
+`map` (one jitted program that loops over seeds with `lax.map`) or `loop` (seeds one
+after another, the baseline). `experiments/position_study` measures the speed-ups.
 
 Loss kinds: `xent` (classification, integer labels) and `mse` (regression; targets are
 standardised with the training mean and std, which leaves R^2 unchanged).
@@ -28,6 +29,8 @@ from lfpe.tasks.classification import cross_entropy
 from lfpe.train.optim import make_optimizer
 
 LOSSES = ("xent", "mse")
+STRATEGIES = ("vmap", "map", "loop")
+_DATA = 1  # folded into a seed's key for its data order (init uses the bare key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,23 +52,29 @@ class TrainSpec:
       raise ValueError("TrainSpec: epochs and batch_size must be positive.")
 
 
-def make_tx(spec: TrainSpec, steps_per_epoch: int,
-            trainable: Callable[[tuple[str, ...]], bool] | None = None
-            ) -> optax.GradientTransformation:
+def make_tx(
+  spec: TrainSpec, steps_per_epoch: int, trainable: Callable[[tuple[str, ...]], bool] | None = None
+) -> optax.GradientTransformation:
   """The optimizer of `lfpe.train.optim` for `spec`; parameters outside `trainable` frozen.
 
   `trainable(path)` gets a parameter's key path (tuple of names) and says whether it trains.
   """
-  config = ml_collections.ConfigDict({
+  config = ml_collections.ConfigDict(
+    {
       "optim": {"name": "adamw", "lr": spec.lr, "weight_decay": spec.weight_decay},
-      "schedule": {"name": "warmup_cosine",
-                   "warmup_steps": min(spec.warmup_epochs, spec.epochs - 1) * steps_per_epoch},
-      "total_steps": spec.epochs * steps_per_epoch})
+      "schedule": {
+        "name": "warmup_cosine",
+        "warmup_steps": min(spec.warmup_epochs, spec.epochs - 1) * steps_per_epoch,
+      },
+      "total_steps": spec.epochs * steps_per_epoch,
+    }
+  )
   tx, _ = make_optimizer(config)
   if trainable is None:
     return tx
   labels = lambda params: jax.tree_util.tree_map_with_path(
-      lambda path, _: "train" if trainable(_names(path)) else "freeze", params)
+    lambda path, _: "train" if trainable(_names(path)) else "freeze", params
+  )
   return optax.multi_transform({"train": tx, "freeze": optax.set_to_zero()}, labels)
 
 
@@ -109,8 +118,12 @@ class Data:
   targets: np.ndarray
 
   @classmethod
-  def from_arrays(cls, arrays: dict[str, np.ndarray], kind: str,
-                  stats: tuple[np.ndarray, np.ndarray] | None = None) -> Data:
+  def from_arrays(
+    cls,
+    arrays: dict[str, np.ndarray],
+    kind: str,
+    stats: tuple[np.ndarray, np.ndarray] | None = None,
+  ) -> Data:
     """From `lfpe.data.redgreen.load` output; `stats` (mean, std) standardise `mse` targets."""
     images = arrays["image"].astype(np.float32) / 255.0
     if kind == "xent":
@@ -129,10 +142,12 @@ def target_stats(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]
 
 def predict(model: nn.Module, params: Any, images: np.ndarray, chunk: int = 500) -> np.ndarray:
   """Outputs of every seed on `images`: `[S, N, K]` (numpy)."""
-  apply = jax.jit(jax.vmap(lambda p, x: model.apply({"params": p}, x, train=False),
-                           in_axes=(0, None)))
-  return np.concatenate([np.asarray(apply(params, images[i:i + chunk]))
-                         for i in range(0, len(images), chunk)], axis=1)
+  apply = jax.jit(
+    jax.vmap(lambda p, x: model.apply({"params": p}, x, train=False), in_axes=(0, None))
+  )
+  return np.concatenate(
+    [np.asarray(apply(params, images[i : i + chunk])) for i in range(0, len(images), chunk)], axis=1
+  )
 
 
 def evaluate(model: nn.Module, params: Any, data: Data, kind: str) -> np.ndarray:
@@ -140,59 +155,100 @@ def evaluate(model: nn.Module, params: Any, data: Data, kind: str) -> np.ndarray
   return metric(kind, predict(model, params, data.images), data.targets)
 
 
-def _epoch_fn(model: nn.Module, tx: optax.GradientTransformation, kind: str, steps: int,
-              batch: int):
-  """Jitted `(params, opt_state, key, images, targets) -> (params, opt_state, losses [steps, S])`."""
+def _seed_epoch(
+  model: nn.Module, tx: optax.GradientTransformation, kind: str, steps: int, batch: int
+) -> Callable:
+  """`(params, opt_state, key, images, targets) -> (params, opt_state, losses [steps])`.
 
-  def step(params, opt_state, x, y, key):  # one seed: x [B, H, W, C]
-    def loss_fn(p):
-      out = model.apply({"params": p}, x, train=True, rngs={"dropout": key})
-      return loss_value(kind, out, y)
-
-    loss, grads = jax.value_and_grad(loss_fn)(params)
-    updates, opt_state = tx.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, loss
+  One epoch of one seed: a fresh permutation of the data from `key`, then `steps`
+  AdamW updates on batches of `batch` examples, as one `lax.scan`.
+  """
 
   def epoch(params, opt_state, key, images, targets):
-    num_seeds = jax.tree.leaves(params)[0].shape[0]
+    def step(carry, xs):
+      params, opt_state = carry
+      idx, drop_key = xs  # [B], the dropout key of this step
+
+      def loss_fn(p):
+        out = model.apply({"params": p}, images[idx], train=True, rngs={"dropout": drop_key})
+        return loss_value(kind, out, targets[idx])
+
+      loss, grads = jax.value_and_grad(loss_fn)(params)
+      updates, opt_state = tx.update(grads, opt_state, params)
+      return (optax.apply_updates(params, updates), opt_state), loss
+
     perm_key, drop_key = jax.random.split(key)
-    perms = jax.vmap(lambda k: jax.random.permutation(k, len(images))[:steps * batch])(
-        jax.random.split(perm_key, num_seeds))  # [S, steps * B]
-    perms = perms.reshape(num_seeds, steps, batch).transpose(1, 0, 2)  # [steps, S, B]
-    drops = jax.random.split(drop_key, (steps, num_seeds))
-
-    def body(carry, xs):
-      idx, keys = xs  # [S, B], [S]
-      p, o, loss = jax.vmap(step)(*carry, images[idx], targets[idx], keys)
-      return (p, o), loss
-
-    (params, opt_state), losses = jax.lax.scan(body, (params, opt_state), (perms, drops))
+    perm = jax.random.permutation(perm_key, len(images))[: steps * batch].reshape(steps, batch)
+    drops = jax.random.split(drop_key, steps)
+    (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), (perm, drops))
     return params, opt_state, losses
 
-  return jax.jit(epoch, donate_argnums=(0, 1))
+  return epoch
 
 
-def train(model: nn.Module, params: Any, data: Data, spec: TrainSpec, seed: int = 0, *,
-          trainable: Callable[[tuple[str, ...]], bool] | None = None,
-          validation: Data | None = None) -> tuple[Any, dict[str, Any]]:
+def _over_seeds(epoch: Callable, strategy: str) -> Callable:
+  """The per-seed `epoch` run over the leading seed axis of params, opt_state and keys."""
+  if strategy == "vmap":
+    return jax.jit(jax.vmap(epoch, in_axes=(0, 0, 0, None, None)), donate_argnums=(0, 1))
+  if strategy == "map":
+    mapped = lambda p, o, k, x, y: jax.lax.map(lambda a: epoch(*a, x, y), (p, o, k))
+    return jax.jit(mapped, donate_argnums=(0, 1))
+  single = jax.jit(epoch)
+
+  def loop(params, opt_state, keys, images, targets):  # seeds one after another
+    outs = [
+      single(*_index((params, opt_state, keys), i), images, targets) for i in range(len(keys))
+    ]
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
+
+  return loop
+
+
+def _index(tree: Any, i: int) -> Any:
+  return jax.tree.map(lambda a: a[i], tree)
+
+
+def train(
+  model: nn.Module,
+  params: Any,
+  data: Data,
+  spec: TrainSpec,
+  seeds: Sequence[int],
+  *,
+  trainable: Callable[[tuple[str, ...]], bool] | None = None,
+  validation: Data | None = None,
+  strategy: str = "vmap",
+) -> tuple[Any, dict[str, Any]]:
   """Trains all seeds of `params` (`[S, ...]`) on `data`; returns params and a history.
 
-  The history holds the mean training loss per epoch `[E, S]`, validation metrics
-  `[(epoch, [S])]` every `spec.eval_every` epochs, and the wall time in seconds.
+  Seed `s` (one per row of `params`) draws its data order from `key(s)` alone, so a seed
+  trains the same whatever else trains beside it, and every `strategy` gives the same
+  result: `vmap` (one vmapped program), `map` (one program, `lax.map` over seeds) or
+  `loop` (one program per seed, run one after another: the baseline). The history holds
+  the mean training loss per epoch `[E, S]`, the validation metric `(epoch, [S])` every
+  `spec.eval_every` epochs and at the end, and the wall time in seconds.
   """
+  if strategy not in STRATEGIES:
+    raise ValueError(f"train: strategy={strategy!r}; use one of {STRATEGIES}.")
   steps = len(data.images) // spec.batch_size
   if steps < 1:
     raise ValueError(f"train: {len(data.images)} examples < batch_size={spec.batch_size}.")
   tx = make_tx(spec, steps, trainable)
-  opt_state = jax.jit(jax.vmap(tx.init))(params)
+  if jax.tree.leaves(params)[0].shape[0] != len(seeds):
+    raise ValueError(
+      f"train: params hold {jax.tree.leaves(params)[0].shape[0]} seeds, got "
+      f"seeds={list(seeds)}; pass the seeds given to init_params."
+    )
   params = jax.tree.map(jnp.array, params)  # a copy: the caller's params are not donated
-  epoch = _epoch_fn(model, tx, spec.loss, steps, spec.batch_size)
+  opt_state = jax.jit(jax.vmap(tx.init))(params)
+  epoch = _over_seeds(_seed_epoch(model, tx, spec.loss, steps, spec.batch_size), strategy)
   images, targets = jnp.asarray(data.images), jnp.asarray(data.targets)
+  seed_keys = jnp.stack([jax.random.fold_in(jax.random.key(int(s)), _DATA) for s in seeds])
   history, start = {"loss": [], "validation": []}, time.perf_counter()
   for e in range(spec.epochs):
-    params, opt_state, losses = epoch(params, opt_state, jax.random.key(seed * 100003 + e),
-                                      images, targets)
-    history["loss"].append(np.asarray(losses).mean(0))
+    keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(seed_keys, e)  # [S]
+    params, opt_state, losses = epoch(params, opt_state, keys, images, targets)
+    history["loss"].append(np.asarray(losses).mean(-1))  # [S]
     last = e + 1 == spec.epochs
     if validation is not None and (last or (spec.eval_every and (e + 1) % spec.eval_every == 0)):
       history["validation"].append((e + 1, evaluate(model, params, validation, spec.loss)))

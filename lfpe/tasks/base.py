@@ -11,9 +11,10 @@ generation, ...) supplies it. A task is any object with these methods:
   example_batch(config) -> dict[str, np.ndarray]
       one example (batch dimension 1) with the keys and dtypes the loader yields;
       the trainer initialises the model from it.
-  init_variables(model, rng, batch) -> {'params': ...}
-      `model.init` on such a batch.
-  forward(model, params, batch, *, train, rng) -> outputs
+  init_variables(model, rng, batch) -> {'params': ..., other collections}
+      `model.init` on such a batch; collections other than 'params' are kept as
+      constants (nothing updates them).
+  forward(model, variables, batch, *, train, rng) -> outputs
       the model applied to a batch (`rng` feeds dropout and other noise when training).
   loss(outputs, batch) -> (loss [], metrics {name: []})
       the scalar training loss (mean over the batch) and per-batch metrics.
@@ -42,14 +43,23 @@ class Task(Protocol):
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]: ...
 
-  def init_variables(self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]
-                     ) -> dict[str, Any]: ...
+  def init_variables(
+    self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]
+  ) -> dict[str, Any]: ...
 
-  def forward(self, model: nn.Module, params: Any, batch: dict[str, jax.Array], *,
-              train: bool, rng: jax.Array) -> Any: ...
+  def forward(
+    self,
+    model: nn.Module,
+    variables: dict[str, Any],
+    batch: dict[str, jax.Array],
+    *,
+    train: bool,
+    rng: jax.Array,
+  ) -> Any: ...
 
-  def loss(self, outputs: Any, batch: dict[str, jax.Array]
-           ) -> tuple[jax.Array, dict[str, jax.Array]]: ...
+  def loss(
+    self, outputs: Any, batch: dict[str, jax.Array]
+  ) -> tuple[jax.Array, dict[str, jax.Array]]: ...
 
   def eval_sums(self, outputs: Any, batch: dict[str, jax.Array]) -> dict[str, jax.Array]: ...
 

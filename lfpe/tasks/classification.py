@@ -20,8 +20,7 @@ import numpy as np
 MODELS = ("vit",)
 
 
-def cross_entropy(logits: jax.Array, labels: jax.Array, label_smoothing: float = 0.0
-                  ) -> jax.Array:
+def cross_entropy(logits: jax.Array, labels: jax.Array, label_smoothing: float = 0.0) -> jax.Array:
   """Per-example softmax cross-entropy [B] of logits [B, K] against labels [B] or [B, K].
 
   Label smoothing (Szegedy et al. 2016) mixes the target with the uniform
@@ -62,15 +61,20 @@ class Classification:
 
   def validate(self, config: Any) -> None:
     if not 0.0 <= self.label_smoothing < 1.0:
-      raise ValueError(f"config.task.label_smoothing must be in [0, 1), got "
-                       f"{self.label_smoothing!r}.")
+      raise ValueError(
+        f"config.task.label_smoothing must be in [0, 1), got {self.label_smoothing!r}."
+      )
     if config.model.get("name", "vit") not in MODELS:
-      raise ValueError(f"config.model.name={config.model.name!r} is not a classification "
-                       f"model; use one of {MODELS}.")
+      raise ValueError(
+        f"config.model.name={config.model.name!r} is not a classification "
+        f"model; use one of {MODELS}."
+      )
     dtype = config.model.get("dtype")
     if dtype is not None and dtype != config.compute_dtype:
-      raise ValueError(f"config.model.dtype={dtype!r} differs from config.compute_dtype="
-                       f"{config.compute_dtype!r}; set only config.compute_dtype.")
+      raise ValueError(
+        f"config.model.dtype={dtype!r} differs from config.compute_dtype="
+        f"{config.compute_dtype!r}; set only config.compute_dtype."
+      )
     from lfpe.models import vit  # noqa: PLC0415 (tasks stay importable without models)
 
     vit.validate_model_config(self._model_config(config), self.data_info(config)[1])
@@ -87,30 +91,46 @@ class Classification:
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:
     _, (height, width), channels = self.data_info(config)
-    return {"image": np.zeros((1, height, width, channels), np.float32),
-            "label": np.zeros((1,), np.int32)}
+    return {
+      "image": np.zeros((1, height, width, channels), np.float32),
+      "label": np.zeros((1,), np.int32),
+    }
 
-  def init_variables(self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]
-                     ) -> dict[str, Any]:
+  def init_variables(
+    self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]
+  ) -> dict[str, Any]:
     return model.init({"params": rng, "dropout": rng}, batch["image"], train=False)
 
-  def forward(self, model: nn.Module, params: Any, batch: dict[str, jax.Array], *,
-              train: bool, rng: jax.Array | None) -> jax.Array:
+  def forward(
+    self,
+    model: nn.Module,
+    variables: dict[str, Any],
+    batch: dict[str, jax.Array],
+    *,
+    train: bool,
+    rng: jax.Array | None,
+  ) -> jax.Array:
     rngs = {"dropout": rng} if train else {}
-    return model.apply({"params": params}, batch["image"], train=train, rngs=rngs)
+    return model.apply(variables, batch["image"], train=train, rngs=rngs)
 
-  def loss(self, logits: jax.Array, batch: dict[str, jax.Array]
-           ) -> tuple[jax.Array, dict[str, jax.Array]]:
+  def loss(
+    self, logits: jax.Array, batch: dict[str, jax.Array]
+  ) -> tuple[jax.Array, dict[str, jax.Array]]:
     loss = jnp.mean(cross_entropy(logits, batch["label"], self.label_smoothing))
     return loss, {"accuracy": jnp.mean(correct(logits, batch["label"]))}
 
   def eval_sums(self, logits: jax.Array, batch: dict[str, jax.Array]) -> dict[str, jax.Array]:
     mask = batch.get("mask", jnp.ones(logits.shape[:1], jnp.float32)).astype(jnp.float32)
-    return {"loss": jnp.sum(mask * cross_entropy(logits, batch["label"])),
-            "correct": jnp.sum(mask * correct(logits, batch["label"])),
-            "count": jnp.sum(mask)}
+    return {
+      "loss": jnp.sum(mask * cross_entropy(logits, batch["label"])),
+      "correct": jnp.sum(mask * correct(logits, batch["label"])),
+      "count": jnp.sum(mask),
+    }
 
   def finalize(self, sums: dict[str, Any]) -> dict[str, float]:
     count = max(float(sums["count"]), 1.0)
-    return {"loss": float(sums["loss"]) / count, "accuracy": float(sums["correct"]) / count,
-            "count": float(sums["count"])}
+    return {
+      "loss": float(sums["loss"]) / count,
+      "accuracy": float(sums["correct"]) / count,
+      "count": float(sums["count"]),
+    }

@@ -5,7 +5,8 @@ are asynchronous (the state is copied to host before `save` returns, so the next
 step may donate its buffers), the last `keep` are kept, and `restore` reads the
 latest onto whatever shardings the caller gives: a checkpoint written on one
 mesh restores onto another. Orbax writes each step into a temporary folder and
-renames it when complete, so a run killed mid-save leaves the previous step intact.
+renames it when complete, so a run killed mid-save leaves the previous step intact
+(the next run deletes the unfinished folder).
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ class DataIteratorHandler(ocp.CheckpointHandler):
   def restore(self, directory: epath.Path, args: DataIteratorRestore) -> Any:
     path = _state_path(directory)
     if not path.exists():
-      raise ValueError(f"No data iterator state at {path}: was the checkpoint written with a "
-                       "different number of processes?")
+      raise ValueError(
+        f"No data iterator state at {path}: was the checkpoint written with a "
+        "different number of processes?"
+      )
     payload = json.loads(path.read_text())
     state = payload["bytes"].encode() if "bytes" in payload else payload["json"]
     args.item.set_state(state)
@@ -66,27 +69,40 @@ class DataIteratorRestore(ocp.args.CheckpointArgs):
 
 def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.CheckpointManager:
   """A CheckpointManager over WORKDIR/checkpoints keeping the last `keep` steps."""
-  options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
-                                         enable_async_checkpointing=async_save)
-  return ocp.CheckpointManager(os.path.join(os.path.abspath(workdir), "checkpoints"),
-                               options=options, item_names=("state", "data"))
+  options = ocp.CheckpointManagerOptions(
+    max_to_keep=keep,
+    create=True,
+    enable_async_checkpointing=async_save,
+    cleanup_tmp_directories=True,
+  )
+  return ocp.CheckpointManager(
+    os.path.join(os.path.abspath(workdir), "checkpoints"),
+    options=options,
+    item_names=("state", "data"),
+  )
 
 
 def save(manager: ocp.CheckpointManager, step: int, state: Any, data_iter: Any) -> None:
   """Starts saving `state` and `data_iter`'s position as `step` (returns before the write)."""
-  manager.save(step, args=ocp.args.Composite(
-      state=ocp.args.StandardSave(state), data=DataIteratorSave(data_iter.get_state())),
-      force=True)
+  manager.save(
+    step,
+    args=ocp.args.Composite(
+      state=ocp.args.StandardSave(state), data=DataIteratorSave(data_iter.get_state())
+    ),
+    force=True,
+  )
 
 
 def with_shardings(abstract: Any, shardings: Any) -> Any:
   """ShapeDtypeStructs of `abstract` carrying `shardings`: the restore target."""
-  return jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-                      abstract, shardings)
+  return jax.tree.map(
+    lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
+  )
 
 
-def restore_latest(manager: ocp.CheckpointManager, target: Any, data_iter: Any
-                   ) -> tuple[int, Any] | None:
+def restore_latest(
+  manager: ocp.CheckpointManager, target: Any, data_iter: Any
+) -> tuple[int, Any] | None:
   """(step, state) from the latest checkpoint laid out as `target`; sets `data_iter`.
 
   Returns None when there is no checkpoint (a fresh run).
@@ -94,6 +110,10 @@ def restore_latest(manager: ocp.CheckpointManager, target: Any, data_iter: Any
   step = manager.latest_step()
   if step is None:
     return None
-  restored = manager.restore(step, args=ocp.args.Composite(
-      state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)))
+  restored = manager.restore(
+    step,
+    args=ocp.args.Composite(
+      state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)
+    ),
+  )
   return step, restored["state"]

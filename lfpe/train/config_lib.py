@@ -25,8 +25,9 @@ def _convert(key: str, text: str, default: Any) -> Any:
     try:
       return type(default)(text)
     except ValueError:
-      raise ValueError(f"config argument {key}={text!r} must be a "
-                       f"{type(default).__name__}.") from None
+      raise ValueError(
+        f"config argument {key}={text!r} must be of type {type(default).__name__}."
+      ) from None
   return text
 
 
@@ -42,17 +43,36 @@ def base_config() -> ml_collections.ConfigDict:
   force `jax.distributed.initialize()` (else only when the environment shows
   several processes). progress: tqdm bar on a terminal.
   """
-  return ml_collections.ConfigDict(dict(
-      seed=0, total_steps=1000, batch_size=128, eval_batch_size=256, log_every=50,
-      eval_every=500, checkpoint_every=500, keep_checkpoints=3, compute_dtype="float32",
-      async_checkpoints=True, distributed=False, progress=True,
+  return ml_collections.ConfigDict(
+    dict(
+      seed=0,
+      total_steps=1000,
+      batch_size=128,
+      eval_batch_size=256,
+      log_every=50,
+      eval_every=500,
+      checkpoint_every=500,
+      keep_checkpoints=3,
+      compute_dtype="float32",
+      async_checkpoints=True,
+      distributed=False,
+      progress=True,
       mesh=dict(data=-1, model=1, fsdp=False),
       task=dict(name="classification", label_smoothing=0.0),
-      optim=dict(name="adamw", lr=1e-3, weight_decay=1e-4, b1=0.9, b2=0.999, eps=1e-8,
-                 momentum=0.9, nesterov=False, grad_clip_norm=1.0),
-      schedule=dict(name="warmup_cosine", warmup_steps=100, end_lr_factor=0.0,
-                    timescale=10_000.0),
-  ))
+      optim=dict(
+        name="adamw",
+        lr=1e-3,
+        weight_decay=1e-4,
+        b1=0.9,
+        b2=0.999,
+        eps=1e-8,
+        momentum=0.9,
+        nesterov=False,
+        grad_clip_norm=1.0,
+      ),
+      schedule=dict(name="warmup_cosine", warmup_steps=100, end_lr_factor=0.0, timescale=10_000.0),
+    )
+  )
 
 
 def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:

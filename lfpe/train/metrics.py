@@ -44,8 +44,15 @@ def truncate_jsonl(path: str, last_step: int) -> None:
 class MetricWriter:
   """Writes metrics from process 0; a no-op elsewhere. Use as a context manager."""
 
-  def __init__(self, workdir: str, *, total_steps: int, start_step: int = 0,
-               progress: bool = True, is_main: bool = True):
+  def __init__(
+    self,
+    workdir: str,
+    *,
+    total_steps: int,
+    start_step: int = 0,
+    progress: bool = True,
+    is_main: bool = True,
+  ):
     self.is_main = is_main
     self.latest: dict[str, dict[str, float]] = {}
     self._jsonl = self._tb = None
@@ -57,8 +64,14 @@ class MetricWriter:
       self._jsonl = open(path, "a")
       self._tb = SummaryWriter(os.path.join(workdir, "tb"))
     show = progress and is_main and sys.stderr.isatty()
-    self._bar = tqdm.tqdm(total=total_steps, initial=start_step, disable=not show,
-                          file=sys.stderr, unit="step", dynamic_ncols=True)
+    self._bar = tqdm.tqdm(
+      total=total_steps,
+      initial=start_step,
+      disable=not show,
+      file=sys.stderr,
+      unit="step",
+      dynamic_ncols=True,
+    )
     self._last_step, self._last_time = start_step, time.perf_counter()
 
   def rate(self, step: int) -> float:
@@ -83,7 +96,8 @@ class MetricWriter:
 
   def advance(self, step: int, **postfix: float) -> None:
     """Moves the progress bar to `step`, showing `postfix` values."""
-    self._bar.update(step - self._bar.n)
+    if step > self._bar.n:
+      self._bar.update(step - self._bar.n)
     if postfix:
       self._bar.set_postfix({k: f"{v:.4g}" for k, v in postfix.items()}, refresh=False)
 

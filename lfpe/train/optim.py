@@ -32,8 +32,12 @@ def make_schedule(schedule_config: Any, peak_lr: float, total_steps: int) -> opt
   name, warmup = schedule_config.name, int(schedule_config.warmup_steps)
   if name == "warmup_cosine":
     return optax.warmup_cosine_decay_schedule(
-        init_value=0.0, peak_value=peak_lr, warmup_steps=warmup, decay_steps=total_steps,
-        end_value=peak_lr * schedule_config.get("end_lr_factor", 0.0))
+      init_value=0.0,
+      peak_value=peak_lr,
+      warmup_steps=warmup,
+      decay_steps=total_steps,
+      end_value=peak_lr * schedule_config.get("end_lr_factor", 0.0),
+    )
   if name == "warmup_rsqrt":
     timescale = float(schedule_config.get("timescale", max(warmup, 1)))
     decay = lambda t: peak_lr * jax.lax.rsqrt(1.0 + jnp.maximum(t, 0) / timescale)
@@ -60,14 +64,21 @@ def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Sch
   opt = config.optim
   schedule = make_schedule(config.schedule, opt.lr, config.total_steps)
   if opt.name == "adamw":
-    tx = optax.adamw(schedule, b1=opt.get("b1", 0.9), b2=opt.get("b2", 0.999),
-                     eps=opt.get("eps", 1e-8), weight_decay=opt.get("weight_decay", 0.0),
-                     mask=_decay_mask)
+    tx = optax.adamw(
+      schedule,
+      b1=opt.get("b1", 0.9),
+      b2=opt.get("b2", 0.999),
+      eps=opt.get("eps", 1e-8),
+      weight_decay=opt.get("weight_decay", 0.0),
+      mask=_decay_mask,
+    )
   elif opt.name == "sgd":
     tx = optax.chain(
-        optax.add_decayed_weights(opt.get("weight_decay", 0.0), mask=_decay_mask),
-        optax.sgd(schedule, momentum=opt.get("momentum", 0.9) or None,
-                  nesterov=opt.get("nesterov", False)))
+      optax.add_decayed_weights(opt.get("weight_decay", 0.0), mask=_decay_mask),
+      optax.sgd(
+        schedule, momentum=opt.get("momentum", 0.9) or None, nesterov=opt.get("nesterov", False)
+      ),
+    )
   else:
     raise ValueError(f"`optim.name`={opt.name!r} is unknown; use one of {OPTIMIZERS}.")
   clip = opt.get("grad_clip_norm", 0.0)

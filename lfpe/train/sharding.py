@@ -24,14 +24,14 @@ from jax.sharding import PartitionSpec as P
 MESH_AXES = ("data", "model")
 # Logical names a model may use (parameters and activations) -> mesh axis (None: replicated).
 BASE_RULES = (
-    ("batch", "data"),
-    ("mlp", "model"),
-    ("heads", "model"),
-    ("kv", None),
-    ("embed", None),
-    ("classes", None),
-    ("patch", None),
-    ("length", None),
+  ("batch", "data"),
+  ("mlp", "model"),
+  ("heads", "model"),
+  ("kv", None),
+  ("embed", None),
+  ("classes", None),
+  ("patch", None),
+  ("length", None),
 )
 _MULTIPROCESS_ENV = ("JAX_COORDINATOR_ADDRESS", "COORDINATOR_ADDRESS")
 _WORLD_SIZE_ENV = ("JAX_NUM_PROCESSES", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
@@ -58,8 +58,10 @@ def make_mesh(mesh_config: Any, devices: Sequence[jax.Device] | None = None) -> 
   shape = mesh_shape(mesh_config, len(devices))
   count = int(np.prod(shape))
   if count > len(devices):
-    raise ValueError(f"`mesh` data*model={count} exceeds the {len(devices)} available devices; "
-                     "lower config.mesh.data or config.mesh.model.")
+    raise ValueError(
+      f"`mesh` data*model={count} exceeds the {len(devices)} available devices; "
+      "lower config.mesh.data or config.mesh.model."
+    )
   axis_types = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
   return jax.make_mesh(shape, MESH_AXES, axis_types=axis_types, devices=devices[:count])
 
@@ -85,6 +87,7 @@ def tree_shardings(boxed_tree: Any, mesh: jax.sharding.Mesh, rules) -> Any:
 
 def unbox(tree: Any) -> Any:
   """`tree` without flax axis-metadata boxes (and without adding sharding constraints)."""
+
   def strip(x):
     if isinstance(x, nn.LogicallyPartitioned):
       return x.unbox(apply_constraint=False)
@@ -104,9 +107,10 @@ def check_divisible(abstract: Any, shardings: Any) -> None:
       if dim % size:
         name = jax.tree_util.keystr(path)
         raise ValueError(
-            f"`mesh`: parameter {name} of shape {leaf.shape} has a dimension of size {dim} "
-            f"sharded over mesh axes {axes} of size {size}; change config.mesh.model / "
-            f"config.mesh.fsdp or the model size so that it divides.")
+          f"`mesh`: parameter {name} of shape {leaf.shape} has a dimension of size {dim} "
+          f"sharded over mesh axes {axes} of size {size}; change config.mesh.model / "
+          f"config.mesh.fsdp or the model size so that it divides."
+        )
 
 
 def wants_distributed(force: bool = False) -> bool:

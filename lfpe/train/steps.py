@@ -21,44 +21,75 @@ from lfpe.tasks.base import Task
 
 @flax.struct.dataclass
 class TrainState:
-  """What a checkpoint holds: the step (updates done), parameters, optimizer state."""
+  """What a checkpoint holds: the step (updates done), parameters, optimizer state.
+
+  `constants` are the model's other variable collections that nothing updates
+  (e.g. a fixed random Fourier projection), kept so that a restore is exact.
+  """
 
   step: jax.Array  # [] int32
   params: Any
   opt_state: Any
+  constants: Any
+
+  def variables(self, params: Any = None) -> dict[str, Any]:
+    """The model's variables: `params` (default: the state's) and the constants."""
+    return {"params": self.params if params is None else params, **self.constants}
 
 
-def init_state(rng: jax.Array, example: dict[str, Any], *, task: Task, model: nn.Module,
-               tx: optax.GradientTransformation) -> TrainState:
+def init_state(
+  rng: jax.Array,
+  example: dict[str, Any],
+  *,
+  task: Task,
+  model: nn.Module,
+  tx: optax.GradientTransformation,
+) -> TrainState:
   """A fresh TrainState; parameters keep their logical-axis boxes (for sharding).
 
   The optimizer is initialised on the boxed parameters so that its slots (Adam's
   mu and nu) inherit the parameters' axis names.
   """
-  params = task.init_variables(model, rng, example)["params"]
-  return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
+  variables = dict(task.init_variables(model, rng, example))
+  params = variables.pop("params")
+  return TrainState(
+    step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params), constants=variables
+  )
 
 
-def train_step(state: TrainState, batch: dict[str, jax.Array], *, task: Task, model: nn.Module,
-               tx: optax.GradientTransformation, schedule: optax.Schedule,
-               dropout_rng: jax.Array) -> tuple[TrainState, dict[str, jax.Array]]:
+def train_step(
+  state: TrainState,
+  batch: dict[str, jax.Array],
+  *,
+  task: Task,
+  model: nn.Module,
+  tx: optax.GradientTransformation,
+  schedule: optax.Schedule,
+  dropout_rng: jax.Array,
+) -> tuple[TrainState, dict[str, jax.Array]]:
   """One optimizer update on `batch`; returns the new state and scalar metrics."""
   rng = jax.random.fold_in(dropout_rng, state.step)
 
   def loss_fn(params):
-    outputs = task.forward(model, params, batch, train=True, rng=rng)
+    outputs = task.forward(model, state.variables(params), batch, train=True, rng=rng)
     return task.loss(outputs, batch)
 
   (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
   updates, opt_state = tx.update(grads, state.opt_state, state.params)
   params = optax.apply_updates(state.params, updates)
-  metrics = {**metrics, "loss": loss, "lr": schedule(state.step),
-             "grad_norm": optax.global_norm(grads), "param_norm": optax.global_norm(params)}
-  return TrainState(step=state.step + 1, params=params, opt_state=opt_state), metrics
+  metrics = {
+    **metrics,
+    "loss": loss,
+    "lr": schedule(state.step),
+    "grad_norm": optax.global_norm(grads),
+    "param_norm": optax.global_norm(params),
+  }
+  return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
 
 
-def eval_step(params: Any, batch: dict[str, jax.Array], *, task: Task, model: nn.Module
-              ) -> dict[str, jax.Array]:
+def eval_step(
+  variables: dict[str, Any], batch: dict[str, jax.Array], *, task: Task, model: nn.Module
+) -> dict[str, jax.Array]:
   """The task's eval sums over one (possibly padded) batch."""
-  outputs = task.forward(model, params, batch, train=False, rng=None)
+  outputs = task.forward(model, variables, batch, train=False, rng=None)
   return task.eval_sums(outputs, batch)

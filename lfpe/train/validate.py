@@ -18,10 +18,31 @@ from lfpe import tasks
 from lfpe.train import optim
 
 DTYPES = ("float32", "bfloat16")
-REQUIRED = ("seed", "total_steps", "batch_size", "checkpoint_every", "eval_every", "log_every",
-            "keep_checkpoints", "compute_dtype", "task", "task.name", "mesh", "mesh.data",
-            "mesh.model", "mesh.fsdp", "optim", "optim.name", "optim.lr", "schedule",
-            "schedule.name", "schedule.warmup_steps", "data", "model", "model.posemb")
+REQUIRED = (
+  "seed",
+  "total_steps",
+  "batch_size",
+  "checkpoint_every",
+  "eval_every",
+  "log_every",
+  "keep_checkpoints",
+  "compute_dtype",
+  "task",
+  "task.name",
+  "mesh",
+  "mesh.data",
+  "mesh.model",
+  "mesh.fsdp",
+  "optim",
+  "optim.name",
+  "optim.lr",
+  "schedule",
+  "schedule.name",
+  "schedule.warmup_steps",
+  "data",
+  "model",
+  "model.posemb",
+)
 _MISSING = object()
 
 
@@ -45,14 +66,16 @@ def _integer(config: Any, path: str, minimum: int) -> int:
   return value
 
 
-def _number(config: Any, path: str, low: float, high: float = float("inf"), *,
-            open_low: bool = False) -> float:
+def _number(
+  config: Any, path: str, low: float, high: float = float("inf"), *, open_low: bool = False
+) -> float:
   value = _get(config, path)
   ok = isinstance(value, (int, float)) and not isinstance(value, bool)
   if not ok or not (value > low if open_low else value >= low) or value > high:
     bound = f"> {low}" if open_low else f">= {low}"
-    _fail(path, f"must be a number {bound}" + (f" and <= {high}" if high < float("inf") else ""),
-          value)
+    _fail(
+      path, f"must be a number {bound}" + (f" and <= {high}" if high < float("inf") else ""), value
+    )
   return value
 
 
@@ -63,8 +86,9 @@ def _choice(config: Any, path: str, choices) -> str:
   return value
 
 
-def validate_config(config: Any, num_devices: int | None = None, *,
-                    check_data: bool = True) -> None:
+def validate_config(
+  config: Any, num_devices: int | None = None, *, check_data: bool = True
+) -> None:
   """Raises ValueError naming the first bad field of the training `config`.
 
   `num_devices` defaults to all devices; `check_data=False` skips the data
@@ -124,16 +148,26 @@ def _validate_mesh(config: Any, num_devices: int) -> None:
   else:
     data = num_devices // model
   if data * model > num_devices:
-    _fail("mesh", f"asks for data*model={data * model} devices but only {num_devices} exist; "
-          "lower mesh.data or mesh.model", {"data": data, "model": model})
+    _fail(
+      "mesh",
+      f"asks for data*model={data * model} devices but only {num_devices} exist; "
+      "lower mesh.data or mesh.model",
+      {"data": data, "model": model},
+    )
   if jax.process_count() > 1 and data * model != num_devices:
-    _fail("mesh", f"must use all {num_devices} devices when running on several processes",
-          {"data": data, "model": model})
+    _fail(
+      "mesh",
+      f"must use all {num_devices} devices when running on several processes",
+      {"data": data, "model": model},
+    )
   if not isinstance(_get(config, "mesh.fsdp"), bool):
     _fail("mesh.fsdp", "must be True or False", _get(config, "mesh.fsdp"))
   for path in ("batch_size", "eval_batch_size"):
     size = _get(config, path)
     if size is not _MISSING and size % data:
-      _fail(path, f"(the global batch) must be divisible by the data axis size {data} "
-            f"(mesh.data); use e.g. {max(data, round(size / data) * data)}", size)
-
+      _fail(
+        path,
+        f"(the global batch) must be divisible by the data axis size {data} "
+        f"(mesh.data); use e.g. {max(data, round(size / data) * data)}",
+        size,
+      )

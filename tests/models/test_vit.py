@@ -49,21 +49,51 @@ def _count(tree):
   return sum(int(np.prod(a.shape)) for a in jax.tree.leaves(tree))
 
 
+def _output_shapes(model, *sizes):
+  """Logits at each image size, traced only (jax.eval_shape: nothing is computed)."""
+
+  def run(*images):
+    variables = model.init(jax.random.key(0), images[0], train=False)
+    return [model.apply(variables, im, train=False) for im in images]
+
+  return jax.eval_shape(run, *[_images(s) for s in sizes])
+
+
 @pytest.mark.parametrize("name", encodings.NAMES)
-def test_every_encoding_runs_at_train_and_new_sizes_and_sees_positions(name):
+def test_every_encoding_builds_at_the_train_and_a_new_image_size(name):
+  outs = _output_shapes(_model(posemb=name, depth=2), (IMAGE, IMAGE), NEW_IMAGE)
+  assert [(o.shape, o.dtype) for o in outs] == [((2, CLASSES), jnp.float32)] * 2
+
+
+FAST = (
+  "embed_1d",
+  "embed_2d",
+  "fourier",
+  "sine_2d",
+  "gabor_edge",
+  "rel_attn_2d",
+  "rope_axial",
+  "none",
+  "index",
+)
+
+
+@pytest.mark.parametrize(
+  "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in encodings.NAMES]
+)
+def test_only_positions_tell_a_permutation_of_the_patches_apart(name):
+  """Attention is permutation-equivariant and the class token sees the patches as a set.
+
+  `index` and `unit` add one value to all channels, which pre-LN removes: they are invisible
+  at the stem. Also runs at a new image size (learned tables resample).
+  """
   model = _model(posemb=name, depth=2)
   variables = _init(model)
-  apply = lambda v, x: model.apply(v, x, train=False)
   images = _images()
-  out = apply(variables, images)
-  assert out.shape == (2, CLASSES) and out.dtype == jnp.float32
-  new = apply(variables, _images(NEW_IMAGE))
-  assert new.shape == (2, CLASSES) and bool(jnp.all(jnp.isfinite(new)))
-  # Attention is permutation-equivariant, so the class token sees the patches as a set: only
-  # positions tell a permutation apart. `index` and `unit` add one value to all channels,
-  # which pre-LN removes: they are invisible at the stem.
-  swapped = apply(variables, _swap_corner_patches(images))
+  out = model.apply(variables, images, train=False)
+  swapped = model.apply(variables, _swap_corner_patches(images), train=False)
   assert np.allclose(out, swapped, atol=1e-3) == (name in ("none", "index", "unit"))
+  assert np.all(np.isfinite(model.apply(variables, _images(NEW_IMAGE), train=False)))
 
 
 @pytest.mark.parametrize("name", ["rel_bias_2d", "rel_attn_2d"])
@@ -85,24 +115,29 @@ def test_channel_constant_encodings_are_seen_through_the_attention_hooks(name):
   variables = _init(model)
   images = _images()
   out = model.apply(variables, images, train=False)
-  assert not np.allclose(out, model.apply(variables, _swap_corner_patches(images), train=False),
-                         atol=1e-3)
+  assert not np.allclose(
+    out, model.apply(variables, _swap_corner_patches(images), train=False), atol=1e-3
+  )
 
 
 INJECTIONS = [
-    ("embed_1d", "stem", "qk"), ("fourier", "every_layer", "qk"),
-    ("fourier", "every_layer_shared", "qk"), ("sine_2d", "attention", "qk"),
-    ("gabor_edge", "attention", "v"), ("fourier", "attention", "qkv"),
-    ("fourier", "attention_shared", "k"), ("sine_2d", "attention", "concat"),
-    ("rel_bias_2d", "attention_shared", "qk"), ("rel_attn_2d", "attention", "qk"),
-    ("rope_mixed", "attention", "qk"),
+  ("embed_1d", "stem", "qk"),
+  ("fourier", "every_layer", "qk"),
+  ("fourier", "every_layer_shared", "qk"),
+  ("sine_2d", "attention", "qk"),
+  ("gabor_edge", "attention", "v"),
+  ("fourier", "attention", "qkv"),
+  ("fourier", "attention_shared", "k"),
+  ("sine_2d", "attention", "concat"),
+  ("rel_bias_2d", "attention_shared", "qk"),
+  ("rel_attn_2d", "attention", "qk"),
+  ("rope_mixed", "attention", "qk"),
 ]
 
 
 @pytest.mark.parametrize("name, injection, hook", INJECTIONS)
 def test_each_injection_mode_with_a_class_token(name, injection, hook):
-  model = _model(depth=2, posemb=name, pos_injection=injection, pos_hook=hook,
-                 concat_channels=2)
+  model = _model(depth=2, posemb=name, pos_injection=injection, pos_hook=hook, concat_channels=2)
   variables = _init(model)
   apply = lambda v, x: model.apply(v, x, train=False)
   images = _images()
@@ -120,23 +155,32 @@ def test_class_token_has_its_own_learned_position_added_before_the_blocks():
   variables = _init(model)
   raw = nn.meta.unbox(model.init(jax.random.key(0), _images(), train=False))["params"]
   assert not np.any(raw["head"]["kernel"])  # zero-initialised head, as big_vision
-  _, state = model.apply(variables, _images(), train=False, capture_intermediates=True,
-                         mutable=["intermediates"])
+  _, state = model.apply(
+    variables, _images(), train=False, capture_intermediates=True, mutable=["intermediates"]
+  )
   table = state["intermediates"]["Transformer"]["pos"]["__call__"][0]["add"]  # [1 + N, D]
   pos = variables["params"]["Transformer"]["pos"]
   assert pos["prefix"].shape == (1, 32) and pos["encoding"]["table"].shape == (4, 32)
   np.testing.assert_array_equal(table[:1], pos["prefix"])
   np.testing.assert_array_equal(table[1:], pos["encoding"]["table"])  # same size: the table
-  gap = jax.eval_shape(functools.partial(_model(posemb="embed_1d", pool="gap").init,
-                                         train=False), jax.random.key(0), _images())["params"]
+  gap = jax.eval_shape(
+    functools.partial(_model(posemb="embed_1d", pool="gap").init, train=False),
+    jax.random.key(0),
+    _images(),
+  )["params"]
   assert "cls" not in gap and "prefix" not in gap["Transformer"]["pos"]
 
 
 def test_learned_table_resamples_at_a_new_image_size():
   model = _model(posemb="embed_1d")
   variables = _init(model)
-  _, state = model.apply(variables, _images(NEW_IMAGE), train=False,
-                         capture_intermediates=True, mutable=["intermediates"])
+  _, state = model.apply(
+    variables,
+    _images(NEW_IMAGE),
+    train=False,
+    capture_intermediates=True,
+    mutable=["intermediates"],
+  )
   table = state["intermediates"]["Transformer"]["pos"]["__call__"][0]["add"]
   pos = variables["params"]["Transformer"]["pos"]
   assert table.shape == (1 + 6, 32)
@@ -150,18 +194,20 @@ def test_learned_table_resamples_at_a_new_image_size():
 def test_every_layer_shared_has_one_set_of_position_params():
   def pos_params(injection):
     model = _model(depth=2, posemb="embed_1d", pos_injection=injection)
-    shapes = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
-                            _images())
-    return _count({k: v for k, v in shapes["params"]["Transformer"].items()
-                   if k.startswith("pos")})
+    shapes = jax.eval_shape(
+      functools.partial(model.init, train=False), jax.random.key(0), _images()
+    )
+    return _count({k: v for k, v in shapes["params"]["Transformer"].items() if k.startswith("pos")})
+
   one = (1 + 4) * 32  # class row + 2x2 table
   assert pos_params("every_layer_shared") == pos_params("stem") == one
   assert pos_params("every_layer") == 2 * one  # depth 2
 
 
 def test_variant_strings():
-  assert vit_lib.decode_variant("B/16") == dict(width=768, depth=12, num_heads=12,
-                                                mlp_dim=3072, patch_size=16)
+  assert vit_lib.decode_variant("B/16") == dict(
+    width=768, depth=12, num_heads=12, mlp_dim=3072, patch_size=16
+  )
   assert vit_lib.decode_variant("Ti/16")["width"] == 192
   assert vit_lib.decode_variant("S/16")["num_heads"] == 6
   assert vit_lib.decode_variant("L/16")["depth"] == 24
@@ -174,8 +220,9 @@ def test_variant_strings():
 
 def test_vit_b16_has_86m_parameters_without_allocating():
   model = ViT(num_classes=1000, image_size=224, variant="B/16", posemb="embed_1d")
-  shapes = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
-                          jnp.zeros((1, 224, 224, 3)))
+  shapes = jax.eval_shape(
+    functools.partial(model.init, train=False), jax.random.key(0), jnp.zeros((1, 224, 224, 3))
+  )
   d, mlp, layers, n = 768, 3072, 12, 196
   block = 2 * 2 * d + 4 * (d * d + d) + (d * mlp + mlp) + (mlp * d + d)
   expected = (16 * 16 * 3 * d + d) + d + (n + 1) * d + layers * block + 2 * d + (d * 1000 + 1000)
@@ -183,21 +230,31 @@ def test_vit_b16_has_86m_parameters_without_allocating():
 
 
 def test_create_model_from_config_with_bfloat16_and_logical_axes():
-  config = ml_collections.ConfigDict(dict(
-      name="vit", variant="mu", patch_size=PATCH, posemb="fourier",
-      posemb_kwargs=dict(fourier_dim=8, hidden_dim=4), pool="gap", dtype="bfloat16"))
+  config = ml_collections.ConfigDict(
+    dict(
+      name="vit",
+      variant="mu",
+      patch_size=PATCH,
+      posemb="fourier",
+      posemb_kwargs=dict(fourier_dim=8, hidden_dim=4),
+      pool="gap",
+      dtype="bfloat16",
+    )
+  )
   model = create_model(config, num_classes=CLASSES, image_size=IMAGE)
   assert model.arch["patch_size"] == (PATCH, PATCH) and model.arch["width"] == 32
-  boxed = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0),
-                         _images())["params"]
+  boxed = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0), _images())[
+    "params"
+  ]
   assert boxed["embedding"]["kernel"].names == ("patch", "embed")
   assert boxed["head"]["kernel"].names == ("embed", "classes")
   assert boxed["Transformer"]["encoderblock_0"]["mlp"]["fc1"]["kernel"].names == ("embed", "mlp")
   params = nn.meta.unbox(boxed)
   assert params["Transformer"]["pos"]["encoding"]["wr"].shape == (4, 2)  # [F/2, M]
   assert all(a.dtype == jnp.float32 for a in jax.tree.leaves(params))
-  logits = jax.eval_shape(functools.partial(model.apply, train=False), {"params": params},
-                          _images())
+  logits = jax.eval_shape(
+    functools.partial(model.apply, train=False), {"params": params}, _images()
+  )
   assert logits.dtype == jnp.float32 and logits.shape == (2, CLASSES)
 
 
@@ -211,7 +268,9 @@ def test_dropout_only_in_training():
   assert not np.allclose(eval_out, train_out)
 
 
-@pytest.mark.parametrize("overrides, match", [
+@pytest.mark.parametrize(
+  "overrides, match",
+  [
     (dict(patch_size=3), r"image_size=\(8, 8\) is not divisible by model.patch_size"),
     (dict(num_heads=3), "model.num_heads=3 must divide model.width=32"),
     (dict(posemb="fourrier"), "Unknown positional encoding 'fourrier'"),
@@ -226,13 +285,21 @@ def test_dropout_only_in_training():
     (dict(dtype="float8"), "model.dtype='float8' is unknown"),
     (dict(posemb_kwargs=3), "model.posemb_kwargs must be a dict"),
     (dict(widht=8), "model.widht is not a ViT field"),
-])
+    (dict(posemb="fourier", posemb_kwargs=dict(gama=2.0)), "key 'gama' is not an option"),
+    (dict(width=24, num_heads=4, posemb="rope_axial"), "head_dim"),
+  ],
+)
 def test_validation_names_the_field(overrides, match):
   config = ml_collections.ConfigDict({"variant": f"mu/{PATCH}", **overrides})
   with pytest.raises(ValueError, match=match):
     validate_model_config(config, IMAGE)
   with pytest.raises(ValueError, match=match):
     create_model(config, CLASSES, IMAGE)
+
+
+def test_create_model_rejects_a_bad_number_of_classes():
+  with pytest.raises(ValueError, match="num_classes must be a positive int"):
+    create_model({"variant": f"mu/{PATCH}"}, 0, IMAGE)
 
 
 def test_input_size_not_divisible_by_patch_fails_at_trace_time():

@@ -44,7 +44,8 @@ def _reference(params, xq, xk, xv, bias=None, mask=None, concat=None):
   w = w / w.sum(-1, keepdims=True)
   out = np.einsum("bhqk,bkhd->bqhd", w, v)
   return np.einsum("bqhd,hdo->bqo", out, np.asarray(params["out"]["kernel"])) + np.asarray(
-      params["out"]["bias"]), w
+    params["out"]["bias"]
+  ), w
 
 
 def _weights(module, variables, x, **kwargs):
@@ -216,8 +217,9 @@ def test_attention_weights_pure_function_matches_softmax():
   q, k = rng.normal(size=(1, 3, 1, 4)), rng.normal(size=(1, 4, 1, 4))
   w = np.asarray(attn_lib.attention_weights(jnp.asarray(q), jnp.asarray(k)))
   logits = np.einsum("qd,kd->qk", q[0, :, 0], k[0, :, 0]) / 2.0
-  np.testing.assert_allclose(w[0, 0], np.exp(logits) / np.exp(logits).sum(-1, keepdims=True),
-                             rtol=1e-5)
+  np.testing.assert_allclose(
+    w[0, 0], np.exp(logits) / np.exp(logits).sum(-1, keepdims=True), rtol=1e-5
+  )
 
 
 def test_real_axial_rope_makes_logits_depend_on_2d_offsets_only():

@@ -49,8 +49,9 @@ def test_encoder_block_is_pre_layer_norm_residual():
   x = _x()
   block = EncoderBlock(HEADS, MLP)
   variables = block.init(jax.random.key(0), x)
-  np.testing.assert_allclose(block.apply(variables, x), _block_reference(_params(variables), x),
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+    block.apply(variables, x), _block_reference(_params(variables), x), rtol=1e-5, atol=1e-5
+  )
 
 
 def test_encoder_block_passes_hooks_to_attention():
@@ -76,9 +77,14 @@ def _blocks_reference(params, x, depth, tables):
   return _layer_norm(np.asarray(x), params["encoder_norm"])
 
 
-@pytest.mark.parametrize("injection, names", [
-    ("stem", ["pos", None]), ("every_layer", ["pos_0", "pos_1"]),
-    ("every_layer_shared", ["pos", "pos"])])
+@pytest.mark.parametrize(
+  "injection, names",
+  [
+    ("stem", ["pos", None]),
+    ("every_layer", ["pos_0", "pos_1"]),
+    ("every_layer_shared", ["pos", "pos"]),
+  ],
+)
 def test_added_positions_enter_before_the_right_blocks(injection, names):
   x = _x()
   enc = _encoder(posemb="embed_1d", pos_injection=injection)
@@ -86,17 +92,18 @@ def test_added_positions_enter_before_the_right_blocks(injection, names):
   params = _params(variables)
   tables = [None if n is None else np.asarray(params[n]["encoding"]["table"]) for n in names]
   assert sorted(k for k in params if k.startswith("pos")) == sorted({n for n in names if n})
-  np.testing.assert_allclose(enc.apply(variables, x), _blocks_reference(params, x, 2, tables),
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+    enc.apply(variables, x), _blocks_reference(params, x, 2, tables), rtol=1e-5, atol=1e-5
+  )
 
 
 def test_every_layer_has_one_encoding_per_block_shared_has_one():
   x = _x()
-  count = lambda v: sum(a.size for k, t in _params(v).items() if k.startswith("pos")
-                        for a in jax.tree.leaves(t))
+  count = lambda v: sum(
+    a.size for k, t in _params(v).items() if k.startswith("pos") for a in jax.tree.leaves(t)
+  )
   per_layer = _encoder(posemb="fourier", pos_injection="every_layer").init(jax.random.key(0), x)
-  shared = _encoder(posemb="fourier", pos_injection="every_layer_shared").init(
-      jax.random.key(0), x)
+  shared = _encoder(posemb="fourier", pos_injection="every_layer_shared").init(jax.random.key(0), x)
   assert count(per_layer) == 2 * count(shared) > 0
 
 
@@ -106,10 +113,13 @@ def test_attention_injection_with_pos_layers_gives_positions_to_first_blocks_onl
   variables = enc.init(jax.random.key(0), x)
   params = _params(variables)
   table = encodings.create("sine_2d", dim=D).apply({}, GRID, method="grid")
-  y = EncoderBlock(HEADS, MLP).apply({"params": params["encoderblock_0"]}, x,
-                                     hooks={"pos_q": table, "pos_k": table})
-  ref = _layer_norm(np.asarray(EncoderBlock(HEADS, MLP).apply(
-      {"params": params["encoderblock_1"]}, y)), params["encoder_norm"])
+  y = EncoderBlock(HEADS, MLP).apply(
+    {"params": params["encoderblock_0"]}, x, hooks={"pos_q": table, "pos_k": table}
+  )
+  ref = _layer_norm(
+    np.asarray(EncoderBlock(HEADS, MLP).apply({"params": params["encoderblock_1"]}, y)),
+    params["encoder_norm"],
+  )
   np.testing.assert_allclose(enc.apply(variables, x), ref, rtol=1e-5, atol=1e-5)
 
 
@@ -135,8 +145,9 @@ def test_prefix_token_gets_its_own_learned_row():
   table = src.apply(variables, GRID)["add"]
   assert table.shape == (1 + N, D)
   np.testing.assert_array_equal(table[:1], _params(variables)["prefix"])
-  np.testing.assert_allclose(table[1:], encodings.create("sine_2d", dim=D).apply(
-      {}, GRID, method="grid"), rtol=1e-6)
+  np.testing.assert_allclose(
+    table[1:], encodings.create("sine_2d", dim=D).apply({}, GRID, method="grid"), rtol=1e-6
+  )
 
 
 def test_concat_hook_splits_channels_into_q_and_k_per_head():
@@ -165,8 +176,7 @@ def test_rotary_hook_leaves_the_prefix_token_unrotated():
   out = np.asarray(rope(x))
   np.testing.assert_array_equal(out[:, 0], x[:, 0])
   rot = encodings.create("rope_axial", head_dim=D // HEADS)
-  np.testing.assert_allclose(out[:, 1:], rot.apply({}, x[:, 1:], rot.grid_coords(GRID)),
-                             rtol=1e-6)
+  np.testing.assert_allclose(out[:, 1:], rot.apply({}, x[:, 1:], rot.grid_coords(GRID)), rtol=1e-6)
 
 
 def test_per_example_coords_give_per_example_tables():
@@ -177,14 +187,18 @@ def test_per_example_coords_give_per_example_tables():
   assert not np.allclose(hooks["pos_q"][0], hooks["pos_q"][1])
 
 
-@pytest.mark.parametrize("kwargs, match", [
+@pytest.mark.parametrize(
+  "kwargs, match",
+  [
     (dict(posemb="rel_bias_2d", pos_injection="stem"), "cannot inject posemb='rel_bias_2d'"),
     (dict(posemb="fourier", pos_injection="everywhere"), "pos_injection='everywhere'"),
     (dict(posemb="fourier", pos_hook="qq"), "pos_hook='qq'"),
     (dict(posemb="fourier", concat_channels=0), "concat_channels=0"),
     (dict(posemb="fourier", pos_injection="attention", pos_layers=3), "pos_layers=3"),
     (dict(posemb="fourrier"), "Unknown positional encoding 'fourrier'"),
-])
+    (dict(posemb="sine_2d", posemb_kwargs=dict(temprature=100.0)), "key 'temprature'"),
+  ],
+)
 def test_encoder_rejects_bad_position_options(kwargs, match):
   with pytest.raises(ValueError, match=match):
     _encoder(**kwargs)
@@ -202,8 +216,9 @@ def test_decoder_block_positions_and_memory_padding():
   pad[:, -2:] = True
   block = DecoderBlock(HEADS, MLP)
   variables = block.init(jax.random.key(0), x, memory)
-  run = lambda m, mp=memory_pos: block.apply(variables, x, m, query_pos=query_pos,
-                                             memory_pos=mp, memory_padding_mask=pad)
+  run = lambda m, mp=memory_pos: block.apply(
+    variables, x, m, query_pos=query_pos, memory_pos=mp, memory_padding_mask=pad
+  )
   out = run(memory)
   assert out.shape == (B, 3, D)
   memory2 = memory.copy()
@@ -212,12 +227,19 @@ def test_decoder_block_positions_and_memory_padding():
   assert not np.allclose(out, run(memory, None), atol=1e-4)  # keys see memory_pos
   # By hand: DETR's positions (query_pos on self q, k and cross q; memory_pos on cross k).
   p = _params(variables)
-  attn = lambda name, q, kv, **kw: np.asarray(Attention(HEADS).apply({"params": p[name]}, q,
-                                                                      kv, **kw))
+  attn = lambda name, q, kv, **kw: np.asarray(
+    Attention(HEADS).apply({"params": p[name]}, q, kv, **kw)
+  )
   y = _layer_norm(x, p["norm1"])
   y = x + attn("self_attention", y, None, pos_q=query_pos, pos_k=query_pos)
-  y = y + attn("cross_attention", _layer_norm(y, p["norm2"]), memory, pos_q=query_pos,
-               pos_k=memory_pos, key_padding_mask=pad)
+  y = y + attn(
+    "cross_attention",
+    _layer_norm(y, p["norm2"]),
+    memory,
+    pos_q=query_pos,
+    pos_k=memory_pos,
+    key_padding_mask=pad,
+  )
   np.testing.assert_allclose(out, _mlp_residual(p, y, "norm3"), rtol=1e-5, atol=1e-5)
 
 

@@ -20,8 +20,11 @@ def _np_cross_entropy(logits, labels, eps=0.0):
 
 
 def test_cross_entropy_matches_numpy():
-  np.testing.assert_allclose(cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS)),
-                             _np_cross_entropy(LOGITS, LABELS), rtol=1e-6)
+  np.testing.assert_allclose(
+    cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS)),
+    _np_cross_entropy(LOGITS, LABELS),
+    rtol=1e-6,
+  )
 
 
 def test_cross_entropy_hand_value():
@@ -31,12 +34,17 @@ def test_cross_entropy_hand_value():
 
 def test_label_smoothing_matches_numpy_and_soft_labels():
   eps = 0.1
-  np.testing.assert_allclose(cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS), eps),
-                             _np_cross_entropy(LOGITS, LABELS, eps), rtol=1e-6)
+  np.testing.assert_allclose(
+    cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS), eps),
+    _np_cross_entropy(LOGITS, LABELS, eps),
+    rtol=1e-6,
+  )
   onehot = jnp.asarray(np.eye(3, dtype=np.float32)[LABELS])
-  np.testing.assert_allclose(cross_entropy(jnp.asarray(LOGITS), onehot, eps),
-                             cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS), eps),
-                             rtol=1e-6)
+  np.testing.assert_allclose(
+    cross_entropy(jnp.asarray(LOGITS), onehot, eps),
+    cross_entropy(jnp.asarray(LOGITS), jnp.asarray(LABELS), eps),
+    rtol=1e-6,
+  )
 
 
 def test_correct_is_top1():

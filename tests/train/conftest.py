@@ -2,6 +2,8 @@
 
 TinyModel is an MLP over flattened pixels whose kernels carry the same logical axis
 names as the ViT ('patch', 'embed', 'mlp', 'classes'), so sharding rules apply to it.
+It also holds a fixed random offset in a "constants" collection (as fixed_fourier_mlp
+does), so the trainer's handling of non-trainable variables is exercised.
 The data are Gaussian blobs: class c has mean image `means[c]`, plus noise.
 """
 
@@ -17,9 +19,11 @@ from lfpe.tasks.classification import Classification
 
 def _dense(features: int, names: tuple[str, str], name: str) -> nn.Dense:
   return nn.Dense(
-      features, name=name,
-      kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), names),
-      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), names[1:]))
+    features,
+    name=name,
+    kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), names),
+    bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), names[1:]),
+  )
 
 
 class TinyModel(nn.Module):
@@ -32,6 +36,9 @@ class TinyModel(nn.Module):
   def __call__(self, images, *, train: bool):
     x = images.reshape(images.shape[0], -1).astype(self.dtype)  # [B, H*W*C]
     x = _dense(self.width, ("patch", "embed"), "embed")(x)
+    # A fixed random offset: a non-trainable collection, like fixed_fourier_mlp's W_r.
+    init = lambda: 0.1 * jax.random.normal(self.make_rng("params"), (self.width,))
+    x = x + self.variable("constants", "offset", init).value.astype(x.dtype)
     h = nn.gelu(_dense(2 * self.width, ("embed", "mlp"), "mlp_in")(x))  # [B, 2*width]
     h = nn.Dropout(self.dropout, deterministic=not train)(h)
     x = x + _dense(self.width, ("mlp", "embed"), "mlp_out")(h)
@@ -50,8 +57,9 @@ class TinyClassification(Classification):
       raise ValueError(f"config.model.width must be even, got {config.model.width}.")
 
   def create_model(self, config):
-    return TinyModel(num_classes=config.data.num_classes, width=config.model.width,
-                     dtype=config.compute_dtype)
+    return TinyModel(
+      num_classes=config.data.num_classes, width=config.model.width, dtype=config.compute_dtype
+    )
 
 
 tasks.register("tiny_classification", TinyClassification)
@@ -79,8 +87,18 @@ class ArrayLoader:
   asked for that batch index (a run killed mid-way, in-process).
   """
 
-  def __init__(self, images, labels, *, global_batch_size, seed, train, sharding,
-               nan_after=None, stop_after=None):
+  def __init__(
+    self,
+    images,
+    labels,
+    *,
+    global_batch_size,
+    seed,
+    train,
+    sharding,
+    nan_after=None,
+    stop_after=None,
+  ):
     self.images, self.labels, self.batch = images, labels, global_batch_size
     self.seed, self.train, self.sharding, self.nan_after = seed, train, sharding, nan_after
     self.stop_after = stop_after
@@ -104,8 +122,12 @@ class ArrayLoader:
     if self.train:
       starts = self.position * self.batch + np.arange(self.batch)
       epochs, offsets = starts // n, starts % n
-      rows = np.array([np.random.default_rng([self.seed, e]).permutation(n)[o]
-                       for e, o in zip(epochs, offsets, strict=True)])
+      rows = np.array(
+        [
+          np.random.default_rng([self.seed, e]).permutation(n)[o]
+          for e, o in zip(epochs, offsets, strict=True)
+        ]
+      )
       mask = np.ones(self.batch, np.float32)
     else:
       if self.position * self.batch >= n:
@@ -125,29 +147,53 @@ class ArrayLoader:
 def make_array_loader(data_config, *, global_batch_size, seed, train, mesh):
   """The trainer's `make_loader` for `data_config` (num_train, num_test, image_size, ...)."""
   num = data_config.num_train if train else data_config.num_test
-  images, labels = blobs(num, data_config.num_classes, data_config.image_size,
-                         seed=0 if train else 1)
-  return ArrayLoader(images, labels, global_batch_size=global_batch_size, seed=seed,
-                     train=train, sharding=mesh,
-                     nan_after=data_config.get("nan_after") if train else None,
-                     stop_after=data_config.get("stop_after") if train else None)
+  images, labels = blobs(
+    num, data_config.num_classes, data_config.image_size, seed=0 if train else 1
+  )
+  return ArrayLoader(
+    images,
+    labels,
+    global_batch_size=global_batch_size,
+    seed=seed,
+    train=train,
+    sharding=mesh,
+    nan_after=data_config.get("nan_after") if train else None,
+    stop_after=data_config.get("stop_after") if train else None,
+  )
 
 
 def tiny_config(**overrides) -> ml_collections.ConfigDict:
   """A complete training config for TinyModel on blobs; `overrides` use dotted keys."""
-  config = ml_collections.ConfigDict(dict(
-      seed=0, total_steps=20, batch_size=16, eval_batch_size=16, checkpoint_every=10,
-      eval_every=10, log_every=1, keep_checkpoints=3, compute_dtype="float32", progress=False,
+  config = ml_collections.ConfigDict(
+    dict(
+      seed=0,
+      total_steps=20,
+      batch_size=16,
+      eval_batch_size=16,
+      checkpoint_every=10,
+      eval_every=10,
+      log_every=1,
+      keep_checkpoints=3,
+      compute_dtype="float32",
+      progress=False,
       async_checkpoints=True,
       task=dict(name="tiny_classification", label_smoothing=0.0),
       mesh=dict(data=-1, model=1, fsdp=False),
-      optim=dict(name="adamw", lr=1e-2, weight_decay=1e-4, b1=0.9, b2=0.999,
-                 grad_clip_norm=1.0),
+      optim=dict(name="adamw", lr=1e-2, weight_decay=1e-4, b1=0.9, b2=0.999, grad_clip_norm=1.0),
       schedule=dict(name="warmup_cosine", warmup_steps=4, end_lr_factor=0.0),
-      data=dict(name="blobs", num_classes=4, image_size=4, channels=1, num_train=96,
-                num_test=40, nan_after=None, stop_after=None),
+      data=dict(
+        name="blobs",
+        num_classes=4,
+        image_size=4,
+        channels=1,
+        num_train=96,
+        num_test=40,
+        nan_after=None,
+        stop_after=None,
+      ),
       model=dict(posemb="none", width=8),
-  ))
+    )
+  )
   for key, value in overrides.items():
     node = config
     *parents, leaf = key.split(".")

@@ -22,8 +22,10 @@ class FakeIterator:
 
 def _state(mesh, spec):
   table = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
-  return {"w": jax.device_put(table, NamedSharding(mesh, spec)),
-          "step": jax.device_put(np.int32(5), NamedSharding(mesh, P()))}
+  return {
+    "w": jax.device_put(table, NamedSharding(mesh, spec)),
+    "step": jax.device_put(np.int32(5), NamedSharding(mesh, P())),
+  }
 
 
 @pytest.mark.parametrize("data_state", [b'{"pos": 7}', {"position": 7, "epoch": 1}])

@@ -22,8 +22,8 @@ def _tb_tags(tb_dir):
       data = f.read()
     pos = 0
     while pos < len(data):  # TFRecord framing: len (8), crc (4), payload, crc (4)
-      (length,) = struct.unpack("<Q", data[pos:pos + 8])
-      event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+      (length,) = struct.unpack("<Q", data[pos : pos + 8])
+      event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
       tags.update((v.tag, v.simple_value, event.step) for v in event.summary.value)
       pos += 12 + length + 4
   return tags
@@ -40,8 +40,12 @@ def test_writes_jsonl_tensorboard_and_summary(tmp_path):
   assert lines[0] == {"step": 2, "split": "train", "loss": 0.5, "lr": 0.1}
   assert [(x["step"], x["split"]) for x in lines] == [(2, "train"), (4, "train"), (4, "eval")]
   summary = json.loads((tmp_path / "summary.json").read_text())
-  assert summary == {"step": 4, "train": {"loss": 0.25, "lr": 0.05},
-                     "eval": {"accuracy": 0.75}, "wall_s": 1.0}
+  assert summary == {
+    "step": 4,
+    "train": {"loss": 0.25, "lr": 0.05},
+    "eval": {"accuracy": 0.75},
+    "wall_s": 1.0,
+  }
   assert {("train/loss", 0.5, 2), ("eval/accuracy", 0.75, 4)} <= _tb_tags(tmp_path / "tb")
 
 

@@ -13,8 +13,9 @@ from lfpe.train import optim
 def _config(**optim_fields):
   opt = dict(name="sgd", lr=0.1, weight_decay=0.0, momentum=0.0, grad_clip_norm=0.0)
   opt.update(optim_fields)
-  return ml_collections.ConfigDict(dict(
-      total_steps=100, optim=opt, schedule=dict(name="constant", warmup_steps=0)))
+  return ml_collections.ConfigDict(
+    dict(total_steps=100, optim=opt, schedule=dict(name="constant", warmup_steps=0))
+  )
 
 
 def _schedule(name, **fields):

@@ -32,8 +32,7 @@ def test_fsdp_rules_shard_embed_over_data():
 
 def _param_specs(mesh, fsdp):
   model = TinyModel(num_classes=4, width=8)
-  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)),
-                                            train=False))
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
   shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(fsdp))["params"]
   return {name: s["kernel"].spec for name, s in shardings.items()}, shardings
 
@@ -51,33 +50,44 @@ def test_parameter_shardings_follow_logical_axes():
 def test_check_divisible_names_the_parameter():
   mesh = sharding.make_mesh(_mesh_config(2, 4))
   model = TinyModel(num_classes=4, width=2)  # mlp width 4 splits over 4; embed 2 over data 2
-  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)),
-                                            train=False))
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
   shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(True))
   sharding.check_divisible(sharding.unbox(boxed), shardings)
   model = TinyModel(num_classes=4, width=3)  # mlp width 6 does not split over 4
-  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)),
-                                            train=False))
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
   shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(False))
   with pytest.raises(ValueError, match=r"mlp_in.*config.mesh.model"):
     sharding.check_divisible(sharding.unbox(boxed), shardings)
 
 
 def test_unbox_strips_boxes():
-  boxed = jax.eval_shape(lambda: TinyModel(num_classes=4).init(
-      jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
+  boxed = jax.eval_shape(
+    lambda: TinyModel(num_classes=4).init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False)
+  )
   leaves = jax.tree.leaves(sharding.unbox(boxed))
   assert all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves)
   assert sorted(x.shape for x in leaves)[-1] == (16, 8)
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, False), ({"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234"}, True),
-    ({"SLURM_NTASKS": "1"}, False), ({"SLURM_NTASKS": "4"}, True),
-    ({"OMPI_COMM_WORLD_SIZE": "2"}, True)])
+@pytest.mark.parametrize(
+  "env, expected",
+  [
+    ({}, False),
+    ({"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234"}, True),
+    ({"SLURM_NTASKS": "1"}, False),
+    ({"SLURM_NTASKS": "4"}, True),
+    ({"OMPI_COMM_WORLD_SIZE": "2"}, True),
+  ],
+)
 def test_wants_distributed_from_env(monkeypatch, env, expected):
-  for key in ("JAX_COORDINATOR_ADDRESS", "COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES",
-              "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"):
+  for key in (
+    "JAX_COORDINATOR_ADDRESS",
+    "COORDINATOR_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "OMPI_COMM_WORLD_SIZE",
+    "SLURM_NTASKS",
+    "WORLD_SIZE",
+  ):
     monkeypatch.delenv(key, raising=False)
   for key, value in env.items():
     monkeypatch.setenv(key, value)

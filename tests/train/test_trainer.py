@@ -19,8 +19,9 @@ KEYS = ("loss", "accuracy", "lr", "grad_norm", "param_norm")
 
 def _run(workdir, devices=None, **overrides):
   config = tiny_config(**overrides)
-  return trainer.train_and_evaluate(config, str(workdir), make_loader=make_array_loader,
-                                    devices=devices)
+  return trainer.train_and_evaluate(
+    config, str(workdir), make_loader=make_array_loader, devices=devices
+  )
 
 
 def _records(workdir, split="train"):
@@ -57,8 +58,9 @@ def test_eight_devices_match_one(tmp_path, single, fsdp):
 def test_same_seed_same_metrics_other_seed_differs(tmp_path, single):
   _run(tmp_path / "again", devices=jax.devices()[:1], **{"mesh.data": 1})
   first, again = _records(single[0]), _records(tmp_path / "again")
-  assert [[r[k] for k in KEYS] for r in first.values()] == \
-      [[r[k] for k in KEYS] for r in again.values()]
+  assert [[r[k] for k in KEYS] for r in first.values()] == [
+    [r[k] for k in KEYS] for r in again.values()
+  ]
   _run(tmp_path / "seed1", devices=jax.devices()[:1], **{"mesh.data": 1, "seed": 1})
   assert not np.allclose(_losses(tmp_path / "seed1"), _losses(single[0]))
 
@@ -76,8 +78,9 @@ def test_interrupted_run_resumes_on_another_mesh(tmp_path, single):
 
 def test_nan_loss_stops_and_keeps_the_last_finite_checkpoint(tmp_path):
   overrides = {"data.nan_after": 12, "checkpoint_every": 5, "log_every": 4}
-  with pytest.raises(trainer.NonFiniteLossError,
-                     match=r"loss is nan at step 15.*last good checkpoint is step 10"):
+  with pytest.raises(
+    trainer.NonFiniteLossError, match=r"loss is nan at step 15.*last good checkpoint is step 10"
+  ):
     _run(tmp_path, **overrides)
   assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["10", "5"]
   params = _checkpoint_params(tmp_path, 10)

@@ -1,0 +1,37 @@
+"""Config arguments ("posemb=fourier,small=1") and the trainer's default fields."""
+
+import pytest
+
+from lfpe.train import config_lib, validate
+
+
+def test_parse_arg_converts_to_the_defaults_types():
+  arg = config_lib.parse_arg(
+    "posemb=sine_nd, small=1,steps=30,lr=0.5", posemb="fourier", small=False, steps=10, lr=1.0
+  )
+  assert arg.to_dict() == {"posemb": "sine_nd", "small": True, "steps": 30, "lr": 0.5}
+  assert config_lib.parse_arg(None, small=False).small is False
+  assert config_lib.parse_arg("small", small=False).small is True  # bare key means 1
+  assert config_lib.parse_arg("small=no", small=True).small is False
+
+
+@pytest.mark.parametrize(
+  "arg, message",
+  [
+    ("size=3", "unknown config argument 'size'"),
+    ("small=maybe", "small='maybe' must be a boolean"),
+    ("steps=ten", "steps='ten' must be of type int"),
+  ],
+)
+def test_parse_arg_rejects(arg, message):
+  with pytest.raises(ValueError, match=message):
+    config_lib.parse_arg(arg, small=False, steps=1)
+
+
+def test_base_config_has_every_trainer_field():
+  config = config_lib.base_config()
+  for path in validate.REQUIRED:
+    if not path.startswith(("data", "model")):
+      node = config
+      for key in path.split("."):
+        node = node[key]
