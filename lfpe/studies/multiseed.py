@@ -30,7 +30,7 @@ from lfpe.train.optim import make_optimizer
 
 LOSSES = ("xent", "mse")
 STRATEGIES = ("vmap", "map", "loop")
-_DATA = 1  # folded into a seed's key for its data order (init uses the bare key)
+_DATA, _HEAD = 1, 2  # folded into a seed's key for its data order and its head init
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,10 +82,26 @@ def _names(path) -> tuple[str, ...]:
   return tuple(getattr(k, "key", getattr(k, "name", str(k))) for k in path)
 
 
-def init_params(model: nn.Module, seeds: Sequence[int], image_shape: Sequence[int]) -> Any:
-  """Parameters of `model` for every seed, `[S, ...]` leaves (unboxed)."""
+def init_params(model: nn.Module, seeds: Sequence[int], image_shape: Sequence[int],
+                head_std: float | None = None) -> Any:
+  """Parameters of `model` for every seed, `[S, ...]` leaves (unboxed).
+
+  `head_std` re-draws the classifier kernel (`params['head']['kernel']`) from N(0, std^2):
+  the ViT's zero-initialised head passes no gradient to the body until the pooled features
+  correlate linearly with the target, which symmetric tasks such as `direction` never do
+  at init, so small models there can sit at chance forever.
+  """
   example = jnp.zeros((1, *image_shape), jnp.float32)
-  init = lambda key: nn.meta.unbox(model.init(key, example, train=False)["params"])
+
+  def init(key):
+    params = nn.meta.unbox(model.init(key, example, train=False)["params"])
+    if head_std is not None:
+      kernel = params["head"]["kernel"]
+      head_key = jax.random.fold_in(key, _HEAD)
+      kernel = head_std * jax.random.normal(head_key, kernel.shape, kernel.dtype)
+      params = {**params, "head": {**params["head"], "kernel": kernel}}
+    return params
+
   keys = jnp.stack([jax.random.key_data(jax.random.key(int(s))) for s in seeds])
   return jax.jit(jax.vmap(lambda k: init(jax.random.wrap_key_data(k))))(keys)
 

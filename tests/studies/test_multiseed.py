@@ -17,9 +17,11 @@ def _model(posemb="embed_1d", classes=2):
 
 
 def _data(n=32, seed=0):
+  """Noise images; label 1 adds red to the top half (position and colour matter)."""
   rng = np.random.default_rng(seed)
-  images = rng.random((n, 8, 8, 3), dtype=np.float32)
-  labels = (images[:, :4].mean((1, 2, 3)) > images[:, 4:].mean((1, 2, 3))).astype(np.int32)
+  images = 0.5 * rng.random((n, 8, 8, 3), dtype=np.float32)
+  labels = rng.integers(0, 2, n).astype(np.int32)
+  images[labels == 1, :4, :, 0] += 0.5
   return ms.Data(images, labels)
 
 
@@ -36,10 +38,14 @@ def trained():
   return model, params, out
 
 
-def test_strategies_give_the_same_parameters(trained):
-  _, _, out = trained
-  _close(out["vmap"], out["loop"])
-  _close(out["map"], out["loop"])
+def _outputs(model, params):
+  return ms.predict(model, params, _data(16, 5).images)
+
+
+def test_strategies_give_the_same_model(trained):
+  model, _, out = trained
+  _close(_outputs(model, out["vmap"]), _outputs(model, out["loop"]), tol=1e-3)
+  _close(_outputs(model, out["map"]), _outputs(model, out["loop"]), tol=1e-3)
 
 
 def test_a_seed_trains_the_same_alone(trained):
@@ -47,12 +53,12 @@ def test_a_seed_trains_the_same_alone(trained):
   alone = ms.init_params(model, [7], (8, 8, 3))
   _close(alone, jax.tree.map(lambda a: a[1:], params), tol=0)  # init depends on the seed only
   alone, _ = ms.train(model, alone, _data(), SPEC, [7])
-  _close(alone, jax.tree.map(lambda a: a[1:], out["vmap"]))
+  _close(_outputs(model, alone), _outputs(model, out["vmap"])[1:], tol=1e-3)
 
 
 def test_seeds_differ_and_training_moves_params(trained):
   _, params, out = trained
-  kernel = lambda p: np.asarray(p["Transformer"]["pos"]["encoding"]["embedding"])
+  kernel = lambda p: np.asarray(p["Transformer"]["pos"]["encoding"]["table"])
   assert not np.allclose(kernel(params)[0], kernel(params)[1])
   assert not np.allclose(kernel(out["vmap"]), kernel(params))
 
@@ -60,19 +66,19 @@ def test_seeds_differ_and_training_moves_params(trained):
 def test_training_learns_a_separable_task():
   model = _model("sine_2d")
   params = ms.init_params(model, [0, 1], (8, 8, 3))
-  spec = ms.TrainSpec(epochs=15, batch_size=16, lr=1e-2, warmup_epochs=1)
+  spec = ms.TrainSpec(epochs=10, batch_size=16, lr=1e-2, warmup_epochs=1)
   params, hist = ms.train(model, params, _data(128), spec, [0, 1], validation=_data(128, 1))
-  assert np.all(hist["validation"][-1][1] > 0.85)
+  assert np.all(hist["validation"][-1][1] > 0.9)
   assert np.all(hist["loss"][-1] < hist["loss"][0])
 
 
 def test_frozen_parameters_do_not_move():
   model = _model()
   params = ms.init_params(model, [0, 1], (8, 8, 3))
-  only_pos = lambda path: "pos" in path
-  new, _ = ms.train(model, params, _data(), SPEC, [0, 1], trainable=only_pos)
+  not_pos = lambda path: "pos" not in path
+  new, _ = ms.train(model, params, _data(), SPEC, [0, 1], trainable=not_pos)
   moved = jax.tree_util.tree_map_with_path(
-    lambda path, a, b: (only_pos(ms._names(path)), not np.allclose(a, b)), params, new)
+    lambda path, a, b: (not_pos(ms._names(path)), not np.array_equal(a, b)), params, new)
   flags = jax.tree.leaves(moved, is_leaf=lambda x: isinstance(x, tuple))
   assert all(train == changed for train, changed in flags)
 
@@ -80,7 +86,7 @@ def test_frozen_parameters_do_not_move():
 def test_metric_matches_sklearn_and_counts():
   rng = np.random.default_rng(0)
   y = rng.normal(size=(50, 2))
-  pred = y[None] + rng.normal(scale=[[0.3], [1.0]], size=(2, 50, 2))
+  pred = y[None] + rng.normal(scale=[[[0.3]], [[1.0]]], size=(2, 50, 2))
   np.testing.assert_allclose(ms.metric("mse", pred, y), [r2_score(y, p) for p in pred])
   logits = np.array([[[2.0, 1.0], [0.0, 3.0], [1.0, 0.0]]])
   np.testing.assert_allclose(ms.metric("xent", logits, np.array([0, 1, 1])), [2 / 3])

@@ -4,8 +4,8 @@ import jax
 import ml_collections
 import numpy as np
 import pytest
-from conftest import TinyModel
 from jax.sharding import PartitionSpec as P
+from train_fixtures import TinyModel
 
 from lfpe.train import sharding
 

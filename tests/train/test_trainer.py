@@ -1,4 +1,4 @@
-"""The trainer end to end on TinyModel and in-memory blobs (see conftest.py).
+"""The trainer end to end on TinyModel and in-memory blobs (see train_fixtures.py).
 
 Sharding (1 device vs 8), determinism, resume onto another mesh, NaN stop, metric files.
 """
@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
-from conftest import Interrupted, make_array_loader, tiny_config
+from train_fixtures import Interrupted, digits_small, make_array_loader, tiny_config
 
 from lfpe.train import trainer
 
@@ -117,3 +117,17 @@ def test_indivisible_sharding_fails_before_compiling(tmp_path):
   with pytest.raises(ValueError, match=r"mlp_in.*config.mesh.model"):
     _run(tmp_path, **{"mesh.data": 1, "mesh.model": 8, "model.width": 6})  # mlp 12 over 8
   assert not (tmp_path / "checkpoints").exists()
+
+
+def test_vit_on_digits_eight_devices_match_one(tmp_path):
+  """The real ViT and grain pipeline: heads and MLP split over 'model', batch over 'data'."""
+  losses = {}
+  for name, mesh, devices in [("one", (1, 1), jax.devices()[:1]), ("eight", (4, 2), None)]:
+    config = digits_small()
+    config.update(total_steps=20, log_every=1, eval_every=20, checkpoint_every=20, progress=False)
+    config.data.data_dir = str(tmp_path / "data")
+    config.mesh.update(data=mesh[0], model=mesh[1])
+    trainer.train_and_evaluate(config, str(tmp_path / name), devices=devices)
+    losses[name] = _losses(tmp_path / name)
+  assert len(losses["one"]) == 20 and losses["one"][-1] < losses["one"][0]
+  np.testing.assert_allclose(losses["eight"], losses["one"], rtol=1e-5)

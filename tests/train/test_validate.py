@@ -1,26 +1,15 @@
 """Config validation: each bad field fails before anything compiles, naming the field."""
 
-import importlib.util
-import os
-
 import ml_collections
 import pytest
+from train_fixtures import digits_small
 
 from lfpe.train import validate
-
-CONFIGS = os.path.join(os.path.dirname(__file__), "..", "..", "configs")
-
-
-def _digits_small() -> dict:
-  spec = importlib.util.spec_from_file_location("vit_digits", f"{CONFIGS}/vit_digits.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config("small=1").to_dict()
 
 
 def _with(path: str, value) -> ml_collections.ConfigDict:
   """The small digits config with `path` set to `value` (types unchecked, as from a file)."""
-  config = _digits_small()
+  config = digits_small().to_dict()
   node = config
   *parents, leaf = path.split(".")
   for key in parents:
@@ -82,7 +71,7 @@ def test_mesh_larger_than_devices():
 
 
 def test_good_configs_pass():
-  validate.validate_config(ml_collections.ConfigDict(_digits_small()), num_devices=8)
+  validate.validate_config(digits_small(), num_devices=8)
   config = _with("mesh.data", 4)
   config.mesh.model = 2
   validate.validate_config(config, num_devices=8)

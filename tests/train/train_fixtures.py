@@ -1,5 +1,8 @@
 """A tiny model, task and in-memory data for trainer tests (no lfpe.models / lfpe.data).
 
+Imported by the tests of this folder (`from train_fixtures import ...`); importing it
+registers the task "tiny_classification".
+
 TinyModel is an MLP over flattened pixels whose kernels carry the same logical axis
 names as the ViT ('patch', 'embed', 'mlp', 'classes'), so sharding rules apply to it.
 It also holds a fixed random offset in a "constants" collection (as fixed_fourier_mlp
@@ -7,11 +10,13 @@ does), so the trainer's handling of non-trainable variables is exercised.
 The data are Gaussian blobs: class c has mean image `means[c]`, plus noise.
 """
 
+import importlib.util
+import os
+
 import flax.linen as nn
 import jax
 import ml_collections
 import numpy as np
-import pytest
 
 from lfpe import tasks
 from lfpe.tasks.classification import Classification
@@ -203,11 +208,10 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
   return config
 
 
-@pytest.fixture
-def config_factory():
-  return tiny_config
-
-
-@pytest.fixture
-def loader():
-  return make_array_loader
+def digits_small() -> ml_collections.ConfigDict:
+  """configs/vit_digits.py:small=1, unlocked (the real ViT on the real digits pipeline)."""
+  path = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "vit_digits.py")
+  spec = importlib.util.spec_from_file_location("vit_digits", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return ml_collections.ConfigDict(module.get_config("small=1").to_dict())
