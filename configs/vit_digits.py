@@ -16,18 +16,18 @@ variant (a few steps of a 1-block model; checks plumbing, not accuracy).
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, posemb_kwargs
 
 
 def get_config(arg: str | None = None):
-  arg = parse_arg(arg, posemb="fourier", small=False)
+  arg = parse_arg(arg, posemb="fourier", gamma=0.25, small=False)
   config = base_config()
   config.seed = 0
-  config.total_steps = 1500
+  config.total_steps = 1000
   config.batch_size = 64
   config.eval_batch_size = 120
   config.log_every = 50
-  config.eval_every = 500
+  config.eval_every = 250
   config.checkpoint_every = 500
 
   config.data = data_config("digits")
@@ -43,11 +43,12 @@ def get_config(arg: str | None = None):
     mlp_dim=128,
     pool="gap",
     posemb=arg.posemb,
-    posemb_kwargs=None,
-    dropout=0.0,
+    posemb_kwargs=posemb_kwargs(arg.posemb, gamma=arg.gamma),
+    dropout=0.1,
   )
+  config.task.label_smoothing = 0.1
   config.optim.lr = 3e-3
-  config.optim.weight_decay = 1e-4
+  config.optim.weight_decay = 0.05
   config.schedule.warmup_steps = 100
 
   if arg.small:

@@ -15,9 +15,10 @@ from typing import Any
 import jax
 
 from lfpe import tasks
-from lfpe.train import optim
+from lfpe.train import optim, sharding
 
 DTYPES = ("float32", "bfloat16")
+# Fields every config must have (tests/train/test_validate.py lists the checks).
 REQUIRED = (
   "seed",
   "total_steps",
@@ -139,14 +140,10 @@ def _validate_optimizer(config: Any) -> None:
 
 
 def _validate_mesh(config: Any, num_devices: int) -> None:
-  model = _integer(config, "mesh.model", 1)
-  data = _get(config, "mesh.data")
-  if data != -1:
-    data = _integer(config, "mesh.data", 1)
-  elif model > num_devices:
-    _fail("mesh.model", f"exceeds the {num_devices} available devices", model)
-  else:
-    data = num_devices // model
+  _integer(config, "mesh.model", 1)
+  if _get(config, "mesh.data") != -1:
+    _integer(config, "mesh.data", 1)
+  data, model = sharding.mesh_shape(config.mesh, num_devices)
   if data * model > num_devices:
     _fail(
       "mesh",

@@ -1,0 +1,68 @@
+"""Reading, counting and moving the position parameters of a ViT."""
+
+import jax
+import numpy as np
+import pytest
+
+from lfpe.models import vit
+from lfpe.studies import multiseed as ms
+from lfpe.studies import positions
+
+
+def _model(posemb, **kw):
+  cfg = dict(variant="mu/4", width=16, num_heads=2, mlp_dim=32, posemb=posemb, **kw)
+  return vit.create_model(cfg, 2, 12)  # a 3x3 grid
+
+
+def test_learned_table_is_the_parameter():
+  model = _model("embed_1d")
+  params = ms.init_params(model, [0, 1], (12, 12, 3))
+  tables = positions.tables(model, params)
+  assert tables.shape == (2, 9, 16)
+  np.testing.assert_array_equal(tables, params["Transformer"]["pos"]["encoding"]["table"])
+
+
+def test_sine_table_follows_eq1():
+  model = _model("sine_2d")
+  params = ms.init_params(model, [0], (12, 12, 3))
+  table = positions.tables(model, params)[0]  # [9, 16]
+  # Every (sin, cos) pair of one frequency has unit norm: D / 2 pairs in a row.
+  np.testing.assert_allclose(np.sum(table ** 2, -1), 8.0, rtol=1e-5)
+  np.testing.assert_allclose(np.sort(table[0]), [0.0] * 8 + [1.0] * 8, atol=1e-6)  # (0, 0)
+  assert not np.allclose(table[1], table[3])  # (0, 1) and (1, 0) differ
+  assert positions.count(params) == 16  # only the class-token row is a parameter
+
+
+def test_counts_by_hand():
+  params = ms.init_params(_model("embed_1d"), [0], (12, 12, 3))
+  assert positions.count(params) == 9 * 16 + 16  # table + class-token row
+  params = ms.init_params(_model("embed_1d", pos_injection="every_layer", depth=2), [0],
+                          (12, 12, 3))
+  assert positions.count(params) == 2 * (9 * 16 + 16)
+  fourier = _model("fourier", posemb_kwargs={"fourier_dim": 8, "hidden_dim": 4})
+  params = ms.init_params(fourier, [0], (12, 12, 3))
+  assert positions.count(params) == (4 * 2) + (8 * 4 + 4) + (4 * 16 + 16) + 16
+
+
+def test_relative_encodings_have_no_table():
+  model = _model("rel_attn_2d")
+  params = ms.init_params(model, [0], (12, 12, 3))
+  with pytest.raises(ValueError, match="absolute"):
+    positions.tables(model, params)
+
+
+def test_transplant_moves_only_positions():
+  model = _model("fourier")
+  a = ms.init_params(model, [0], (12, 12, 3))
+  b = ms.init_params(model, [1], (12, 12, 3))
+  c = positions.transplant(a, b)
+  def check(path, x, y, z):
+    return np.array_equal(y if positions.is_position(ms._names(path)) else x, z)
+
+  assert all(jax.tree.leaves(jax.tree_util.tree_map_with_path(check, a, b, c)))
+  wr = lambda p: p["Transformer"]["pos"]["encoding"]["wr"]
+  assert not np.array_equal(wr(a), wr(b)) and np.array_equal(wr(c), wr(b))
+  assert np.array_equal(c["embedding"]["kernel"], a["embedding"]["kernel"])
+  other = ms.init_params(_model("embed_1d"), [0], (12, 12, 3))
+  with pytest.raises(ValueError, match="differs"):
+    positions.transplant(a, other)
