@@ -6,8 +6,10 @@ Embed-1D 73.6% vs Learnable-Fourier+MLP 74.5%. The paper gives no optimizer sett
 these follow the ViT paper's ImageNet-from-scratch recipe (Dosovitskiy et al. 2021:
 Adam b1=0.9, b2=0.999, global-norm clipping at 1, 10k warmup steps, dropout 0.1, class
 token) with big_vision's batch 1024, peak lr 1e-3 and cosine decay, decoupled weight
-decay 0.1 (big_vision's 1e-4 not scaled by lr), inception crops and flips. The
-Fourier encoding uses lfpe.encodings' defaults (|F|=384, |H|=32 as in 002 Sec. 4.1).
+decay 0.1 (big_vision's 1e-4 not scaled by lr), inception crops and flips for training;
+evaluation resizes the whole image to 224 (lfpe.data runs one `preprocess` for train and
+eval, so the usual resize-256 + central-crop-224 is not expressible). The Fourier
+encoding uses lfpe.encodings' defaults (|F|=384, |H|=32 as in 002 Sec. 4.1).
 
 Prepare imagenet2012 once (see lfpe/data: manual download, then tfds build), then on
 each host of an accelerator slice:
@@ -15,21 +17,22 @@ each host of an accelerator slice:
   python -m lfpe.main --config=configs/vit_b16_imagenet.py:posemb=embed_1d --workdir=DIR1
   python -m lfpe.main --config=configs/vit_b16_imagenet.py:posemb=fourier --workdir=DIR2
 
-Expected: about 1.5 days on 8 A100s (~112k steps of 1024); validation top-1 near the
-paper's 73.6% (embed_1d) and 74.5% (fourier); not reproduced here.
+Expected (estimates, not reproduced here): about 1.5 days on 8 A100s (~112k steps of
+1024); validation top-1 near the paper's 73.6% (embed_1d) and 74.5% (fourier).
 
-Arguments: posemb=NAME (002 compares embed_1d and fourier); small=1 for the CI variant
-(a few steps of a 1-block model at 32x32 with 16x16 patches; checks plumbing only).
+Arguments: posemb=NAME (002 compares embed_1d and fourier); gamma=G (Fourier family
+only; default 1.0, lfpe's default, as 002 states none); small=1 for the CI variant (a
+few steps of a 1-block model at 32x32 with 16x16 patches; checks plumbing only).
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, posemb_kwargs
 
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
 def get_config(arg: str | None = None):
-  arg = parse_arg(arg, posemb="embed_1d", small=False)
+  arg = parse_arg(arg, posemb="embed_1d", gamma=1.0, small=False)
   config = base_config()
   config.seed = 0
   config.batch_size = 1024
@@ -46,7 +49,12 @@ def get_config(arg: str | None = None):
   config.data.worker_count = 8
 
   config.model = dict(
-    name="vit", variant="B/16", pool="token", posemb=arg.posemb, posemb_kwargs=None, dropout=0.1
+    name="vit",
+    variant="B/16",
+    pool="token",
+    posemb=arg.posemb,
+    posemb_kwargs=posemb_kwargs(arg.posemb, gamma=arg.gamma),
+    dropout=0.1,
   )
   config.optim.update(name="adamw", lr=1e-3, weight_decay=0.1, b1=0.9, b2=0.999, grad_clip_norm=1.0)
   config.schedule.update(name="warmup_cosine", warmup_steps=10_000)

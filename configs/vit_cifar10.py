@@ -12,16 +12,17 @@ Prepare CIFAR-10 once (needs TensorFlow and the network; see lfpe/data), then:
 Expected: roughly 30 min on one A100/H100-class GPU; test accuracy around 0.80-0.85
 (an estimate from similar small ViTs trained from scratch, not a recorded result).
 
-Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); small=1 for the CI
-variant (a few steps of a 1-block model; checks plumbing, not accuracy).
+Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); gamma=G (Fourier family
+only, default 0.25 as for the 8x8 grid of vit_digits); small=1 for the CI variant (a
+few steps of a 1-block model; checks plumbing, not accuracy).
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, posemb_kwargs
 
 
 def get_config(arg: str | None = None):
-  arg = parse_arg(arg, posemb="fourier", small=False)
+  arg = parse_arg(arg, posemb="fourier", gamma=0.25, small=False)
   config = base_config()
   config.seed = 0
   config.total_steps = 30_000
@@ -46,7 +47,7 @@ def get_config(arg: str | None = None):
     mlp_dim=512,
     pool="token",
     posemb=arg.posemb,
-    posemb_kwargs=None,
+    posemb_kwargs=posemb_kwargs(arg.posemb, gamma=arg.gamma),
     dropout=0.1,
   )
   config.task.label_smoothing = 0.1

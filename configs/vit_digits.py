@@ -2,17 +2,22 @@ r"""ViT on scikit-learn's handwritten digits: the main demo (runs on a laptop CP
 
 The 8x8 digits are upsampled (nearest) to 16x16 and cut into 2x2 patches, so each
 of the 8x8 = 64 tokens is one original pixel and the position encoding carries all
-of the layout. A 2-block ViT of width 64 with global average pooling trains on the
-1,437 training digits and is tested on the fixed 360-digit test split.
+of the layout. A 2-block ViT of width 64 with global average pooling (dropout 0.1,
+label smoothing 0.1) trains for 1000 steps of 64 on the 1,437 training digits and
+is tested on the fixed 360-digit test split. The Fourier encodings use gamma=0.25
+(positions in [0, 1]: a kernel about two pixels wide at init; 002 gives no gamma).
 
   python -m lfpe.main --config=configs/vit_digits.py:posemb=fourier --workdir=/tmp/vit_digits
 
-Expected: about a minute on 2 CPU cores, test accuracy >= 0.95 with posemb=fourier
-(WORKDIR/summary.json, eval.accuracy). Compare encodings with posemb=embed_1d,
-sine_nd, none (no positions: a bag of pixels, clearly worse), ...
+Expected: 1-3 min on 2 CPU cores (about 125 CPU-seconds: measured 130-175 s wall on
+a shared, busy 2-core machine); test accuracy (WORKDIR/summary.json, eval.accuracy)
+0.956 / 0.964 / 0.964 for seeds 0 / 1 / 2 with posemb=fourier. Measured at seed 0:
+posemb=embed_1d 0.942, posemb=none 0.242 (no positions: pooled tokens are a bag of
+pixels).
 
-Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); small=1 for the CI
-variant (a few steps of a 1-block model; checks plumbing, not accuracy).
+Arguments: posemb=NAME (any name in lfpe.encodings.NAMES; use this, not
+--config.model.posemb, so that encoding options follow); gamma=G (Fourier family
+only); small=1 for the CI variant (a few steps of a 1-block model; plumbing only).
 """
 
 from lfpe.data import default_config as data_config

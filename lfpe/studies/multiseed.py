@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -30,7 +31,7 @@ from lfpe.train.optim import make_optimizer
 
 LOSSES = ("xent", "mse")
 STRATEGIES = ("vmap", "map", "loop")
-_DATA, _HEAD = 1, 2  # folded into a seed's key for its data order and its head init
+_DATA = 1  # folded into a seed's key for its data order (init uses the bare key)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,25 +83,32 @@ def _names(path) -> tuple[str, ...]:
   return tuple(getattr(k, "key", getattr(k, "name", str(k))) for k in path)
 
 
-def init_params(model: nn.Module, seeds: Sequence[int], image_shape: Sequence[int],
-                head_std: float | None = None) -> Any:
+def init_params(
+  model: nn.Module,
+  seeds: Sequence[int],
+  image_shape: Sequence[int],
+  redraw: Mapping[str, float] | None = None,
+) -> Any:
   """Parameters of `model` for every seed, `[S, ...]` leaves (unboxed).
 
-  `head_std` re-draws the classifier kernel (`params['head']['kernel']`) from N(0, std^2):
-  the ViT's zero-initialised head passes no gradient to the body until the pooled features
-  correlate linearly with the target, which symmetric tasks such as `direction` never do
-  at init, so small models there can sit at chance forever.
+  `redraw` maps a parameter path suffix (e.g. `"head/kernel"`, `"encoding/table"`) to a
+  std: every matching parameter is re-drawn from N(0, std^2) (seeded by the seed and the
+  path). The studies use it for two initialisations the ViT fixes (see their README).
   """
   example = jnp.zeros((1, *image_shape), jnp.float32)
 
   def init(key):
     params = nn.meta.unbox(model.init(key, example, train=False)["params"])
-    if head_std is not None:
-      kernel = params["head"]["kernel"]
-      head_key = jax.random.fold_in(key, _HEAD)
-      kernel = head_std * jax.random.normal(head_key, kernel.shape, kernel.dtype)
-      params = {**params, "head": {**params["head"], "kernel": kernel}}
-    return params
+
+    def draw(path, value):
+      name = "/".join(_names(path))
+      std = next((v for k, v in (redraw or {}).items() if name.endswith(k)), None)
+      if std is None:
+        return value
+      sub = jax.random.fold_in(key, zlib.crc32(name.encode()))
+      return std * jax.random.normal(sub, value.shape, value.dtype)
+
+    return jax.tree_util.tree_map_with_path(draw, params)
 
   keys = jnp.stack([jax.random.key_data(jax.random.key(int(s))) for s in seeds])
   return jax.jit(jax.vmap(lambda k: init(jax.random.wrap_key_data(k))))(keys)

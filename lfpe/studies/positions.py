@@ -49,11 +49,18 @@ def table(model: ViT, params: Any, key: str = "pos") -> np.ndarray:
   `params` are one seed's parameters (no seed axis); the class-token row is left out.
   """
   if encodings.kind(model.posemb) != "absolute":
-    raise ValueError(f"table: posemb={model.posemb!r} is not an absolute encoding; only "
-                     "absolute encodings have a table to probe or plot.")
+    raise ValueError(
+      f"table: posemb={model.posemb!r} is not an absolute encoding; only "
+      "absolute encodings have a table to probe or plot."
+    )
   arch, shape = model.arch, grid(model)
-  context = dict(dim=arch["width"], grid_shape=shape, num_heads=arch["num_heads"],
-                 head_dim=arch["width"] // arch["num_heads"], ndim=2)
+  context = dict(
+    dim=arch["width"],
+    grid_shape=shape,
+    num_heads=arch["num_heads"],
+    head_dim=arch["width"] // arch["num_heads"],
+    ndim=2,
+  )
   module = encodings.build(model.posemb, **{**context, **(model.posemb_kwargs or {})})
   variables = {"params": params[_ENC][key].get("encoding", {})}
   return np.asarray(module.apply(variables, shape, method="grid"))
@@ -62,16 +69,25 @@ def table(model: ViT, params: Any, key: str = "pos") -> np.ndarray:
 def tables(model: ViT, params: Any, key: str = "pos") -> np.ndarray:
   """`table` of every seed: `[S, H * W, D]`."""
   num_seeds = jax.tree.leaves(params)[0].shape[0]
-  return np.stack([table(model, jax.tree.map(lambda a, i=i: a[i], params), key)
-                   for i in range(num_seeds)])
+  return np.stack(
+    [table(model, jax.tree.map(lambda a, i=i: a[i], params), key) for i in range(num_seeds)]
+  )
 
 
-def transplant(params: Any, source: Any) -> Any:
-  """`params` with every position subtree replaced by the one of `source` (same structure)."""
-  enc = {**params[_ENC]}
+def transplant(params: Any, source: Any, same_encoding: bool = True) -> Any:
+  """`params` with every position subtree replaced by the one of `source`.
+
+  With `same_encoding` (pretrained positions into a fresh model) the subtrees must match;
+  without it, the encoding may change (a trained model given another encoding, 000 Table 1).
+  """
+  enc = {k: v for k, v in params[_ENC].items() if same_encoding or not is_position((_ENC, k))}
   for key, value in position_params(source).items():
-    if key not in enc or jax.tree.structure(enc[key]) != jax.tree.structure(value):
-      raise ValueError(f"transplant: position subtree {key!r} differs between the models; "
-                       "use the same posemb, width and injection in both.")
+    if same_encoding and (
+      key not in enc or jax.tree.structure(enc[key]) != jax.tree.structure(value)
+    ):
+      raise ValueError(
+        f"transplant: position subtree {key!r} differs between the models; "
+        "use the same posemb, width and injection in both."
+      )
     enc[key] = value
   return {**params, _ENC: enc}

@@ -17,8 +17,12 @@ def _sine_table(dim=24):
   """Eq. 1 of 003 written out: sin/cos of x and of y at D/4 frequencies each."""
   row, col = _grid()
   freqs = 1.0 / 10000 ** (4 * np.arange(dim // 4) / dim)
-  parts = [np.sin(col[:, None] * freqs), np.cos(col[:, None] * freqs),
-           np.sin(row[:, None] * freqs), np.cos(row[:, None] * freqs)]
+  parts = [
+    np.sin(col[:, None] * freqs),
+    np.cos(col[:, None] * freqs),
+    np.sin(row[:, None] * freqs),
+    np.cos(row[:, None] * freqs),
+  ]
   return np.concatenate(parts, -1)
 
 
@@ -61,15 +65,17 @@ def test_sinusoidal_table_solves_every_probe(scheme):
 def test_a_column_only_table_knows_left_right_not_up_down():
   _, col = _grid()
   rng = np.random.default_rng(0)
-  table = np.stack([col, col ** 2, np.sin(col)], -1) @ rng.normal(size=(3, 16))
+  table = np.stack([col, col**2, np.sin(col)], -1) @ rng.normal(size=(3, 16))
   assert probes.probe(table, SHAPE, "left_right").mean() > 0.99
   assert probes.probe(table, SHAPE, "up_down").mean() < 0.75
 
 
 def test_random_table_is_near_chance_with_held_out_positions():
   rng = np.random.default_rng(1)
-  scores = [probes.probe(rng.normal(0, 0.02, (36, 16)), SHAPE, "left_right", seed=s).mean()
-            for s in range(3)]
+  scores = [
+    probes.probe(rng.normal(0, 0.02, (36, 16)), SHAPE, "left_right", seed=s).mean()
+    for s in range(3)
+  ]
   assert 0.3 < np.mean(scores) < 0.7
   assert probes.probe(rng.normal(0, 0.02, (36, 16)), SHAPE, "distance").mean() < 0.3
 

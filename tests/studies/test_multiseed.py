@@ -78,7 +78,8 @@ def test_frozen_parameters_do_not_move():
   not_pos = lambda path: "pos" not in path
   new, _ = ms.train(model, params, _data(), SPEC, [0, 1], trainable=not_pos)
   moved = jax.tree_util.tree_map_with_path(
-    lambda path, a, b: (not_pos(ms._names(path)), not np.array_equal(a, b)), params, new)
+    lambda path, a, b: (not_pos(ms._names(path)), not np.array_equal(a, b)), params, new
+  )
   flags = jax.tree.leaves(moved, is_leaf=lambda x: isinstance(x, tuple))
   assert all(train == changed for train, changed in flags)
 
@@ -93,8 +94,10 @@ def test_metric_matches_sklearn_and_counts():
 
 
 def test_regression_targets_are_standardised():
-  arrays = {"image": np.zeros((4, 8, 8, 3), np.uint8),
-            "distance": np.array([[0, 4], [2, 8], [4, 12], [6, 16]], np.float32)}
+  arrays = {
+    "image": np.zeros((4, 8, 8, 3), np.uint8),
+    "distance": np.array([[0, 4], [2, 8], [4, 12], [6, 16]], np.float32),
+  }
   data = ms.Data.from_arrays(arrays, "mse")
   np.testing.assert_allclose(data.targets.mean(0), 0, atol=1e-6)
   np.testing.assert_allclose(data.targets.std(0), 1, atol=1e-6)
@@ -109,3 +112,16 @@ def test_bad_arguments_raise():
     ms.train(model, params, _data(), SPEC, [0, 1])
   with pytest.raises(ValueError, match="strategy"):
     ms.train(model, params, _data(), SPEC, [0], strategy="pmap")
+
+
+def test_redraw_replaces_only_matching_parameters():
+  model = _model()
+  plain = ms.init_params(model, [0, 1], (8, 8, 3))
+  drawn = ms.init_params(model, [0, 1], (8, 8, 3), redraw={"head/kernel": 0.5})
+  assert np.all(np.asarray(plain["head"]["kernel"]) == 0)  # the ViT's zero head
+  kernel = np.asarray(drawn["head"]["kernel"])
+  assert 0.3 < kernel.std() < 0.7 and not np.allclose(kernel[0], kernel[1])
+  same = jax.tree.map(np.array_equal, {**plain, "head": {}}, {**drawn, "head": {}})
+  assert all(jax.tree.leaves(same))
+  again = ms.init_params(model, [1], (8, 8, 3), redraw={"head/kernel": 0.5})
+  np.testing.assert_array_equal(again["head"]["kernel"][0], kernel[1])

@@ -27,7 +27,7 @@ def test_sine_table_follows_eq1():
   params = ms.init_params(model, [0], (12, 12, 3))
   table = positions.tables(model, params)[0]  # [9, 16]
   # Every (sin, cos) pair of one frequency has unit norm: D / 2 pairs in a row.
-  np.testing.assert_allclose(np.sum(table ** 2, -1), 8.0, rtol=1e-5)
+  np.testing.assert_allclose(np.sum(table**2, -1), 8.0, rtol=1e-5)
   np.testing.assert_allclose(np.sort(table[0]), [0.0] * 8 + [1.0] * 8, atol=1e-6)  # (0, 0)
   assert not np.allclose(table[1], table[3])  # (0, 1) and (1, 0) differ
   assert positions.count(params) == 16  # only the class-token row is a parameter
@@ -36,8 +36,9 @@ def test_sine_table_follows_eq1():
 def test_counts_by_hand():
   params = ms.init_params(_model("embed_1d"), [0], (12, 12, 3))
   assert positions.count(params) == 9 * 16 + 16  # table + class-token row
-  params = ms.init_params(_model("embed_1d", pos_injection="every_layer", depth=2), [0],
-                          (12, 12, 3))
+  params = ms.init_params(
+    _model("embed_1d", pos_injection="every_layer", depth=2), [0], (12, 12, 3)
+  )
   assert positions.count(params) == 2 * (9 * 16 + 16)
   fourier = _model("fourier", posemb_kwargs={"fourier_dim": 8, "hidden_dim": 4})
   params = ms.init_params(fourier, [0], (12, 12, 3))
@@ -56,6 +57,7 @@ def test_transplant_moves_only_positions():
   a = ms.init_params(model, [0], (12, 12, 3))
   b = ms.init_params(model, [1], (12, 12, 3))
   c = positions.transplant(a, b)
+
   def check(path, x, y, z):
     return np.array_equal(y if positions.is_position(ms._names(path)) else x, z)
 

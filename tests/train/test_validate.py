@@ -21,7 +21,12 @@ def _with(path: str, value) -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(config)
 
 
-_DELETE = object()
+class _Delete:
+  def __repr__(self):
+    return "<deleted>"  # a stable test id (pytest-xdist compares them across workers)
+
+
+_DELETE = _Delete()
 
 BAD = [  # (field, bad value, what the message must name)
   ("seed", "zero", "config.seed"),
