@@ -151,7 +151,7 @@ def refit(study: Study) -> None:
   trained = jax.tree.map(lambda a: a[: len(seeds)], source.params)
   study.record("gabor_refit", "embed_1d", {"test": source.test[: len(seeds)].tolist(),
                                            "params": positions.count(trained)})
-  for enc in plan.REFIT:
+  for enc in study.mode.refit:
     result = study.run(Config("distance", enc, train_size=study.mode.train_size), seeds,
                        f"refit {enc}", trainable=positions.is_position,
                        init=lambda fresh: positions.transplant(trained, fresh, False))
@@ -173,4 +173,5 @@ def speed(study: Study, epochs: int = 2) -> None:
     seconds = time.perf_counter() - start
     study.log(f"  speed {strategy}: {seconds:.1f}s for {len(seeds)} seeds x {epochs} epochs")
     study.record("speed", strategy, {"seconds": seconds, "seeds": len(seeds), "epochs": epochs,
-                                     "examples": len(data.images)})
+                                     "examples": len(data.images),
+                                     "epoch_seconds": history["epoch_seconds"]})

@@ -10,7 +10,7 @@ Parts (each a list of `sweep.Config`s, trained S seeds at a time):
 * `gabor`:    000's studies on `distance`: positions added to q / k / v (Tables 3-4), 2-32
               position channels concatenated to q and k (Eq. 13, Fig. 11), positions in the
               first k blocks of a 3-block ViT (Table 5), and Table 1's refit of a trained
-              `embed_1d` model with `gabor`, `edge`, `gabor_edge` positions.
+              `embed_1d` model with `gabor`, `edge`, `gabor_edge` positions (`Mode.refit`).
 """
 
 from __future__ import annotations
@@ -47,23 +47,28 @@ class Mode:
   train_size: int | None  # None: all 5,000 training images
   curve_sizes: tuple[int, ...]
   encodings: tuple[str, ...]
+  tasks: tuple[str, ...]
+  curve_encodings: tuple[str, ...]
   concat_channels: tuple[int, ...]
   deep: int  # depth of the Table 5 model
+  refit: tuple[str, ...]
 
 
 FULL = Mode(seeds=10, few_seeds=5,
             spec=TrainSpec(epochs=10, batch_size=32, lr=1e-3, warmup_epochs=1),
             train_size=None, curve_sizes=(250, 500, 1000, 2500), encodings=ENCODINGS,
-            concat_channels=(2, 4, 8, 16, 32), deep=3)
+            tasks=TASKS, curve_encodings=CURVE_ENCODINGS, concat_channels=(2, 4, 8, 16, 32),
+            deep=3, refit=("gabor", "edge", "gabor_edge"))
 QUICK = Mode(seeds=2, few_seeds=2,
              spec=TrainSpec(epochs=1, batch_size=32, lr=1e-3, warmup_epochs=0),
              train_size=256, curve_sizes=(64,),
-             encodings=("none", "rel_attn_2d", "embed_1d", "sine_2d", "fourier_pretrained"),
-             concat_channels=(2,), deep=2)
+             encodings=("rel_attn_2d", "embed_1d", "fourier_pretrained"),
+             tasks=("direction", "distance", "color_shift"), curve_encodings=("embed_1d",),
+             concat_channels=(2,), deep=2, refit=("gabor_edge",))
 
 
 def table_configs(mode: Mode) -> list[Config]:
-  return [Config(task, enc, train_size=mode.train_size) for task in TASKS
+  return [Config(task, enc, train_size=mode.train_size) for task in mode.tasks
           for enc in mode.encodings]
 
 
@@ -71,7 +76,7 @@ def curve_configs(mode: Mode) -> list[tuple[Config, int]]:
   """(config, epochs): a size n trains min(5000 / n, 4) times the epochs (003 Fig. 3)."""
   out = []
   for task in ("direction", "distance"):
-    for enc in CURVE_ENCODINGS:
+    for enc in mode.curve_encodings:
       for n in mode.curve_sizes:
         epochs = round(mode.spec.epochs * min(5000 / n, 4)) if mode is FULL else 1
         out.append((Config(task, enc, train_size=n), epochs))
@@ -113,11 +118,9 @@ def gabor_configs(mode: Mode) -> dict[str, list[tuple[str, Config]]]:
                                     _attn("qkv", depth=mode.deep, pos_layers=k), n))
            for k in range(1, mode.deep + 1)]
   if mode is QUICK:
-    plus = plus[4:6]
+    plus, deep = plus[4:6], deep[-1:]
   return {"plus": plus, "concat": concat, "deep": deep}
 
-
-REFIT = ("gabor", "edge", "gabor_edge")  # 000 Table 1: replacements of a trained embed_1d
 
 # The papers' numbers (mean ± std where given).
 PAPER = {

@@ -62,7 +62,7 @@ def table(model: ViT, params: Any, key: str = "pos") -> np.ndarray:
     ndim=2,
   )
   module = encodings.build(model.posemb, **{**context, **(model.posemb_kwargs or {})})
-  variables = {"params": params[_ENC][key].get("encoding", {})}
+  variables = {"params": params[_ENC].get(key, {}).get("encoding", {})}  # fixed: no params
   return np.asarray(module.apply(variables, shape, method="grid"))
 
 

@@ -1,5 +1,6 @@
 """Training: one sectioned trainer (trainer.py) and its parts.
 
+program.py (model, optimizer, state shardings and jitted steps of a config on a mesh),
 sharding.py (mesh, logical-axis rules), optim.py (optax optimizers and schedules),
 steps.py (train state, train/eval steps), checkpoint.py (orbax), metrics.py (JSON
 lines, TensorBoard, progress bar, summary), validate.py (config checks),

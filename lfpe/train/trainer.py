@@ -4,13 +4,14 @@
 2. Mesh: ('data', 'model') devices; logical-axis rules (tensor parallel, FSDP).
 3. Data: per-process loaders whose batches are global arrays sharded over 'data'.
 4. Model and optimizer, from the task (lfpe/tasks) and config.optim/schedule.
-5. Sharded state: `jax.eval_shape` of init gives shapes and logical axes, the
-   rules turn them into NamedShardings, `jax.jit(init, out_shardings=...)` builds
-   the state directly in place on the devices.
+5. Sharded state layout: `jax.eval_shape` of init gives shapes and logical axes,
+   the rules turn them into NamedShardings; `jax.jit(train_step,
+   donate_argnums=0)` and `jax.jit(eval_step)` with those shardings. Steps 4-5
+   are `program.build` (shared with the benchmarks, which compile without data).
 6. Restore the latest checkpoint (state and data position), possibly written
-   on another mesh; otherwise start from the fresh state.
-7. `jax.jit(train_step, donate_argnums=0)`; `jax.jit(eval_step)`.
-8. Loop: step, log, evaluate, checkpoint; stop on a non-finite loss.
+   on another mesh; otherwise `jax.jit(init, out_shardings=...)` builds the state
+   directly in place on the devices.
+7. Loop: step, log, evaluate, checkpoint; stop on a non-finite loss.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from lfpe import tasks
-from lfpe.train import checkpoint, optim, sharding, steps, validate
+from lfpe.train import checkpoint, program, sharding, validate
 from lfpe.train.metrics import MetricWriter
 
 LoaderFn = Callable[..., Any]
@@ -56,12 +56,10 @@ def train_and_evaluate(
   # 1. Config.
   devices = list(jax.devices() if devices is None else devices)
   validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
-  task = tasks.get(config.task)
   make_loader = make_loader or default_loader
 
-  # 2. Mesh and sharding rules.
+  # 2. Mesh; batches split over its 'data' axis.
   mesh = sharding.make_mesh(config.mesh, devices)
-  rules = sharding.logical_rules(config.mesh.fsdp)
   data_sharding = sharding.batch_sharding(mesh)
 
   # 3. Data.
@@ -80,49 +78,20 @@ def train_and_evaluate(
     mesh=data_sharding,
   )
 
-  # 4. Model and optimizer.
-  model = task.create_model(config)
-  tx, schedule = optim.make_optimizer(config)
-  init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
-  init = functools.partial(
-    steps.init_state, example=task.example_batch(config), task=task, model=model, tx=tx
-  )
+  # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
+  # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
+  prog = program.build(config, mesh)
 
-  # 5. Sharded state: shapes and logical axes first, then the state in place.
-  boxed = jax.eval_shape(init, init_rng)
-  state_shardings = sharding.tree_shardings(boxed, mesh, rules)
-  abstract = sharding.unbox(boxed)
-  sharding.check_divisible(abstract, state_shardings)
-
-  # 6. Restore, or initialise.
+  # 6. Restore the latest checkpoint onto this mesh, or initialise in place.
   manager = checkpoint.make_manager(
     workdir, keep=config.keep_checkpoints, async_save=config.get("async_checkpoints", True)
   )
-  target = checkpoint.with_shardings(abstract, state_shardings)
+  target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
   restored = checkpoint.restore_latest(manager, target, train_iter)
-  if restored is None:
-    start_step = 0
-    state = jax.jit(lambda rng: sharding.unbox(init(rng)), out_shardings=state_shardings)(init_rng)
-  else:
-    start_step, state = restored
+  start_step, state = restored if restored else (0, prog.init_state())
 
-  # 7. Compiled steps.
-  train_step = jax.jit(
-    functools.partial(
-      steps.train_step, task=task, model=model, tx=tx, schedule=schedule, dropout_rng=dropout_rng
-    ),
-    in_shardings=(state_shardings, data_sharding),
-    out_shardings=(state_shardings, sharding.replicated(mesh)),
-    donate_argnums=0,
-  )
-  eval_step = jax.jit(
-    functools.partial(steps.eval_step, task=task, model=model),
-    in_shardings=(state_shardings.variables(), data_sharding),
-    out_shardings=sharding.replicated(mesh),
-  )
-
-  # 8. The loop: step, log (stop on NaN), evaluate, checkpoint.
-  evaluate = functools.partial(_evaluate, task, eval_step, eval_data)
+  # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
+  evaluate = functools.partial(_evaluate, prog.task, prog.eval_step, eval_data)
   writer = MetricWriter(
     workdir,
     total_steps=config.total_steps,
@@ -133,7 +102,7 @@ def train_and_evaluate(
   start_time = time.perf_counter()
   with manager, writer:
     for step in range(start_step + 1, config.total_steps + 1):
-      state, metrics = train_step(state, next(train_iter))
+      state, metrics = prog.train_step(state, next(train_iter))
       last = step == config.total_steps
       saving = step % config.checkpoint_every == 0 or last
       if step % config.log_every == 0 or saving:  # Never save a state not known to be finite.
@@ -158,10 +127,14 @@ def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:
   if math.isfinite(values["loss"]):
     return
   manager.wait_until_finished()
+  last = manager.latest_step()
+  kept = "no checkpoint was written yet"
+  if last is not None:
+    kept = f"the last good checkpoint is step {last} in {manager.directory}"
   raise NonFiniteLossError(
-    f"Training loss is {values['loss']} at step {step}: stopping. The last good checkpoint "
-    f"is step {manager.latest_step()} in {manager.directory}; lower config.optim.lr, set "
-    "config.optim.grad_clip_norm, or lengthen config.schedule.warmup_steps, then resume."
+    f"Training loss is {values['loss']} at step {step}: stopping; {kept}. Lower "
+    "config.optim.lr, set config.optim.grad_clip_norm, or lengthen "
+    "config.schedule.warmup_steps, then run again (it resumes from the last checkpoint)."
   )
 
 

@@ -1,0 +1,242 @@
+"""Markdown tables (ours beside the papers') and PNG figures from a study's results.json."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from experiments.position_study import plan
+from lfpe.analysis.similarity import plot_similarity_maps
+
+PROBE_COLUMNS = (("left_right", "before"), ("left_right", "after"), ("up_down", "before"),
+                 ("up_down", "after"), ("distance", "before"), ("distance", "after"))
+
+
+def ms(values, scale: float = 1.0, digits: int = 2) -> str:
+  """`mean ± std` of per-seed values."""
+  v = scale * np.asarray(values, float)
+  return f"{v.mean():.{digits}f} ± {v.std():.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _score(entry: dict | None, task: str) -> str:
+  if entry is None:
+    return "-"
+  return ms(entry["test"], 1.0 if task == "distance" else 100.0)
+
+
+def main_tables(res: dict) -> str:
+  """003 Tables 1, 3 and 4: test accuracy (%) or R^2, mean ± std over seeds."""
+  tab = res.get("tables", {})
+  encs = [e for e in plan.ENCODINGS if any(f"{t}/{e}" in tab for t in plan.TASKS)]
+  out = []
+  for title, tasks in (("Table 1: relative direction (acc. %) and distance (R²)",
+                        ("direction", "distance")),
+                       ("Table 3: absolute location (acc. %)", ("absolute",)),
+                       ("Table 4: colour shift between train and test (acc. %)",
+                        ("color_shift",))):
+    header = ["Position embedding"] + [h for t in tasks for h in (f"{t} (ours)", "003")]
+    rows = [[plan.LABELS[e]] + [c for t in tasks for c in
+                                (_score(tab.get(f"{t}/{e}"), t), plan.PAPER[t].get(e, "-"))]
+            for e in encs]
+    out.append(f"**{title}**\n\n" + _table(header, rows))
+  return "\n\n".join(out)
+
+
+def _probe_cell(entry: dict, probe: str, when: str, scheme: str) -> str:
+  try:
+    values = entry["probes"][when][probe][scheme]
+  except KeyError:
+    return "-"
+  return ms(values, 1.0 if probe == "distance" else 100.0)
+
+
+def probe_table(res: dict, scheme: str) -> str:
+  """003 Table 2: probe accuracy (%) / R^2 before and after training, ours and the paper's."""
+  tab = res.get("tables", {})
+  header = ["Position embedding"] + [f"{p} {w}" for p, w in PROBE_COLUMNS]
+  rows = []
+  for enc in plan.PROBED:
+    entries = {p: tab.get(f"{'distance' if p == 'distance' else 'direction'}/{enc}", {})
+               for p, _ in PROBE_COLUMNS}
+    if not any(entries.values()):
+      continue
+    rows.append([plan.LABELS[enc]] + [_probe_cell(entries[p], p, w, scheme)
+                                      for p, w in PROBE_COLUMNS])
+    paper = plan.PAPER["probes"].get(enc)
+    if paper:
+      rows.append(["  003"] + [paper[p][0 if w == "before" else 1] or "-"
+                               for p, w in PROBE_COLUMNS])
+  return _table(header, rows)
+
+
+def pretrain_table(res: dict) -> str:
+  """Probes of the Fourier table at init and after pretraining (003 Sec. 5.1)."""
+  pre = res.get("pretrain", {}).get("probes")
+  if not pre:
+    return "(not run)"
+  rows = []
+  for when in ("before", "after"):
+    cells = [ms(pre[when][p]["positions"], 1.0 if p == "distance" else 100.0)
+             for p in ("left_right", "up_down", "distance")]
+    rows.append([f"{when} pretraining"] + cells)
+  rows.append(["003 (before → after)", "92 → 99", "92 → 99", "0.91 → 0.98"])
+  return _table(["Fourier table", "left_right", "up_down", "distance (R²)"], rows)
+
+
+def ablation_table(res: dict) -> str:
+  """004 Table 8: R^2 on `distance` (2 blocks) beside ViT-B/16's 5-shot accuracy."""
+  abl = res.get("ablation", {})
+  rows = []
+  for enc, label in (("none", "No Pos. Emb."), ("embed_1d", "1-D Pos. Emb."),
+                     ("embed_2d", "2-D Pos. Emb."), ("rel_attn_2d", "Rel. Pos. Emb.")):
+    cells = []
+    for inj in ("stem", "every_layer", "every_layer_shared"):
+      key = (enc, "attention" if enc == "rel_attn_2d" and inj == "stem" else inj)
+      entry = abl.get(f"{key[0]}/{key[1]}")
+      cells.append(f"{ms(entry['test'], 1, 3)} ({plan.PAPER['ablation'].get(key, 'N/A')})"
+                   if entry else "N/A")
+    rows.append([label] + cells)
+  return _table(["R² (004)", "Stem", "Every layer", "Every layer, shared"], rows)
+
+
+def gabor_tables(res: dict) -> str:
+  """000's studies: R^2 on `distance` beside DeiT-T / ViT-B ImageNet top-1."""
+  out = []
+  for part, title, paper in (("gabor_plus", "Tables 3-4: where positions enter attention",
+                              plan.PAPER["plus"]),
+                             ("gabor_concat", "Eq. 13 / Fig. 11: channels concatenated to q, k",
+                              {}),
+                             ("gabor_deep", "Table 5: positions in the first k blocks",
+                              plan.PAPER["deep"])):
+    rows = [[label, ms(e["test"], 1, 3), str(e["params"]), paper.get(label, "-")]
+            for label, e in res.get(part, {}).items()]
+    out.append(f"**000 {title}**\n\n" + _table(["Row", "R² (ours)", "#pos. params",
+                                                "000 top-1 %"], rows))
+  rows = [[enc, ms(e["test"], 1, 3), str(e["params"]), plan.PAPER["refit"].get(enc, "-")]
+          for enc, e in res.get("gabor_refit", {}).items()]
+  out.append("**000 Table 1: refit of a trained embed_1d model (only positions train)**\n\n"
+             + _table(["Positions", "R² (ours)", "#pos. params", "000 ViT-B top-1 (#params)"],
+                      rows))
+  return "\n\n".join(out)
+
+
+def speed_table(res: dict) -> str:
+  rows = []
+  for strategy, e in res.get("speed", {}).items():
+    steady = np.mean(e["epoch_seconds"][1:]) if len(e["epoch_seconds"]) > 1 else float("nan")
+    rows.append([strategy, f"{e['seconds']:.1f}", f"{e['epoch_seconds'][0]:.1f}",
+                 f"{steady:.2f}"])
+  return _table(["Seeds run as", "total s", "first epoch s (compile)", "later epochs s"], rows)
+
+
+def timing_table(res: dict) -> str:
+  rows = [[part, f"{s:.0f}"] for part, s in res.get("timing", {}).items()]
+  return _table(["Part", "seconds"], rows)
+
+
+def markdown(res: dict) -> str:
+  """Every table of the study, in README order."""
+  parts = [main_tables(res),
+           "**Table 2: probes, 10-fold CV on held-out positions (`positions` scheme)**\n\n"
+           + probe_table(res, "positions"),
+           "**Table 2, the literal reading (`pairs` scheme: sklearn defaults, folds of pairs)**"
+           "\n\n" + probe_table(res, "pairs"),
+           "**Pretrained Fourier positions (003 Sec. 5.1), `positions` probes**\n\n"
+           + pretrain_table(res),
+           "**004 Table 8: position-embedding ablation**\n\n" + ablation_table(res),
+           gabor_tables(res),
+           "**Seeds trained together vs one after another**\n\n" + speed_table(res),
+           "**Runtime per part**\n\n" + timing_table(res)]
+  return "\n\n".join(parts) + "\n"
+
+
+def _plt():
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  return plt
+
+
+def curves_figure(res: dict, path: str) -> None:
+  """003 Fig. 3: test score against training-set size, mean ± std over seeds."""
+  plt = _plt()
+  full = res.get("tables", {})
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+  for ax, task in zip(axes, ("direction", "distance"), strict=True):
+    for enc in plan.CURVE_ENCODINGS:
+      pts = {e["train_size"]: e["test"] for k, e in res.get("curves", {}).items()
+             if k.startswith(f"{task}/{enc}/")}
+      if f"{task}/{enc}" in full:
+        pts[5000] = full[f"{task}/{enc}"]["test"]
+      if pts:
+        n = sorted(pts)
+        m, s = zip(*[(np.mean(pts[k]), np.std(pts[k])) for k in n], strict=True)
+        ax.errorbar(n, m, yerr=s, marker="o", capsize=3, label=plan.LABELS[enc])
+    ax.set_xscale("log")
+    ax.set_xlabel("training images")
+    ax.set_ylabel("test accuracy" if task == "direction" else "test R²")
+    ax.set_title(task)
+    ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def maps_figure(res: dict, task: str, path: str) -> None:
+  """003 Fig. 5: cosine similarity to one patch, before and after training on `task`."""
+  maps = {}
+  for enc in plan.MAPPED:
+    entry = res.get("tables", {}).get(f"{task}/{enc}", {})
+    for when in ("before", "after"):
+      if "maps" in entry:
+        maps[f"{enc} {when}"] = np.asarray(entry["maps"][when])
+  if maps:
+    plot_similarity_maps(maps, path, title=f"cosine similarity to patch (2, 2), {task}")
+
+
+def concat_figure(res: dict, path: str) -> None:
+  """000 Fig. 11: score against the number of concatenated position channels."""
+  plt = _plt()
+  rows = [(int(k.split()[0]), e["test"]) for k, e in res.get("gabor_concat", {}).items()]
+  if not rows:
+    return
+  rows.sort()
+  fig, ax = plt.subplots(figsize=(4.5, 3.5))
+  ax.errorbar([c for c, _ in rows], [np.mean(t) for _, t in rows],
+              yerr=[np.std(t) for _, t in rows], marker="o", capsize=3)
+  ax.set_xscale("log", base=2)
+  ax.set_xlabel("position channels per head (q and k)")
+  ax.set_ylabel("test R² (distance)")
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def figures(res: dict, out: str) -> list[str]:
+  """Writes every figure into `out`; returns the paths written."""
+  paths = {"fig3_learning_curves.png": lambda p: curves_figure(res, p),
+           "fig5_similarity_color_shift.png": lambda p: maps_figure(res, "color_shift", p),
+           "fig5_similarity_direction.png": lambda p: maps_figure(res, "direction", p),
+           "fig11_concat_channels.png": lambda p: concat_figure(res, p)}
+  written = []
+  for name, draw in paths.items():
+    draw(os.path.join(out, name))
+    if os.path.exists(os.path.join(out, name)):
+      written.append(name)
+  return written
+
+
+def write(res: dict[str, Any], out: str) -> None:
+  """`tables.md` and the figures into `out`."""
+  with open(os.path.join(out, "tables.md"), "w") as f:
+    f.write(markdown(res))
+  figures(res, out)
