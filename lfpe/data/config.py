@@ -11,6 +11,8 @@ Fields of `default_config()`:
   augment: ops run on training examples only, before `preprocess` (e.g.
     `"random_crop(8, 1)|flip_lr"`); may be random, seeded per example.
   worker_count: grain worker processes for training (0: in the main process).
+  cache: decode every record of the split once and keep it in memory (small datasets such
+    as digits: the per-example PNG decoding otherwise dominates a tiny model's step).
 There is no shuffle buffer: grain shuffles the whole split (a new permutation each epoch).
 """
 
@@ -42,6 +44,7 @@ def default_config(name: str = "digits") -> ml_collections.ConfigDict:
       "preprocess": config_dict.placeholder(str),
       "augment": "",
       "worker_count": 0,
+      "cache": False,
     }
   )
 
@@ -58,6 +61,7 @@ class Resolved:
   preprocess: list
   augment: list
   worker_count: int
+  cache: bool = False
 
   def split(self, train: bool) -> str:
     return self.train_split if train else self.eval_split
@@ -100,6 +104,7 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
     preprocess=preprocess,
     augment=_parse("augment", data.get("augment", ""), size),
     worker_count=worker_count,
+    cache=bool(data.get("cache", False)),
   )
 
 

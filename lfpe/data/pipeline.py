@@ -221,10 +221,10 @@ def make_loader(
   sharding = batch_sharding(mesh)
   config.check_batch(global_batch_size, sharding.mesh if hasattr(sharding, "mesh") else None)
   split = split or resolved.split(train)
-  source = NamedSource(
-    builders.data_source(resolved.spec.name, split, resolved.data_dir),
-    f"{resolved.spec.name}:{split}",
-  )
+  source = builders.data_source(resolved.spec.name, split, resolved.data_dir)
+  if resolved.cache:  # Decode once; later reads are list lookups.
+    source = [source[i] for i in range(len(source))]
+  source = NamedSource(source, f"{resolved.spec.name}:{split}")
   transforms = resolved.ops(train)
   check_image_size(resolved, ops.apply(transforms, source[0], np.random.default_rng(seed)))
   shard_index, shard_count = process_shard(sharding, global_batch_size)
