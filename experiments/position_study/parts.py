@@ -84,22 +84,21 @@ def pretrain(study: Study) -> None:
                                       "after": probe_all(second.model, second.params, names)})
 
 
-def _table_run(study: Study, config: Config, seeds) -> sweep.Result:
+def _table_run(study: Study, label: str, config: Config, seeds) -> sweep.Result:
   if config.posemb != "fourier_pretrained":
-    return study.run(config, seeds)
+    return study.run(config, seeds, label)
   if study.pretrained is None:
     pretrain(study)
   source = study.pretrained
   config = dataclasses.replace(config, posemb="fourier")
-  return study.run(config, seeds, "fourier_pretrained",
-                   init=lambda fresh: positions.transplant(fresh, source))
+  return study.run(config, seeds, label, init=lambda fresh: positions.transplant(fresh, source))
 
 
 def tables(study: Study) -> None:
   """003 Tables 1, 3, 4 with the probes of Table 2 and the maps of Fig. 5."""
   seeds = range(study.mode.seeds)
-  for config in plan.table_configs(study.mode):
-    result, enc = _table_run(study, config, seeds), config.posemb
+  for enc, config in plan.table_configs(study.mode):
+    result = _table_run(study, enc, config, seeds)
     entry = result.summary() | {"posemb": enc}
     names = {"direction": ("left_right", "up_down"), "distance": ("distance",)}.get(config.task)
     if enc in plan.PROBED and names:

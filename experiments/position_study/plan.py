@@ -24,6 +24,7 @@ PARTS = ("pretrain", "tables", "curves", "ablation", "gabor")
 TASKS = ("direction", "distance", "absolute", "color_shift")
 ENCODINGS = ("none", "rel_attn_2d", "embed_1d", "sine_2d", "fourier", "learnable_sine",
              "fourier_pretrained", "gabor_edge", "rope_mixed")
+ROWS = (*ENCODINGS, "rel_attn_2d_cls")  # rows of the tables
 PROBED = ("embed_1d", "sine_2d", "fourier", "learnable_sine", "fourier_pretrained",
           "gabor_edge")
 MAPPED = ("embed_1d", "sine_2d", "fourier", "learnable_sine", "fourier_pretrained")
@@ -34,6 +35,7 @@ LABELS = {
   "learnable_sine": "Learnable sinusoidal (003 Sec. 5.2)",
   "fourier_pretrained": "Pretrained Fourier (003 Sec. 5.1)",
   "gabor_edge": "Gabor + edge (000)", "rope_mixed": "RoPE mixed (rope_mixed)",
+  "rel_attn_2d_cls": "Relative, class-token pooling",
 }
 
 
@@ -67,9 +69,18 @@ QUICK = Mode(seeds=2, few_seeds=2,
              concat_channels=(2,), deep=2, refit=("gabor_edge",))
 
 
-def table_configs(mode: Mode) -> list[Config]:
-  return [Config(task, enc, train_size=mode.train_size) for task in mode.tasks
-          for enc in mode.encodings]
+def table_configs(mode: Mode) -> list[tuple[str, Config]]:
+  """(label, config) of Tables 1, 3, 4; `fourier_pretrained` is `fourier` started pretrained.
+
+  Also `rel_attn_2d` with a class token instead of average pooling (the ViT default),
+  where no position reaches the class token of a 1-block model (see the README).
+  """
+  out = [(enc, Config(task, enc, train_size=mode.train_size)) for task in mode.tasks
+         for enc in mode.encodings]
+  if mode is FULL:
+    out += [("rel_attn_2d_cls", Config(task, "rel_attn_2d", {"pool": "token"}))
+            for task in ("direction", "absolute")]
+  return out
 
 
 def curve_configs(mode: Mode) -> list[tuple[Config, int]]:

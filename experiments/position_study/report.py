@@ -34,7 +34,7 @@ def _score(entry: dict | None, task: str) -> str:
 def main_tables(res: dict) -> str:
   """003 Tables 1, 3 and 4: test accuracy (%) or R^2, mean ± std over seeds."""
   tab = res.get("tables", {})
-  encs = [e for e in plan.ENCODINGS if any(f"{t}/{e}" in tab for t in plan.TASKS)]
+  encs = [e for e in plan.ROWS if any(f"{t}/{e}" in tab for t in plan.TASKS)]
   out = []
   for title, tasks in (("Table 1: relative direction (acc. %) and distance (R²)",
                         ("direction", "distance")),
