@@ -35,15 +35,17 @@ class Study:
     self.pretrained = None  # position params [S, ...] of the pretrained Fourier model
     self.refit_source = None  # the `distance` embed_1d Result
 
-  def run(self, config: Config, seeds, label: str | None = None, epochs: int | None = None,
-          **kw) -> sweep.Result:
+  def run(
+    self, config: Config, seeds, label: str | None = None, epochs: int | None = None, **kw
+  ) -> sweep.Result:
     """Trains one configuration and logs its scores."""
-    spec = self.mode.spec if epochs is None else dataclasses.replace(self.mode.spec,
-                                                                     epochs=epochs)
+    spec = self.mode.spec if epochs is None else dataclasses.replace(self.mode.spec, epochs=epochs)
     start = time.perf_counter()
     result = sweep.run(config, list(seeds), spec, self.data_dir, strategy=self.strategy, **kw)
-    self.log(f"  {config.task:12s} {label or config.posemb:22s} {dict(config.model)} "
-             f"n={config.train_size}: {_fmt(result.test)} ({time.perf_counter() - start:.0f}s)")
+    self.log(
+      f"  {config.task:12s} {label or config.posemb:22s} {dict(config.model)} "
+      f"n={config.train_size}: {_fmt(result.test)} ({time.perf_counter() - start:.0f}s)"
+    )
     return result
 
   def record(self, part: str, key: str, value: Any) -> None:
@@ -60,8 +62,13 @@ def probe_all(model, params, names) -> dict[str, dict[str, list[float]]]:
   """Per-seed mean fold scores `{probe: {scheme: [S]}}` of a model's position tables."""
   tables = positions.tables(model, params)
   shape = positions.grid(model)
-  return {name: {scheme: [float(probes.probe(t, shape, name, scheme).mean()) for t in tables]
-                 for scheme in probes.SCHEMES} for name in names}
+  return {
+    name: {
+      scheme: [float(probes.probe(t, shape, name, scheme).mean()) for t in tables]
+      for scheme in probes.SCHEMES
+    }
+    for name in names
+  }
 
 
 def similarity_maps(model, params) -> list[list[float]]:
@@ -80,8 +87,14 @@ def pretrain(study: Study) -> None:
   study.record("pretrain", "direction4", first.summary())
   study.record("pretrain", "distance", second.summary())
   names = ("left_right", "up_down", "distance")
-  study.record("pretrain", "probes", {"before": probe_all(first.model, first.init_params, names),
-                                      "after": probe_all(second.model, second.params, names)})
+  study.record(
+    "pretrain",
+    "probes",
+    {
+      "before": probe_all(first.model, first.init_params, names),
+      "after": probe_all(second.model, second.params, names),
+    },
+  )
 
 
 def _table_run(study: Study, label: str, config: Config, seeds) -> sweep.Result:
@@ -102,11 +115,15 @@ def tables(study: Study) -> None:
     entry = result.summary() | {"posemb": enc}
     names = {"direction": ("left_right", "up_down"), "distance": ("distance",)}.get(config.task)
     if enc in plan.PROBED and names:
-      entry["probes"] = {"before": probe_all(result.model, result.init_params, names),
-                         "after": probe_all(result.model, result.params, names)}
+      entry["probes"] = {
+        "before": probe_all(result.model, result.init_params, names),
+        "after": probe_all(result.model, result.params, names),
+      }
     if enc in plan.MAPPED and config.task in ("color_shift", "direction"):
-      entry["maps"] = {"before": similarity_maps(result.model, result.init_params),
-                       "after": similarity_maps(result.model, result.params)}
+      entry["maps"] = {
+        "before": similarity_maps(result.model, result.init_params),
+        "after": similarity_maps(result.model, result.params),
+      }
     if config.task == "distance" and enc == "embed_1d":
       study.refit_source = result
     study.record("tables", f"{config.task}/{enc}", entry)
@@ -117,8 +134,11 @@ def curves(study: Study) -> None:
   seeds = range(study.mode.few_seeds)
   for config, epochs in plan.curve_configs(study.mode):
     result = study.run(config, seeds, epochs=epochs)
-    study.record("curves", f"{config.task}/{config.posemb}/{config.train_size}",
-                 result.summary() | {"epochs": epochs})
+    study.record(
+      "curves",
+      f"{config.task}/{config.posemb}/{config.train_size}",
+      result.summary() | {"epochs": epochs},
+    )
 
 
 def ablation(study: Study) -> None:
@@ -126,8 +146,11 @@ def ablation(study: Study) -> None:
   seeds = range(study.mode.few_seeds)
   for config in plan.ablation_configs(study.mode):
     result = study.run(config, seeds)
-    study.record("ablation", f"{config.posemb}/{config.model['pos_injection']}",
-                 result.summary() | {"params": positions.count(result.params)})
+    study.record(
+      "ablation",
+      f"{config.posemb}/{config.model['pos_injection']}",
+      result.summary() | {"params": positions.count(result.params)},
+    )
 
 
 def gabor(study: Study) -> None:
@@ -136,8 +159,9 @@ def gabor(study: Study) -> None:
   for name, rows in plan.gabor_configs(study.mode).items():
     for label, config in rows:
       result = study.run(config, seeds, label)
-      study.record(f"gabor_{name}", label,
-                   result.summary() | {"params": positions.count(result.params)})
+      study.record(
+        f"gabor_{name}", label, result.summary() | {"params": positions.count(result.params)}
+      )
   refit(study)
 
 
@@ -148,12 +172,19 @@ def refit(study: Study) -> None:
   if source is None or source.seeds[: len(seeds)] != seeds:
     source = study.run(Config("distance", "embed_1d", train_size=study.mode.train_size), seeds)
   trained = jax.tree.map(lambda a: a[: len(seeds)], source.params)
-  study.record("gabor_refit", "embed_1d", {"test": source.test[: len(seeds)].tolist(),
-                                           "params": positions.count(trained)})
+  study.record(
+    "gabor_refit",
+    "embed_1d",
+    {"test": source.test[: len(seeds)].tolist(), "params": positions.count(trained)},
+  )
   for enc in study.mode.refit:
-    result = study.run(Config("distance", enc, train_size=study.mode.train_size), seeds,
-                       f"refit {enc}", trainable=positions.is_position,
-                       init=lambda fresh: positions.transplant(trained, fresh, False))
+    result = study.run(
+      Config("distance", enc, train_size=study.mode.train_size),
+      seeds,
+      f"refit {enc}",
+      trainable=positions.is_position,
+      init=lambda fresh: positions.transplant(trained, fresh, False),
+    )
     study.record("gabor_refit", enc, result.summary() | {"params": positions.count(result.params)})
 
 
@@ -171,6 +202,14 @@ def speed(study: Study, epochs: int = 2) -> None:
     _, history = ms.train(model, params, data, spec, list(seeds), strategy=strategy)
     seconds = time.perf_counter() - start
     study.log(f"  speed {strategy}: {seconds:.1f}s for {len(seeds)} seeds x {epochs} epochs")
-    study.record("speed", strategy, {"seconds": seconds, "seeds": len(seeds), "epochs": epochs,
-                                     "examples": len(data.images),
-                                     "epoch_seconds": history["epoch_seconds"]})
+    study.record(
+      "speed",
+      strategy,
+      {
+        "seconds": seconds,
+        "seeds": len(seeds),
+        "epochs": epochs,
+        "examples": len(data.images),
+        "epoch_seconds": history["epoch_seconds"],
+      },
+    )

@@ -10,8 +10,14 @@ import numpy as np
 from experiments.position_study import plan
 from lfpe.analysis.similarity import plot_similarity_maps
 
-PROBE_COLUMNS = (("left_right", "before"), ("left_right", "after"), ("up_down", "before"),
-                 ("up_down", "after"), ("distance", "before"), ("distance", "after"))
+PROBE_COLUMNS = (
+  ("left_right", "before"),
+  ("left_right", "after"),
+  ("up_down", "before"),
+  ("up_down", "after"),
+  ("distance", "before"),
+  ("distance", "after"),
+)
 
 
 def ms(values, scale: float = 1.0, digits: int = 2) -> str:
@@ -36,15 +42,17 @@ def main_tables(res: dict) -> str:
   tab = res.get("tables", {})
   encs = [e for e in plan.ROWS if any(f"{t}/{e}" in tab for t in plan.TASKS)]
   out = []
-  for title, tasks in (("Table 1: relative direction (acc. %) and distance (R²)",
-                        ("direction", "distance")),
-                       ("Table 3: absolute location (acc. %)", ("absolute",)),
-                       ("Table 4: colour shift between train and test (acc. %)",
-                        ("color_shift",))):
+  for title, tasks in (
+    ("Table 1: relative direction (acc. %) and distance (R²)", ("direction", "distance")),
+    ("Table 3: absolute location (acc. %)", ("absolute",)),
+    ("Table 4: colour shift between train and test (acc. %)", ("color_shift",)),
+  ):
     header = ["Position embedding"] + [h for t in tasks for h in (f"{t} (ours)", "003")]
-    rows = [[plan.LABELS[e]] + [c for t in tasks for c in
-                                (_score(tab.get(f"{t}/{e}"), t), plan.PAPER[t].get(e, "-"))]
-            for e in encs]
+    rows = [
+      [plan.LABELS[e]]
+      + [c for t in tasks for c in (_score(tab.get(f"{t}/{e}"), t), plan.PAPER[t].get(e, "-"))]
+      for e in encs
+    ]
     out.append(f"**{title}**\n\n" + _table(header, rows))
   return "\n\n".join(out)
 
@@ -63,16 +71,20 @@ def probe_table(res: dict, scheme: str) -> str:
   header = ["Position embedding"] + [f"{p} {w}" for p, w in PROBE_COLUMNS]
   rows = []
   for enc in plan.PROBED:
-    entries = {p: tab.get(f"{'distance' if p == 'distance' else 'direction'}/{enc}", {})
-               for p, _ in PROBE_COLUMNS}
+    entries = {
+      p: tab.get(f"{'distance' if p == 'distance' else 'direction'}/{enc}", {})
+      for p, _ in PROBE_COLUMNS
+    }
     if not any(entries.values()):
       continue
-    rows.append([plan.LABELS[enc]] + [_probe_cell(entries[p], p, w, scheme)
-                                      for p, w in PROBE_COLUMNS])
+    rows.append(
+      [plan.LABELS[enc]] + [_probe_cell(entries[p], p, w, scheme) for p, w in PROBE_COLUMNS]
+    )
     paper = plan.PAPER["probes"].get(enc)
     if paper:
-      rows.append(["  003"] + [paper[p][0 if w == "before" else 1] or "-"
-                               for p, w in PROBE_COLUMNS])
+      rows.append(
+        ["  003"] + [paper[p][0 if w == "before" else 1] or "-" for p, w in PROBE_COLUMNS]
+      )
   return _table(header, rows)
 
 
@@ -83,8 +95,10 @@ def pretrain_table(res: dict) -> str:
     return "(not run)"
   rows = []
   for when in ("before", "after"):
-    cells = [ms(pre[when][p]["positions"], 1.0 if p == "distance" else 100.0)
-             for p in ("left_right", "up_down", "distance")]
+    cells = [
+      ms(pre[when][p]["positions"], 1.0 if p == "distance" else 100.0)
+      for p in ("left_right", "up_down", "distance")
+    ]
     rows.append([f"{when} pretraining"] + cells)
   rows.append(["003 (before → after)", "92 → 99", "92 → 99", "0.91 → 0.98"])
   return _table(["Fourier table", "left_right", "up_down", "distance (R²)"], rows)
@@ -94,14 +108,19 @@ def ablation_table(res: dict) -> str:
   """004 Table 8: R^2 on `distance` (2 blocks) beside ViT-B/16's 5-shot accuracy."""
   abl = res.get("ablation", {})
   rows = []
-  for enc, label in (("none", "No Pos. Emb."), ("embed_1d", "1-D Pos. Emb."),
-                     ("embed_2d", "2-D Pos. Emb."), ("rel_attn_2d", "Rel. Pos. Emb.")):
+  for enc, label in (
+    ("none", "No Pos. Emb."),
+    ("embed_1d", "1-D Pos. Emb."),
+    ("embed_2d", "2-D Pos. Emb."),
+    ("rel_attn_2d", "Rel. Pos. Emb."),
+  ):
     cells = []
     for inj in ("stem", "every_layer", "every_layer_shared"):
       key = (enc, "attention" if enc == "rel_attn_2d" and inj == "stem" else inj)
       entry = abl.get(f"{key[0]}/{key[1]}")
-      cells.append(f"{ms(entry['test'], 1, 3)} ({plan.PAPER['ablation'].get(key, 'N/A')})"
-                   if entry else "N/A")
+      cells.append(
+        f"{ms(entry['test'], 1, 3)} ({plan.PAPER['ablation'].get(key, 'N/A')})" if entry else "N/A"
+      )
     rows.append([label] + cells)
   return _table(["R² (004)", "Stem", "Every layer", "Every layer, shared"], rows)
 
@@ -109,21 +128,26 @@ def ablation_table(res: dict) -> str:
 def gabor_tables(res: dict) -> str:
   """000's studies: R^2 on `distance` beside DeiT-T / ViT-B ImageNet top-1."""
   out = []
-  for part, title, paper in (("gabor_plus", "Tables 3-4: where positions enter attention",
-                              plan.PAPER["plus"]),
-                             ("gabor_concat", "Eq. 13 / Fig. 11: channels concatenated to q, k",
-                              {}),
-                             ("gabor_deep", "Table 5: positions in the first k blocks",
-                              plan.PAPER["deep"])):
-    rows = [[label, ms(e["test"], 1, 3), str(e["params"]), paper.get(label, "-")]
-            for label, e in res.get(part, {}).items()]
-    out.append(f"**000 {title}**\n\n" + _table(["Row", "R² (ours)", "#pos. params",
-                                                "000 top-1 %"], rows))
-  rows = [[enc, ms(e["test"], 1, 3), str(e["params"]), plan.PAPER["refit"].get(enc, "-")]
-          for enc, e in res.get("gabor_refit", {}).items()]
-  out.append("**000 Table 1: refit of a trained embed_1d model (only positions train)**\n\n"
-             + _table(["Positions", "R² (ours)", "#pos. params", "000 ViT-B top-1 (#params)"],
-                      rows))
+  for part, title, paper in (
+    ("gabor_plus", "Tables 3-4: where positions enter attention", plan.PAPER["plus"]),
+    ("gabor_concat", "Eq. 13 / Fig. 11: channels concatenated to q, k", {}),
+    ("gabor_deep", "Table 5: positions in the first k blocks", plan.PAPER["deep"]),
+  ):
+    rows = [
+      [label, ms(e["test"], 1, 3), str(e["params"]), paper.get(label, "-")]
+      for label, e in res.get(part, {}).items()
+    ]
+    out.append(
+      f"**000 {title}**\n\n" + _table(["Row", "R² (ours)", "#pos. params", "000 top-1 %"], rows)
+    )
+  rows = [
+    [enc, ms(e["test"], 1, 3), str(e["params"]), plan.PAPER["refit"].get(enc, "-")]
+    for enc, e in res.get("gabor_refit", {}).items()
+  ]
+  out.append(
+    "**000 Table 1: refit of a trained embed_1d model (only positions train)**\n\n"
+    + _table(["Positions", "R² (ours)", "#pos. params", "000 ViT-B top-1 (#params)"], rows)
+  )
   return "\n\n".join(out)
 
 
@@ -131,8 +155,7 @@ def speed_table(res: dict) -> str:
   rows = []
   for strategy, e in res.get("speed", {}).items():
     steady = np.mean(e["epoch_seconds"][1:]) if len(e["epoch_seconds"]) > 1 else float("nan")
-    rows.append([strategy, f"{e['seconds']:.1f}", f"{e['epoch_seconds'][0]:.1f}",
-                 f"{steady:.2f}"])
+    rows.append([strategy, f"{e['seconds']:.1f}", f"{e['epoch_seconds'][0]:.1f}", f"{steady:.2f}"])
   return _table(["Seeds run as", "total s", "first epoch s (compile)", "later epochs s"], rows)
 
 
@@ -143,17 +166,18 @@ def timing_table(res: dict) -> str:
 
 def markdown(res: dict) -> str:
   """Every table of the study, in README order."""
-  parts = [main_tables(res),
-           "**Table 2: probes, 10-fold CV on held-out positions (`positions` scheme)**\n\n"
-           + probe_table(res, "positions"),
-           "**Table 2, the literal reading (`pairs` scheme: sklearn defaults, folds of pairs)**"
-           "\n\n" + probe_table(res, "pairs"),
-           "**Pretrained Fourier positions (003 Sec. 5.1), `positions` probes**\n\n"
-           + pretrain_table(res),
-           "**004 Table 8: position-embedding ablation**\n\n" + ablation_table(res),
-           gabor_tables(res),
-           "**Seeds trained together vs one after another**\n\n" + speed_table(res),
-           "**Runtime per part**\n\n" + timing_table(res)]
+  parts = [
+    main_tables(res),
+    "**Table 2: probes, 10-fold CV on held-out positions (`positions` scheme)**\n\n"
+    + probe_table(res, "positions"),
+    "**Table 2, the literal reading (`pairs` scheme: sklearn defaults, folds of pairs)**"
+    "\n\n" + probe_table(res, "pairs"),
+    "**Pretrained Fourier positions (003 Sec. 5.1), `positions` probes**\n\n" + pretrain_table(res),
+    "**004 Table 8: position-embedding ablation**\n\n" + ablation_table(res),
+    gabor_tables(res),
+    "**Seeds trained together vs one after another**\n\n" + speed_table(res),
+    "**Runtime per part**\n\n" + timing_table(res),
+  ]
   return "\n\n".join(parts) + "\n"
 
 
@@ -173,8 +197,11 @@ def curves_figure(res: dict, path: str) -> None:
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
   for ax, task in zip(axes, ("direction", "distance"), strict=True):
     for enc in plan.CURVE_ENCODINGS:
-      pts = {e["train_size"]: e["test"] for k, e in res.get("curves", {}).items()
-             if k.startswith(f"{task}/{enc}/")}
+      pts = {
+        e["train_size"]: e["test"]
+        for k, e in res.get("curves", {}).items()
+        if k.startswith(f"{task}/{enc}/")
+      }
       if f"{task}/{enc}" in full:
         pts[5000] = full[f"{task}/{enc}"]["test"]
       if pts:
@@ -185,7 +212,8 @@ def curves_figure(res: dict, path: str) -> None:
     ax.set_xlabel("training images")
     ax.set_ylabel("test accuracy" if task == "direction" else "test R²")
     ax.set_title(task)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
@@ -211,8 +239,13 @@ def concat_figure(res: dict, path: str) -> None:
     return
   rows.sort()
   fig, ax = plt.subplots(figsize=(4.5, 3.5))
-  ax.errorbar([c for c, _ in rows], [np.mean(t) for _, t in rows],
-              yerr=[np.std(t) for _, t in rows], marker="o", capsize=3)
+  ax.errorbar(
+    [c for c, _ in rows],
+    [np.mean(t) for _, t in rows],
+    yerr=[np.std(t) for _, t in rows],
+    marker="o",
+    capsize=3,
+  )
   ax.set_xscale("log", base=2)
   ax.set_xlabel("position channels per head (q and k)")
   ax.set_ylabel("test R² (distance)")
@@ -223,10 +256,12 @@ def concat_figure(res: dict, path: str) -> None:
 
 def figures(res: dict, out: str) -> list[str]:
   """Writes every figure into `out`; returns the paths written."""
-  paths = {"fig3_learning_curves.png": lambda p: curves_figure(res, p),
-           "fig5_similarity_color_shift.png": lambda p: maps_figure(res, "color_shift", p),
-           "fig5_similarity_direction.png": lambda p: maps_figure(res, "direction", p),
-           "fig11_concat_channels.png": lambda p: concat_figure(res, p)}
+  paths = {
+    "fig3_learning_curves.png": lambda p: curves_figure(res, p),
+    "fig5_similarity_color_shift.png": lambda p: maps_figure(res, "color_shift", p),
+    "fig5_similarity_direction.png": lambda p: maps_figure(res, "direction", p),
+    "fig11_concat_channels.png": lambda p: concat_figure(res, p),
+  }
   written = []
   for name, draw in paths.items():
     draw(os.path.join(out, name))
@@ -235,8 +270,20 @@ def figures(res: dict, out: str) -> list[str]:
   return written
 
 
+START, END = "<!-- tables:start -->", "<!-- tables:end -->"
+
+
 def write(res: dict[str, Any], out: str) -> None:
-  """`tables.md` and the figures into `out`."""
+  """`tables.md` and the figures into `out`; the tables also replace the block between
+  `START` and `END` of `out/README.md` when it has one."""
+  text = markdown(res)
   with open(os.path.join(out, "tables.md"), "w") as f:
-    f.write(markdown(res))
+    f.write(text)
   figures(res, out)
+  readme = os.path.join(out, "README.md")
+  if os.path.exists(readme):
+    doc = open(readme).read()
+    if START in doc and END in doc:
+      head, rest = doc.split(START, 1)
+      with open(readme, "w") as f:
+        f.write(f"{head}{START}\n{text}{END}{rest.split(END, 1)[1]}")

@@ -19,8 +19,14 @@ import tensorflow_datasets as tfds
 
 from experiments.position_study import parts, plan, report
 
-RUNNERS = {"speed": parts.speed, "pretrain": parts.pretrain, "tables": parts.tables,
-           "curves": parts.curves, "ablation": parts.ablation, "gabor": parts.gabor}
+RUNNERS = {
+  "speed": parts.speed,
+  "pretrain": parts.pretrain,
+  "tables": parts.tables,
+  "curves": parts.curves,
+  "ablation": parts.ablation,
+  "gabor": parts.gabor,
+}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -29,8 +35,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--out", default="experiments/position_study")
   parser.add_argument("--data_dir", default=os.path.expanduser("~/tensorflow_datasets"))
   parser.add_argument("--parts", default=",".join(RUNNERS), help="comma-separated parts")
-  parser.add_argument("--strategy", default="vmap", choices=("vmap", "map", "loop"),
-                      help="how seeds run: one vmapped program, lax.map, or one by one")
+  parser.add_argument(
+    "--strategy",
+    default="vmap",
+    choices=("vmap", "map", "loop"),
+    help="how seeds run: one vmapped program, lax.map, or one by one",
+  )
+  parser.add_argument(
+    "--report_only",
+    action="store_true",
+    help="rewrite tables and figures from an existing --out/results.json",
+  )
   args = parser.parse_args(argv)
   unknown = set(args.parts.split(",")) - set(RUNNERS)
   if unknown:
@@ -41,12 +56,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
   args = parse(sys.argv[1:] if argv is None else argv)
   os.makedirs(args.out, exist_ok=True)
+  if args.report_only:
+    with open(os.path.join(args.out, "results.json")) as f:
+      results = json.load(f)
+    report.write(results, args.out)
+    return results
   mode = plan.QUICK if args.quick else plan.FULL
   tfds.disable_progress_bar()
   log = lambda msg: print(msg, flush=True)
   study = parts.Study(mode, args.out, args.data_dir, args.strategy, log)
   study.results["command"] = "python -m experiments.position_study.run " + " ".join(
-    argv if argv is not None else sys.argv[1:])
+    argv if argv is not None else sys.argv[1:]
+  )
   total = time.perf_counter()
   for name in args.parts.split(","):
     log(f"[{name}]")

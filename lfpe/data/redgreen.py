@@ -28,11 +28,9 @@ Built offline as array_record (no TensorFlow needed):
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import numpy as np
 import tensorflow_datasets as tfds
-from etils import epath
 
 from lfpe.data import base
 
@@ -158,12 +156,6 @@ class RedGreen(base.ArrayBuilder):
   DESCRIPTION = __doc__
   BUILDER_CONFIGS = [_config(t, test_colors=SHIFTED if t == "color_shift" else None) for t in TASKS]
 
-  @tfds.core.utils.classproperty
-  @classmethod
-  def code_path(cls) -> epath.Path:
-    """This file (TFDS's default lookup needs the missing `importlib_resources`)."""
-    return epath.Path(inspect.getfile(cls))
-
   def _features(self) -> dict[str, tfds.features.FeatureConnector]:
     cfg = self.builder_config
     feats = {
@@ -189,7 +181,6 @@ class RedGreen(base.ArrayBuilder):
 class _TaskBuilder(RedGreen, skip_registration=True):
   """`RedGreen` defaulting to one task's config: what `builders.prepare` instantiates."""
 
-  name = "red_green"
   TASK = TASKS[0]
 
   def __init__(self, **kwargs):
@@ -198,7 +189,9 @@ class _TaskBuilder(RedGreen, skip_registration=True):
 
 
 def _spec(task: str) -> base.DatasetSpec:
-  builder = type(f"RedGreen_{task}", (_TaskBuilder,), {"TASK": task}, skip_registration=True)
+  builder = type(
+    f"RedGreen_{task}", (_TaskBuilder,), {"name": "red_green", "TASK": task}, skip_registration=True
+  )
   target = "label" if NUM_CLASSES[task] else "distance"
   return base.DatasetSpec(
     name=f"red_green/{task}",

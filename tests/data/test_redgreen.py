@@ -114,3 +114,14 @@ def test_tfds_array_record_round_trip(tmp_path):
   expected = rg.generate(cfg, "train")
   for key in expected:
     np.testing.assert_array_equal(loaded[key], expected[key])
+
+
+def test_registered_in_the_data_registry(tmp_path):
+  from lfpe.data import builders
+
+  for task in rg.TASKS:
+    spec = builders.get_spec(f"red_green/{task}")
+    assert spec.num_classes == rg.NUM_CLASSES[task]
+    assert spec.fields[1] == ("label" if rg.NUM_CLASSES[task] else "distance")
+    builder = spec.builder(data_dir=str(tmp_path))
+    assert (builder.name, builder.builder_config.name) == ("red_green", task)

@@ -36,13 +36,26 @@ def test_quick_study_runs_every_part(tmp_path):
   pre = results["pretrain"]["probes"]["after"]
   assert min(pre["left_right"]["positions"]) > 0.95
   assert set(results["speed"]) == {"vmap", "map", "loop"}
-  assert results["gabor_refit"]["embed_1d"]["params"] > results["gabor_refit"]["gabor_edge"][
-    "params"]
+  assert (
+    results["gabor_refit"]["embed_1d"]["params"] > results["gabor_refit"]["gabor_edge"]["params"]
+  )
 
   markdown = open(os.path.join(out, "tables.md")).read()
-  for title in ("Table 1", "Table 2", "Table 3", "Table 4", "004 Table 8", "000 Table 1",
-                "000 Table 5", "Fig. 11", "Runtime per part"):
+  for title in (
+    "Table 1",
+    "Table 2",
+    "Table 3",
+    "Table 4",
+    "004 Table 8",
+    "000 Table 1",
+    "000 Table 5",
+    "Fig. 11",
+    "Runtime per part",
+  ):
     assert title in markdown, title
-  for name in ("fig3_learning_curves.png", "fig5_similarity_color_shift.png",
-               "fig11_concat_channels.png"):
+  for name in (
+    "fig3_learning_curves.png",
+    "fig5_similarity_color_shift.png",
+    "fig11_concat_channels.png",
+  ):
     assert os.path.getsize(os.path.join(out, name)) > 1000, name
