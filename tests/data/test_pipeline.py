@@ -153,3 +153,15 @@ def test_bad_image_size_is_caught_before_training(digits_config, mesh):
 def test_batch_must_split_over_the_data_axis(digits_config, mesh, batch, match):
   with pytest.raises(ValueError, match=match):
     config.validate_data_config(digits_config, global_batch_size=batch, mesh=mesh)
+
+
+def test_cached_split_gives_the_same_batches_and_state(digits_config, mesh):
+  plain = _train(digits_config, mesh, seed=3)
+  cached_config = digits_config.copy_and_resolve_references()
+  cached_config.cache = True
+  cached = _train(cached_config, mesh, seed=3)
+  for _ in range(3):
+    a, b = next(plain), next(cached)
+    np.testing.assert_array_equal(a["image"], b["image"])
+    np.testing.assert_array_equal(a["label"], b["label"])
+  assert plain.get_state() == cached.get_state()
