@@ -30,8 +30,9 @@ HEADS, HEAD_DIM = 12, 64
 
 def _apply_fn(name: str, shape: tuple[int, int], dim: int):
   """(fn(variables), variables) evaluating encoding `name` the way a model does."""
-  module = encodings.build(name, dim=dim, grid_shape=shape, num_heads=HEADS, head_dim=HEAD_DIM,
-                           ndim=2)
+  module = encodings.build(
+    name, dim=dim, grid_shape=shape, num_heads=HEADS, head_dim=HEAD_DIM, ndim=2
+  )
   kind = encodings.kind(name)
   rng = jax.random.key(0)
   n = int(np.prod(shape))
@@ -42,8 +43,7 @@ def _apply_fn(name: str, shape: tuple[int, int], dim: int):
   elif kind == "logits":
     method, args = module.__call__, (jnp.ones((1, n, HEADS, HEAD_DIM)), shape)
   elif kind == "rotary":
-    method, args = module.__call__, (jnp.ones((1, n, HEADS, HEAD_DIM)),
-                                     module.grid_coords(shape))
+    method, args = module.__call__, (jnp.ones((1, n, HEADS, HEAD_DIM)), module.grid_coords(shape))
   else:
     return None, None
   variables = module.init(rng, *args, method=method)
@@ -70,10 +70,16 @@ def detr_table(batch: int = 8, size: int = 42, dim: int = 256) -> list[tuple[str
   fourier = encodings.create("fourier", dim=dim)
   detr_vars = detr.init(jax.random.key(0), coords.detr(mask))
   fourier_vars = fourier.init(jax.random.key(0), coords.detr(mask))
-  return [("detr_sine (from mask)", time_jitted(
-              lambda v, m: detr.apply(v, coords.detr(m)), detr_vars, mask)),
-          ("fourier (DETR coords)", time_jitted(
-              lambda v, m: fourier.apply(v, coords.detr(m)), fourier_vars, mask))]
+  return [
+    (
+      "detr_sine (from mask)",
+      time_jitted(lambda v, m: detr.apply(v, coords.detr(m)), detr_vars, mask),
+    ),
+    (
+      "fourier (DETR coords)",
+      time_jitted(lambda v, m: fourier.apply(v, coords.detr(m)), fourier_vars, mask),
+    ),
+  ]
 
 
 def vit_ratio(batch: int = 8) -> tuple[float, float]:
@@ -106,8 +112,10 @@ def main() -> None:
     print(f"| {name} | {sec * 1e3:.3f} |")
   if not args.skip_vit:
     t_pe, t_vit = vit_ratio()
-    print(f"\n`fourier` 14x14 grid: {t_pe * 1e3:.3f} ms; ViT-B/16 forward, batch 8: "
-          f"{t_vit * 1e3:.1f} ms; ratio {100 * t_pe / t_vit:.3f} %")
+    print(
+      f"\n`fourier` 14x14 grid: {t_pe * 1e3:.3f} ms; ViT-B/16 forward, batch 8: "
+      f"{t_vit * 1e3:.1f} ms; ratio {100 * t_pe / t_vit:.3f} %"
+    )
 
 
 if __name__ == "__main__":

@@ -34,5 +34,7 @@ def machine() -> str:
   except (OSError, StopIteration):
     pass
   devices = jax.devices()
-  return (f"{cpu}; {len(devices)} x {devices[0].platform} device(s); jax {jax.__version__}; "
-          f"python {platform.python_version()}")
+  return (
+    f"{cpu}; {len(devices)} x {devices[0].platform} device(s); jax {jax.__version__}; "
+    f"python {platform.python_version()}"
+  )

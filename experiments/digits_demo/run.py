@@ -36,8 +36,11 @@ def run_one(posemb: str, seed: int, workdir: str) -> dict:
     summary = json.load(f)
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     train = [r for r in map(json.loads, f) if r.get("split") == "train"]
-  return {"accuracy": summary["eval"]["accuracy"], "seconds": seconds,
-          "curve": [(r["step"], r["loss"]) for r in train]}
+  return {
+    "accuracy": summary["eval"]["accuracy"],
+    "seconds": seconds,
+    "curve": [(r["step"], r["loss"]) for r in train],
+  }
 
 
 def table(results: dict[str, list[dict]]) -> str:
@@ -86,8 +89,10 @@ def main() -> None:
     results[name] = []
     for seed in range(args.seeds):
       run = run_one(name, seed, os.path.join(args.workdir, f"{name}_seed{seed}_{time.time_ns()}"))
-      print(f"{name} seed {seed}: test accuracy {100 * run['accuracy']:.2f} % "
-            f"({run['seconds']:.0f} s)", flush=True)
+      print(
+        f"{name} seed {seed}: test accuracy {100 * run['accuracy']:.2f} % ({run['seconds']:.0f} s)",
+        flush=True,
+      )
       results[name].append(run)
   md = table(results)
   print("\n" + md)

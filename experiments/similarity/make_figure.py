@@ -30,9 +30,11 @@ def figure_maps(dim: int = 768, gamma: float = 4.0, seed: int = 0) -> dict[str, 
   features = encodings.create("fourier_no_mlp", dim=dim, gamma=gamma, coords_mode="index")
   fourier_mlp = encodings.create("fourier", dim=dim, gamma=gamma, coords_mode="index")
   maps = {}
-  for name, module in [("(a) Sine-2D (concat)", sine),
-                       ("(b) Learnable-Fourier, init", features),
-                       ("Learnable-Fourier+MLP, init", fourier_mlp)]:
+  for name, module in [
+    ("(a) Sine-2D (concat)", sine),
+    ("(b) Learnable-Fourier, init", features),
+    ("Learnable-Fourier+MLP, init", fourier_mlp),
+  ]:
     coords = module.grid_coords(SHAPE)
     variables = module.init(rng, coords)
     maps[name] = similarity_map(module.apply(variables, coords), SHAPE)
@@ -44,13 +46,17 @@ def figure_maps(dim: int = 768, gamma: float = 4.0, seed: int = 0) -> dict[str, 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__),
-                                                    "fig2_similarity.png"))
+  parser.add_argument(
+    "--out", default=os.path.join(os.path.dirname(__file__), "fig2_similarity.png")
+  )
   parser.add_argument("--gamma", type=float, default=4.0)
   args = parser.parse_args()
   maps = figure_maps(gamma=args.gamma)
-  plot_similarity_maps(maps, args.out, title="002 Fig. 2: similarity of the centre position "
-                       f"(32x32 grid, D=768, γ={args.gamma})")
+  plot_similarity_maps(
+    maps,
+    args.out,
+    title=f"002 Fig. 2: similarity of the centre position (32x32 grid, D=768, γ={args.gamma})",
+  )
   print(f"wrote {args.out}")
 
 

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 
-def similarity_map(table: np.ndarray, shape: Sequence[int], index: Sequence[int] | None = None,
-                   metric: str = "dot") -> np.ndarray:
+def similarity_map(
+  table: np.ndarray, shape: Sequence[int], index: Sequence[int] | None = None, metric: str = "dot"
+) -> np.ndarray:
   """Similarity of the position at grid `index` to every position, `shape`-shaped.
 
   Args:

@@ -52,15 +52,17 @@ def check_positive(name: str, value, owner: str) -> None:
 
 def check_mode(mode: str, owner: str) -> None:
   if mode not in coords_lib.MODES:
-    raise ValueError(f"{owner}: `coords_mode`={mode!r} is not a coordinate mode; use one of "
-                     f"{coords_lib.MODES}.")
+    raise ValueError(
+      f"{owner}: `coords_mode`={mode!r} is not a coordinate mode; use one of {coords_lib.MODES}."
+    )
 
 
 def check_divisible(name: str, value: int, divisor: int, why: str, owner: str) -> None:
   if not isinstance(value, int) or value <= 0 or value % divisor:
     raise ValueError(
-        f"{owner}: `{name}`={value!r} must be a positive multiple of {divisor} ({why}); "
-        f"use e.g. {name}={_nearest_multiple(value, divisor)}.")
+      f"{owner}: `{name}`={value!r} must be a positive multiple of {divisor} ({why}); "
+      f"use e.g. {name}={_nearest_multiple(value, divisor)}."
+    )
 
 
 def _nearest_multiple(value, divisor: int) -> int:
@@ -71,6 +73,7 @@ def _nearest_multiple(value, divisor: int) -> int:
 def check_last_dim(name: str, x: jnp.ndarray, expected: int, owner: str) -> None:
   if x.shape[-1] != expected:
     raise ValueError(
-        f"{owner}: `{name}` must have last dimension {expected} (the number of coordinate "
-        f"axes M), got shape {tuple(x.shape)}; pass coordinates as [..., {expected}] "
-        f"or change the encoding's ndim.")
+      f"{owner}: `{name}` must have last dimension {expected} (the number of coordinate "
+      f"axes M), got shape {tuple(x.shape)}; pass coordinates as [..., {expected}] "
+      f"or change the encoding's ndim."
+    )

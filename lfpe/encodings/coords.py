@@ -57,8 +57,9 @@ def flat_index(shape: Sequence[int]) -> jnp.ndarray:
   return jnp.arange(math.prod(shape), dtype=jnp.float32)[:, None]
 
 
-def detr(mask: jnp.ndarray, normalize: bool = True, scale: float = 2 * math.pi,
-         eps: float = 1e-6) -> jnp.ndarray:
+def detr(
+  mask: jnp.ndarray, normalize: bool = True, scale: float = 2 * math.pi, eps: float = 1e-6
+) -> jnp.ndarray:
   """DETR positions from a padding mask (True = padding), `[B, H, W, 2]` (y, x).
 
   Positions are the 1-based cumulative count of valid pixels along each axis
@@ -69,8 +70,9 @@ def detr(mask: jnp.ndarray, normalize: bool = True, scale: float = 2 * math.pi,
   mask = jnp.asarray(mask)
   if mask.ndim != 3 or mask.dtype != jnp.bool_:
     raise ValueError(
-        f"mask must be a boolean [B, H, W] array (True = padding), got "
-        f"{mask.dtype}{tuple(mask.shape)}; pass e.g. `mask=pixels_are_padding.astype(bool)`.")
+      f"mask must be a boolean [B, H, W] array (True = padding), got "
+      f"{mask.dtype}{tuple(mask.shape)}; pass e.g. `mask=pixels_are_padding.astype(bool)`."
+    )
   valid = (~mask).astype(jnp.float32)
   y = jnp.cumsum(valid, axis=1)
   x = jnp.cumsum(valid, axis=2)
@@ -87,8 +89,9 @@ def boxes(box: jnp.ndarray, groups: int = 1) -> jnp.ndarray:
   """
   box = jnp.asarray(box)
   if box.shape[-1] != 4:
-    raise ValueError(f"boxes must end in 4 coordinates (top, left, bottom, right), "
-                     f"got shape {tuple(box.shape)}.")
+    raise ValueError(
+      f"boxes must end in 4 coordinates (top, left, bottom, right), got shape {tuple(box.shape)}."
+    )
   if groups not in (1, 2, 4):
     raise ValueError(f"groups={groups} must divide the 4 box coordinates: use 1, 2 or 4.")
   return box.reshape(*box.shape[:-1], groups, 4 // groups)

@@ -10,9 +10,10 @@ from lfpe.encodings import coords
 
 
 def test_grid_modes_row_major_by_hand():
-  np.testing.assert_array_equal(coords.grid((2, 3), "index"),
-                                [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]])
-  np.testing.assert_allclose(coords.grid((2, 3), "unit")[:, 1], [0, .5, 1, 0, .5, 1])
+  np.testing.assert_array_equal(
+    coords.grid((2, 3), "index"), [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+  )
+  np.testing.assert_allclose(coords.grid((2, 3), "unit")[:, 1], [0, 0.5, 1, 0, 0.5, 1])
   np.testing.assert_allclose(coords.grid((3, 2), "centered")[:, 0], [-1, -1, 0, 0, 1, 1])
   assert coords.grid((1, 4), "unit")[:, 0].tolist() == [0, 0, 0, 0]
 
@@ -39,14 +40,17 @@ def test_boxes_groups():
   assert coords.boxes(box, 4).shape == (2, 4, 1)
 
 
-@pytest.mark.parametrize("call, match", [
+@pytest.mark.parametrize(
+  "call, match",
+  [
     (lambda: coords.grid((0, 3)), "grid shape"),
     (lambda: coords.grid((2, 2), "pixels"), "mode"),
     (lambda: coords.detr(jnp.zeros((3, 4), bool)), "mask"),
     (lambda: coords.detr(jnp.zeros((1, 3, 4))), "mask"),
     (lambda: coords.boxes(jnp.zeros((2, 3))), "4 coordinates"),
     (lambda: coords.boxes(jnp.zeros((2, 4)), 3), "groups"),
-])
+  ],
+)
 def test_bad_inputs_name_the_argument(call, match):
   with pytest.raises(ValueError, match=match):
     call()

@@ -10,15 +10,39 @@ from flax import nnx
 from lfpe import encodings
 
 SHAPE, DIM, HEADS, HEAD_DIM = (4, 6), 16, 2, 8
-PUBLIC = ["fourier", "fourier_no_mlp", "fixed_fourier_mlp", "mlp", "sine_1d", "sine_nd",
-          "sine_2d", "sine_4d", "detr_sine", "embed_1d", "embed_nd", "embed_2d", "embed_4d",
-          "learnable_sine", "gabor", "edge", "gabor_edge", "index", "unit", "binary",
-          "rel_bias_2d", "rel_attn_2d", "rope_axial", "rope_mixed", "none"]
+PUBLIC = [
+  "fourier",
+  "fourier_no_mlp",
+  "fixed_fourier_mlp",
+  "mlp",
+  "sine_1d",
+  "sine_nd",
+  "sine_2d",
+  "sine_4d",
+  "detr_sine",
+  "embed_1d",
+  "embed_nd",
+  "embed_2d",
+  "embed_4d",
+  "learnable_sine",
+  "gabor",
+  "edge",
+  "gabor_edge",
+  "index",
+  "unit",
+  "binary",
+  "rel_bias_2d",
+  "rel_attn_2d",
+  "rope_axial",
+  "rope_mixed",
+  "none",
+]
 
 
 def _module_and_args(name):
-  module = encodings.build(name, dim=DIM, grid_shape=SHAPE, num_heads=HEADS, head_dim=HEAD_DIM,
-                           ndim=2)
+  module = encodings.build(
+    name, dim=DIM, grid_shape=SHAPE, num_heads=HEADS, head_dim=HEAD_DIM, ndim=2
+  )
   n = int(np.prod(SHAPE))
   kind = encodings.kind(name)
   if kind == "absolute":
@@ -28,8 +52,11 @@ def _module_and_args(name):
   if kind == "logits":
     return module, (jnp.ones((1, n, HEADS, HEAD_DIM)), SHAPE), (1, HEADS, n, n)
   if kind == "rotary":
-    return module, (jnp.ones((1, n, HEADS, HEAD_DIM)), module.grid_coords(SHAPE)), (
-        1, n, HEADS, HEAD_DIM)
+    return (
+      module,
+      (jnp.ones((1, n, HEADS, HEAD_DIM)), module.grid_coords(SHAPE)),
+      (1, n, HEADS, HEAD_DIM),
+    )
   return module, (), None
 
 
@@ -67,8 +94,9 @@ def test_absolute_grid_equals_call_on_grid_coords():
   module = encodings.create("fourier", dim=DIM)
   coords = module.grid_coords(SHAPE)
   variables = module.init(jax.random.key(1), coords)
-  np.testing.assert_array_equal(module.apply(variables, SHAPE, method=module.grid),
-                                module.apply(variables, coords))
+  np.testing.assert_array_equal(
+    module.apply(variables, SHAPE, method=module.grid), module.apply(variables, coords)
+  )
 
 
 def test_unknown_name_lists_the_valid_names():
