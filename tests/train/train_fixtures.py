@@ -20,6 +20,7 @@ import numpy as np
 
 from lfpe import tasks
 from lfpe.tasks.classification import Classification
+from lfpe.train.config_lib import base_config
 
 
 def _dense(features: int, names: tuple[str, str], name: str) -> nn.Dense:
@@ -169,36 +170,25 @@ def make_array_loader(data_config, *, global_batch_size, seed, train, mesh):
 
 def tiny_config(**overrides) -> ml_collections.ConfigDict:
   """A complete training config for TinyModel on blobs; `overrides` use dotted keys."""
-  config = ml_collections.ConfigDict(
-    dict(
-      seed=0,
-      total_steps=20,
-      batch_size=16,
-      eval_batch_size=16,
-      checkpoint_every=10,
-      eval_every=10,
-      log_every=1,
-      keep_checkpoints=3,
-      compute_dtype="float32",
-      progress=False,
-      async_checkpoints=True,
-      task=dict(name="tiny_classification", label_smoothing=0.0),
-      mesh=dict(data=-1, model=1, fsdp=False),
-      optim=dict(name="adamw", lr=1e-2, weight_decay=1e-4, b1=0.9, b2=0.999, grad_clip_norm=1.0),
-      schedule=dict(name="warmup_cosine", warmup_steps=4, end_lr_factor=0.0),
-      data=dict(
-        name="blobs",
-        num_classes=4,
-        image_size=4,
-        channels=1,
-        num_train=96,
-        num_test=40,
-        nan_after=None,
-        stop_after=None,
-      ),
-      model=dict(posemb="none", width=8),
-    )
+  config = base_config()
+  config.update(
+    dict(total_steps=20, batch_size=16, eval_batch_size=16, checkpoint_every=10, eval_every=10)
   )
+  config.update(dict(log_every=1, progress=False))
+  config.task.name = "tiny_classification"
+  config.optim.lr = 1e-2
+  config.schedule.warmup_steps = 4
+  config.data = dict(
+    name="blobs",
+    num_classes=4,
+    image_size=4,
+    channels=1,
+    num_train=96,
+    num_test=40,
+    nan_after=None,
+    stop_after=None,
+  )
+  config.model = dict(posemb="none", width=8)
   for key, value in overrides.items():
     node = config
     *parents, leaf = key.split(".")
