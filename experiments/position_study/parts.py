@@ -34,6 +34,18 @@ class Study:
     self.results: dict[str, Any] = {"timing": {}}
     self.pretrained = None  # position params [S, ...] of the pretrained Fourier model
     self.refit_source = None  # the `distance` embed_1d Result
+    self.part, self.part_start, self.part_base = None, 0.0, 0.0
+
+  def begin(self, part: str) -> None:
+    """Starts timing `part`; time an earlier (resumed) run spent on it is kept."""
+    self.part, self.part_start = part, time.perf_counter()
+    self.part_base = self.results["timing"].get(part, 0.0)
+
+  def tick(self) -> None:
+    """Updates the current part's time in the results."""
+    if self.part is not None:
+      elapsed = time.perf_counter() - self.part_start
+      self.results["timing"][self.part] = self.part_base + elapsed
 
   def run(
     self, config: Config, seeds, label: str | None = None, epochs: int | None = None, **kw
@@ -48,8 +60,13 @@ class Study:
     )
     return result
 
+  def done(self, part: str, key: str) -> bool:
+    """Whether `part`/`key` is already in the results (a resumed run skips it)."""
+    return key in self.results.get(part, {})
+
   def record(self, part: str, key: str, value: Any) -> None:
     self.results.setdefault(part, {})[key] = value
+    self.tick()
     with open(os.path.join(self.out, "results.json"), "w") as f:
       json.dump(self.results, f, indent=1)
 
@@ -77,8 +94,13 @@ def similarity_maps(model, params) -> list[list[float]]:
   return similarity.similarity_map(table, positions.grid(model), MAP_INDEX, "cosine").tolist()
 
 
-def pretrain(study: Study) -> None:
-  """003 Sec. 5.1: Fourier positions trained on `direction4`, then on `distance`."""
+def pretrain(study: Study, needed: bool = False) -> None:
+  """003 Sec. 5.1: Fourier positions trained on `direction4`, then on `distance`.
+
+  A resumed run skips it unless its parameters are `needed` (they are not saved).
+  """
+  if study.pretrained is not None or (study.done("pretrain", "probes") and not needed):
+    return
   seeds, n = range(study.mode.seeds), study.mode.train_size
   first = study.run(Config("direction4", "fourier", train_size=n), seeds)
   keep_body = lambda fresh: {**first.params, "head": fresh["head"]}  # new task, new head
@@ -100,8 +122,7 @@ def pretrain(study: Study) -> None:
 def _table_run(study: Study, label: str, config: Config, seeds) -> sweep.Result:
   if config.posemb != "fourier_pretrained":
     return study.run(config, seeds, label)
-  if study.pretrained is None:
-    pretrain(study)
+  pretrain(study, needed=True)
   source = study.pretrained
   config = dataclasses.replace(config, posemb="fourier")
   return study.run(config, seeds, label, init=lambda fresh: positions.transplant(fresh, source))
@@ -111,6 +132,8 @@ def tables(study: Study) -> None:
   """003 Tables 1, 3, 4 with the probes of Table 2 and the maps of Fig. 5."""
   seeds = range(study.mode.seeds)
   for enc, config in plan.table_configs(study.mode):
+    if study.done("tables", f"{config.task}/{enc}"):
+      continue
     result = _table_run(study, enc, config, seeds)
     entry = result.summary() | {"posemb": enc}
     names = {"direction": ("left_right", "up_down"), "distance": ("distance",)}.get(config.task)
@@ -133,6 +156,8 @@ def curves(study: Study) -> None:
   """003 Fig. 3: test scores against the number of training images."""
   seeds = range(study.mode.few_seeds)
   for config, epochs in plan.curve_configs(study.mode):
+    if study.done("curves", f"{config.task}/{config.posemb}/{config.train_size}"):
+      continue
     result = study.run(config, seeds, epochs=epochs)
     study.record(
       "curves",
@@ -145,6 +170,8 @@ def ablation(study: Study) -> None:
   """004 Table 8: where and which positions, on a 2-block ViT."""
   seeds = range(study.mode.few_seeds)
   for config in plan.ablation_configs(study.mode):
+    if study.done("ablation", f"{config.posemb}/{config.model['pos_injection']}"):
+      continue
     result = study.run(config, seeds)
     study.record(
       "ablation",
@@ -158,6 +185,8 @@ def gabor(study: Study) -> None:
   seeds = range(study.mode.few_seeds)
   for name, rows in plan.gabor_configs(study.mode).items():
     for label, config in rows:
+      if study.done(f"gabor_{name}", label):
+        continue
       result = study.run(config, seeds, label)
       study.record(
         f"gabor_{name}", label, result.summary() | {"params": positions.count(result.params)}
@@ -178,6 +207,8 @@ def refit(study: Study) -> None:
     {"test": source.test[: len(seeds)].tolist(), "params": positions.count(trained)},
   )
   for enc in study.mode.refit:
+    if study.done("gabor_refit", enc):
+      continue
     result = study.run(
       Config("distance", enc, train_size=study.mode.train_size),
       seeds,
@@ -197,6 +228,8 @@ def speed(study: Study, epochs: int = 2) -> None:
   data = data if config.train_size is None else data.take(config.train_size)
   model = sweep.build_model(config)
   for strategy in SPEED_STRATEGIES:
+    if study.done("speed", strategy):
+      continue
     params = ms.init_params(model, seeds, data.images.shape[1:], sweep.REDRAW)
     start = time.perf_counter()
     _, history = ms.train(model, params, data, spec, list(seeds), strategy=strategy)

@@ -5,6 +5,8 @@
 
 Writes `results.json` (every score, per seed), `tables.md` (ours beside the papers') and
 the PNG figures into `--out`. `--parts` picks parts (default: all, in order); see plan.py.
+`--resume` keeps an earlier `results.json` in `--out` and runs only the configurations it
+lacks (a stopped run loses only the configuration it was training).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import tensorflow_datasets as tfds
 
@@ -42,6 +43,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     help="how seeds run: one vmapped program, lax.map, or one by one",
   )
   parser.add_argument(
+    "--resume", action="store_true", help="keep --out/results.json and run only what it lacks"
+  )
+  parser.add_argument(
     "--report_only",
     action="store_true",
     help="rewrite tables and figures from an existing --out/results.json",
@@ -65,16 +69,21 @@ def main(argv: list[str] | None = None) -> dict:
   tfds.disable_progress_bar()
   log = lambda msg: print(msg, flush=True)
   study = parts.Study(mode, args.out, args.data_dir, args.strategy, log)
+  if args.resume and os.path.exists(os.path.join(args.out, "results.json")):
+    with open(os.path.join(args.out, "results.json")) as f:
+      study.results = json.load(f)
+    study.results.setdefault("timing", {})
   study.results["command"] = "python -m experiments.position_study.run " + " ".join(
     argv if argv is not None else sys.argv[1:]
   )
-  total = time.perf_counter()
   for name in args.parts.split(","):
     log(f"[{name}]")
-    start = time.perf_counter()
+    study.begin(name)
     RUNNERS[name](study)
-    study.results["timing"][name] = time.perf_counter() - start
-  study.results["timing"]["total"] = time.perf_counter() - total
+    study.tick()
+  study.results["timing"]["total"] = sum(
+    v for k, v in study.results["timing"].items() if k != "total"
+  )
   with open(os.path.join(args.out, "results.json"), "w") as f:
     json.dump(study.results, f, indent=1)
   report.write(study.results, args.out)
