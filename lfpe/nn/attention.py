@@ -189,7 +189,10 @@ class Attention(nn.Module):
     weights = attention_weights(q, k, bias, mask)  # [B, h, Nq, Nk]
     self.sow("intermediates", "attention_weights", weights)
     weights = nn.Dropout(self.dropout)(weights, deterministic=deterministic)
-    out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(v.dtype), v)  # [B, Nq, h, d]
+    # In [B, h, Nq, d] order, then transposed: a vmapped `...->bqhd` einsum runs 3-6x slower
+    # on XLA:CPU (benchmarks/README.md, position study).
+    out = jnp.einsum("bhqk,bhkd->bhqd", weights.astype(v.dtype), v.transpose(0, 2, 1, 3))
+    out = out.transpose(0, 2, 1, 3)  # [B, Nq, h, d]
     return nn.DenseGeneral(
       features=self.out_features or inputs_q.shape[-1],
       axis=(-2, -1),

@@ -23,12 +23,19 @@ from lfpe.studies import multiseed as ms
 # The 1-block ViT of 003 Sec. 4.1 at this scale: width 32, 2 heads, MLP 128, 4x4 patches of
 # 32x32 images (an 8x8 grid), global average pooling (see experiments/position_study).
 BASE_MODEL = {"variant": "mu/4", "pool": "gap"}
-# Re-drawn initialisations: a non-zero classifier, and learned tables at std 0.2.
+# Re-drawn initialisations: a non-zero classifier, and the parameters that set the size of
+# a learned position signal (tables, the Fourier MLP's output layer, the Gabor and edge
+# weights) scaled up so that it is not lost next to a square's patch embedding (norm ~3):
+# at their defaults `embed_1d`, `fourier` and `gabor_edge` vary by ~0.1 across positions and
+# left seeds at chance on `direction` (see experiments/position_study/README.md).
 REDRAW = {
   "head/kernel": 0.2,
   "encoding/table": 0.2,
   "encoding/table_0": 0.2,
   "encoding/table_1": 0.2,
+  "encoding/out/kernel": 1.0,
+  "encoding/w_gabor": 0.2,
+  "encoding/w_edge": 0.2,
 }
 
 
