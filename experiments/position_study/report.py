@@ -160,7 +160,10 @@ def speed_table(res: dict) -> str:
 
 
 def timing_table(res: dict) -> str:
-  rows = [[part, f"{s:.0f}"] for part, s in res.get("timing", {}).items()]
+  """Seconds per part in run order, the total last (a resumed run adds to its parts)."""
+  timing = res.get("timing", {})
+  order = ("speed", *plan.PARTS, "total")
+  rows = [[part, f"{timing[part]:.0f}"] for part in order if part in timing]
   return _table(["Part", "seconds"], rows)
 
 
@@ -208,7 +211,9 @@ def curves_figure(res: dict, path: str) -> None:
         n = sorted(pts)
         m, s = zip(*[(np.mean(pts[k]), np.std(pts[k])) for k in n], strict=True)
         ax.errorbar(n, m, yerr=s, marker="o", capsize=3, label=plan.LABELS[enc])
-    ax.set_xscale("log")
+        ax.set_xscale("log")
+        ax.set_xticks(n, [str(k) for k in n])  # the sizes themselves, no log-scale minors
+        ax.minorticks_off()
     ax.set_xlabel("training images")
     ax.set_ylabel("test accuracy" if task == "direction" else "test R²")
     ax.set_title(task)
