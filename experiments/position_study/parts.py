@@ -213,10 +213,12 @@ def refit(study: Study) -> None:
       Config("distance", enc, train_size=study.mode.train_size),
       seeds,
       f"refit {enc}",
+      epochs=study.mode.refit_epochs,
       trainable=positions.is_position,
       init=lambda fresh: positions.transplant(trained, fresh, False),
     )
-    study.record("gabor_refit", enc, result.summary() | {"params": positions.count(result.params)})
+    entry = result.summary() | {"params": positions.count(result.params)}
+    study.record("gabor_refit", enc, entry | {"epochs": study.mode.refit_epochs})
 
 
 def speed(study: Study, epochs: int = 2) -> None:
