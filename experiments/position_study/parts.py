@@ -217,8 +217,8 @@ def refit(study: Study) -> None:
       trainable=positions.is_position,
       init=lambda fresh: positions.transplant(trained, fresh, False),
     )
-    entry = result.summary() | {"params": positions.count(result.params)}
-    study.record("gabor_refit", enc, entry | {"epochs": study.mode.refit_epochs})
+    extra = {"params": positions.count(result.params), "epochs": study.mode.refit_epochs}
+    study.record("gabor_refit", enc, result.summary() | extra)
 
 
 def speed(study: Study, epochs: int = 2) -> None:

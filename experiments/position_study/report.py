@@ -199,6 +199,7 @@ def curves_figure(res: dict, path: str) -> None:
   full = res.get("tables", {})
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
   for ax, task in zip(axes, ("direction", "distance"), strict=True):
+    sizes = set()
     for enc in plan.CURVE_ENCODINGS:
       pts = {
         e["train_size"]: e["test"]
@@ -211,9 +212,10 @@ def curves_figure(res: dict, path: str) -> None:
         n = sorted(pts)
         m, s = zip(*[(np.mean(pts[k]), np.std(pts[k])) for k in n], strict=True)
         ax.errorbar(n, m, yerr=s, marker="o", capsize=3, label=plan.LABELS[enc])
-        ax.set_xscale("log")
-        ax.set_xticks(n, [str(k) for k in n])  # the sizes themselves, no log-scale minors
-        ax.minorticks_off()
+        sizes |= set(n)
+    ax.set_xscale("log")
+    ax.set_xticks(sorted(sizes), [str(k) for k in sorted(sizes)])  # the sizes, no minors
+    ax.minorticks_off()
     ax.set_xlabel("training images")
     ax.set_ylabel("test accuracy" if task == "direction" else "test R²")
     ax.set_title(task)

@@ -73,7 +73,6 @@ def main(argv: list[str] | None = None) -> dict:
     with open(os.path.join(args.out, "results.json")) as f:
       study.results = json.load(f)
     study.results.setdefault("timing", {})
-  study.results.pop("command", None)  # older results.json: one command, now a list
   study.results.setdefault("commands", []).append(
     "python -m experiments.position_study.run "
     + " ".join(argv if argv is not None else sys.argv[1:])

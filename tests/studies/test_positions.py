@@ -6,7 +6,7 @@ import pytest
 
 from lfpe.models import vit
 from lfpe.studies import multiseed as ms
-from lfpe.studies import positions
+from lfpe.studies import positions, sweep
 
 
 def _model(posemb, **kw):
@@ -73,8 +73,6 @@ def test_transplant_moves_only_positions():
 @pytest.mark.parametrize("posemb", ["embed_1d", "fourier", "gabor_edge"])
 def test_study_redraw_makes_the_position_signal_visible(posemb):
   """The study's `REDRAW` makes learned position tables vary 5-10x more across positions."""
-  from lfpe.studies import sweep
-
   model = sweep.build_model(sweep.Config("direction", posemb))
 
   def spread(redraw):
