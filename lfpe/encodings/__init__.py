@@ -21,9 +21,10 @@ from lfpe.encodings.fourier import (
 )
 from lfpe.encodings.gabor import GaborEdge
 from lfpe.encodings.intuitive import Intuitive
-from lfpe.encodings.learned import Embed1D, EmbedND, resample
+from lfpe.encodings.learned import Embed1D, EmbedND
 from lfpe.encodings.none import NoPosition
 from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D
+from lfpe.encodings.resample import resample
 from lfpe.encodings.rotary import Rotary2D
 from lfpe.encodings.sinusoidal import (
   DetrSine,

@@ -14,7 +14,7 @@
   attended and any mask is the attention module's business.
 
 Both accept a `shape` other than `grid_shape`: the tables are resampled (bicubic by default,
-as Swin does when fine-tuning at a new window size) with `learned.resample`.
+as Swin does when fine-tuning at a new window size) with `resample.resample`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe.encodings.base import check_divisible
-from lfpe.encodings.learned import check_grid_shape, check_method, resample
+from lfpe.encodings.resample import check_grid_shape, check_method, resample
 
 
 def relative_offsets(shape: Sequence[int]) -> np.ndarray:

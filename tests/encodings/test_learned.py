@@ -7,7 +7,8 @@ import pytest
 import scipy.ndimage
 
 from lfpe.encodings import coords
-from lfpe.encodings.learned import Embed1D, EmbedND, resample
+from lfpe.encodings.learned import Embed1D, EmbedND
+from lfpe.encodings.resample import resample
 
 
 def _init(module, x):

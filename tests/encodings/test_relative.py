@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lfpe.encodings.learned import resample
 from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D, relative_index
+from lfpe.encodings.resample import resample
 
 
 def _cells(h, w):
