@@ -12,8 +12,19 @@
 
 Layouts: the papers (and Vaswani, DETR) interleave sin/cos per frequency
 (`layout='interleave'`, the default); MAE / big_vision put all sines of an axis block
-before its cosines (`layout='concat'`). big_vision's `posemb_sincos_2d` additionally
-spaces its exponents as i/(D/4 - 1) instead of 2i/(D/2); that variant is not offered.
+before its cosines (`layout='concat'`), and also encode x before y.
+
+Other codebases' 2-D tables, exactly (tests/encodings/test_layout_conventions.py), with
+`xy = coords.grid((h, w))[:, ::-1]` (x first), K = D // 4 and T their temperature:
+* MAE `get_2d_sincos_pos_embed(D, h)` (h = w): `sincos_nd(xy, D, layout="concat")`;
+  `cls_token=True` prepends a zero row.
+* big_vision `posemb_sincos_2d(h, w, D, T)[0]`, exponents i/(K - 1) instead of i/K:
+  `sincos_nd(xy, D, temperature=T ** (K / (K - 1)), layout="concat")`.
+* DETR `PositionEmbeddingSine(D // 2, T, normalize, scale)` of a padding mask, channels last:
+  `sincos_nd(coords.detr(mask, normalize, scale), D, T)`, i.e.
+  `DetrSine(dim=D, temperature=T, normalize=normalize)` for scale 2π (its default).
+`SineND` with the same options applied to `xy` equals `sincos_nd`; its `grid(shape)` (what
+models use) reads y-first coordinates, so it gives MAE's / big_vision's halves swapped.
 """
 
 from __future__ import annotations
