@@ -2,7 +2,8 @@
 
 `resample(table, old_shape, new_shape, ...)` keeps prefix rows (a class token) apart and
 resizes the grid rows with `jax.image.scale_and_translate`; the conventions of timm,
-big_vision and PyTorch are options (see its docstring).
+big_vision and PyTorch (Swin, MAE) are options (see its docstring). Modules check their
+resampling fields with `check_resample_options`.
 """
 
 from __future__ import annotations
@@ -36,26 +37,61 @@ def check_grid_shape(grid_shape, owner: str, name: str = "grid_shape") -> tuple[
   return tuple(int(s) for s in grid_shape)
 
 
-def check_method(method: str, owner: str) -> str:
+def check_method(method: str, owner: str, name: str = "resample_method") -> str:
   """The jax.image kernel name for a resample `method`, or a ValueError listing them."""
-  if method not in METHODS:
-    raise ValueError(
-      f"{owner}: unknown resample method={method!r}; use one of {', '.join(METHODS)}."
-    )
+  if not isinstance(method, str) or method not in METHODS:
+    raise ValueError(f"{owner}: unknown `{name}`={method!r}; use one of {', '.join(METHODS)}.")
   return METHODS[method]
 
 
-def _scale_translation(n_old: int, n_new: int, align_corners: bool) -> tuple[float, float]:
+def check_resample_options(
+  method: str,
+  align_corners: bool,
+  antialias: bool | None,
+  owner: str,
+  method_name: str = "resample_method",
+) -> None:
+  """Validate resampling options before anything compiles; a ValueError names the field and fix.
+
+  `method_name` is how `owner` calls the method field (`method` for `resample` itself).
+  """
+  check_method(method, owner, method_name)
+  if not isinstance(align_corners, bool):
+    raise ValueError(
+      f"{owner}: `align_corners` must be True or False, got {align_corners!r}; False for "
+      f"half-pixel centres (timm, PyTorch's default), True to map the first and last "
+      f"positions onto each other (big_vision)."
+    )
+  if antialias is not None and not isinstance(antialias, bool):
+    raise ValueError(
+      f"{owner}: `antialias` must be None (the method's own convention), True or False, "
+      f"got {antialias!r}."
+    )
+  if method == "bicubic_pytorch" and antialias:
+    raise ValueError(
+      f"{owner}: `{method_name}`='bicubic_pytorch' is PyTorch's bicubic without antialiasing "
+      f"(a=-0.75, edges replicated) and takes no `antialias`=True: PyTorch's antialiased "
+      f"bicubic (a=-0.5, as timm) is `{method_name}`='bicubic'. Use that, or leave "
+      f"`antialias`=None."
+    )
+
+
+def _scale_translation(
+  n_old: int, n_new: int, align_corners: bool, antialias: bool
+) -> tuple[float, float]:
   """jax.image.scale_and_translate's (scale, translation) for one axis.
 
   Output cell o samples input position (o + 0.5 - t) / s - 0.5. Half-pixel centres
   (align_corners=False): s = n_new / n_old, t = 0. Corner alignment: input position
-  o (n_old - 1) / (n_new - 1), i.e. s = (n_new - 1) / (n_old - 1), t = (1 - s) / 2; an
-  axis of length 1 has no corners and uses half-pixel centres.
+  o (n_old - 1) / (n_new - 1), i.e. s = (n_new - 1) / (n_old - 1), t = (1 - s) / 2 (which
+  maps o = 0 to 0 for any s). An input axis of length 1 uses half-pixel centres (every
+  output is that one value). An output axis of length 1 samples input position 0 without
+  antialias, as PyTorch and scipy.ndimage.zoom; with antialias, its half-pixel centre, the
+  middle.
   """
-  if not align_corners or n_old == 1 or n_new == 1:
+  if not align_corners or n_old == 1 or (n_new == 1 and antialias):
     return n_new / n_old, 0.0
-  scale = (n_new - 1) / (n_old - 1)
+  scale = (n_new - 1) / (n_old - 1) if n_new > 1 else n_new / n_old
   return scale, 0.5 * (1.0 - scale)
 
 
@@ -66,29 +102,37 @@ def resample(
   method: str = "bilinear",
   num_prefix: int = 0,
   align_corners: bool = False,
-  antialias: bool = True,
+  antialias: bool | None = None,
 ) -> jnp.ndarray:
   """Resample a learned position table from grid `old_shape` to grid `new_shape`.
 
   `table` is `[P + prod(old_shape), ...]`: `num_prefix` = P rows for prefix tokens (a
   class token) that are kept as they are, then the grid rows in row-major order. Returns
-  `[P + prod(new_shape), ...]`. Any number of grid axes (1-D axis tables, 2-D grids).
+  `[P + prod(new_shape), ...]`. Any number of grid axes (1-D axis tables, 2-D grids),
+  resized separably.
 
-  Conventions (a table is an image whose pixels are positions):
-  * `align_corners=False` (default): half-pixel centres, exactly `jax.image.resize`, and
-    PyTorch `F.interpolate(align_corners=False)` as used by timm's `resample_abs_pos_embed`
-    and DeiT. Upsampling a linear ramp reproduces it except in the outermost half cells,
-    which repeat the edge value.
-  * `align_corners=True`: first and last positions map onto each other, as big_vision's
-    `resample_posemb` (`scipy.ndimage.zoom(order=1)`; with `antialias=False` it is that,
-    exactly). A linear ramp stays an exact linear ramp with the same end values.
-  * `method`: `bilinear`; `bicubic` (Keys a=-0.5, = PyTorch bicubic with antialias=True, as
-    timm); `bicubic_pytorch` (a=-0.75 when antialias=False, = PyTorch's default bicubic,
-    e.g. Swin's relative-bias resizing).
-  * `antialias` (default True, as jax.image.resize and timm) widens the kernel when
-    downsampling only; it has no effect when upsampling.
+  Grid conventions (a table is an image whose pixels are positions):
+  * `align_corners=False` (default): half-pixel centres, as `jax.image.resize` and PyTorch
+    `F.interpolate(align_corners=False)`.
+  * `align_corners=True`: first and last positions map onto each other, as PyTorch
+    `F.interpolate(align_corners=True)` and `scipy.ndimage.zoom`.
+
+  `method` with `antialias` (None: the method's own convention, shown first):
+  * `bilinear`, antialias True: `jax.image.resize(method="bilinear")`; on upsampling PyTorch
+    `F.interpolate(mode="bilinear")`. antialias only widens the triangle when downsampling.
+    `align_corners=True, antialias=False` is big_vision's `resample_posemb`
+    (`scipy.ndimage.zoom(order=1)`), exactly.
+  * `bicubic`, antialias True: Keys cubic a=-0.5, taps past the border dropped and weights
+    renormalised: `jax.image.resize(method="bicubic")`, and (align_corners=False) PyTorch
+    `F.interpolate(mode="bicubic", antialias=True)` as timm's `resample_abs_pos_embed`.
+    antialias=False keeps a=-0.5 and only stops widening the kernel when downsampling.
+  * `bicubic_pytorch`, antialias False: exactly PyTorch's default `F.interpolate(mode=
+    "bicubic", align_corners=align_corners)` (antialias=False), as Swin's relative-bias and
+    MAE's position-table resizing: a=-0.75, edge values replicated, no widening when
+    downsampling. antialias=True raises: in PyTorch it also switches the kernel to a=-0.5,
+    which is `bicubic`.
   """
-  kernel = check_method(method, "resample")
+  check_resample_options(method, align_corners, antialias, "resample", "method")
   old_shape = check_grid_shape(tuple(old_shape), "resample", "old_shape")
   new_shape = check_grid_shape(tuple(new_shape), "resample", "new_shape")
   if table.shape[0] != num_prefix + math.prod(old_shape):
@@ -99,16 +143,26 @@ def resample(
     )
   if old_shape == new_shape:
     return table
+  if antialias is None:
+    antialias = method != "bicubic_pytorch"
+  kernel = METHODS[method]
   return _resample(table, old_shape, new_shape, kernel, num_prefix, align_corners, antialias)
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
 def _resample(table, old_shape, new_shape, kernel, num_prefix, align_corners, antialias):
-  """`resample` after validation; jitted so that eager calls compile once per shape."""
+  """`resample` after validation; jitted so that eager calls compile once per shape.
+
+  jax's "cubic-pytorch" kernel without antialias replicates edges (PyTorch's index clamp);
+  with antialias it silently falls back to Keys a=-0.5, which `resample` never asks for.
+  """
   prefix, grid = table[:num_prefix], table[num_prefix:]
   features = grid.shape[1:]
   grid = grid.reshape(*old_shape, *features)  # [*old_shape, ...]
-  st = [_scale_translation(o, n, align_corners) for o, n in zip(old_shape, new_shape, strict=True)]
+  st = [
+    _scale_translation(o, n, align_corners, antialias)
+    for o, n in zip(old_shape, new_shape, strict=True)
+  ]
   grid = jax.image.scale_and_translate(
     grid,
     (*new_shape, *features),
