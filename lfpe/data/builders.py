@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import tensorflow_datasets as tfds
 
 from lfpe.data import base, digits, redgreen
+from lfpe.errors import DatasetMissingError
 
 _BUILD = (
   "  pip install tensorflow tensorflow-datasets\n"
@@ -78,8 +79,9 @@ def prepare(name: str, data_dir: str) -> str:
   """Makes `name` readable from `data_dir`; returns the prepared version.
 
   Local datasets are built when missing (idempotent: an existing build is reused). Catalog
-  datasets raise FileNotFoundError with the commands that prepare them. Several processes
-  sharing one `data_dir` should call this on one process first (or use per-host dirs).
+  datasets raise DatasetMissingError (a FileNotFoundError) with the commands that prepare
+  them. Several processes sharing one `data_dir` should call this on one process first (or
+  use per-host dirs).
   """
   spec = get_spec(name)
   if spec.builder is not None:
@@ -89,7 +91,7 @@ def prepare(name: str, data_dir: str) -> str:
     return version
   version = prepared_version(name, data_dir)
   if version is None:
-    raise FileNotFoundError(missing_message(spec, data_dir))
+    raise DatasetMissingError(missing_message(spec, data_dir))
   return version
 
 

@@ -6,7 +6,10 @@ step may donate its buffers), the last `keep` are kept, and `restore` reads the
 latest onto whatever shardings the caller gives: a checkpoint written on one
 mesh restores onto another. Orbax writes each step into a temporary folder and
 renames it when complete, so a run killed mid-save leaves the previous step intact
-(the next run deletes the unfinished folder).
+(the next run deletes the unfinished folder). A complete step that cannot be read
+(damaged files) is logged and the next newest is tried; once one is read, the
+unreadable ones move to WORKDIR/unreadable_checkpoints/ (training writes those steps
+again). When none can be read, `restore_latest` raises WorkdirError and moves nothing.
 """
 
 from __future__ import annotations
@@ -14,11 +17,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import textwrap
+import time
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from absl import logging
 from etils import epath
+from jax.experimental import multihost_utils
+
+from lfpe.errors import WorkdirError
+
+# What reading a damaged checkpoint raises: truncated JSON and tensorstore errors
+# (ValueError), missing items (KeyError), missing or unreadable files (OSError).
+_UNREADABLE = (OSError, ValueError, KeyError)
 
 
 def _state_path(directory: epath.Path) -> epath.Path:
@@ -103,17 +116,49 @@ def with_shardings(abstract: Any, shardings: Any) -> Any:
 def restore_latest(
   manager: ocp.CheckpointManager, target: Any, data_iter: Any
 ) -> tuple[int, Any] | None:
-  """(step, state) from the latest checkpoint laid out as `target`; sets `data_iter`.
+  """(step, state) from the newest readable checkpoint laid out as `target`; sets `data_iter`.
 
-  Returns None when there is no checkpoint (a fresh run).
+  Unreadable steps are logged, tried from the newest down, and (once an older one is
+  read) moved aside so that training can write those steps again. Returns None when
+  there is no checkpoint (a fresh run); raises WorkdirError when none can be read.
   """
-  step = manager.latest_step()
-  if step is None:
+  failed: dict[int, str] = {}
+  for step in sorted(manager.all_steps(), reverse=True):
+    try:
+      restored = manager.restore(
+        step,
+        args=ocp.args.Composite(
+          state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)
+        ),
+      )
+    except _UNREADABLE as e:
+      failed[step] = textwrap.shorten(f"{type(e).__name__}: {e}", 300)
+      logging.warning(
+        "Cannot read checkpoint step %d in %s: %s", step, manager.directory, failed[step]
+      )
+      continue
+    if failed:
+      logging.warning("Resuming from checkpoint step %d, the newest readable one.", step)
+      _set_aside(manager, list(failed))
+    return step, restored["state"]
+  if not failed:
     return None
-  restored = manager.restore(
-    step,
-    args=ocp.args.Composite(
-      state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)
-    ),
+  newest = max(failed)
+  raise WorkdirError(
+    f"No checkpoint in {manager.directory} can be read (steps {sorted(failed)}; step "
+    f"{newest}: {failed[newest]}). Delete that directory to train this workdir again from "
+    "step 0, or start a new --workdir."
   )
-  return step, restored["state"]
+
+
+def _set_aside(manager: ocp.CheckpointManager, steps: list[int]) -> None:
+  """Moves the unreadable `steps` to WORKDIR/unreadable_checkpoints/STEP-TIME (kept to inspect)."""
+  aside = manager.directory.parent / "unreadable_checkpoints"
+  if jax.process_index() == 0:
+    aside.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for step in steps:
+      moved = (manager.directory / str(step)).rename(aside / f"{step}-{stamp}")
+      logging.warning("Moved unreadable checkpoint step %d to %s", step, moved)
+  multihost_utils.sync_global_devices("lfpe: unreadable checkpoints set aside")
+  manager.reload()

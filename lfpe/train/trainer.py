@@ -8,23 +8,32 @@
    the rules turn them into NamedShardings; `jax.jit(train_step,
    donate_argnums=0)` and `jax.jit(eval_step)` with those shardings. Steps 4-5
    are `program.build` (shared with the benchmarks, which compile without data).
-6. Restore the latest checkpoint (state and data position), possibly written
-   on another mesh; otherwise `jax.jit(init, out_shardings=...)` builds the state
-   directly in place on the devices.
+6. Restore the newest readable checkpoint (state and data position), possibly
+   written on another mesh; otherwise `jax.jit(init, out_shardings=...)` builds the
+   state directly in place on the devices. A workdir already trained to
+   `total_steps` is complete: its results are returned and left as they are.
 7. Loop: step, log, evaluate, checkpoint; stop on a non-finite loss.
+
+Config problems raise lfpe.errors.ConfigError (a ValueError), unreadable checkpoints
+WorkdirError, a missing dataset DatasetMissingError: `python -m lfpe.main` prints these
+without a traceback.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
 import numpy as np
+from absl import logging
 
+from lfpe.errors import ConfigError
 from lfpe.train import checkpoint, program, sharding, validate
 from lfpe.train.metrics import MetricWriter
 
@@ -52,10 +61,15 @@ def train_and_evaluate(
   iterator with get_state/set_state, for eval an iterable of one pass with 'mask';
   `devices` restricts the mesh (default: all). Returns the final summary
   ({"step", "train": {...}, "eval": {...}}), also written to WORKDIR/summary.json.
+  On a workdir already trained to `config.total_steps` it trains nothing and returns that
+  summary unchanged; with a larger `config.total_steps` it trains on from the last checkpoint.
   """
   # 1. Config.
   devices = list(jax.devices() if devices is None else devices)
-  validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
+  try:
+    validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
+  except ValueError as e:
+    raise ConfigError(str(e)) from e
   make_loader = make_loader or default_loader
 
   # 2. Mesh; batches split over its 'data' axis.
@@ -82,44 +96,76 @@ def train_and_evaluate(
   # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
   prog = program.build(config, mesh)
 
-  # 6. Restore the latest checkpoint onto this mesh, or initialise in place.
-  manager = checkpoint.make_manager(
-    workdir, keep=config.keep_checkpoints, async_save=config.get("async_checkpoints", True)
-  )
+  # 6. Restore the newest readable checkpoint onto this mesh, or initialise in place.
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
-  restored = checkpoint.restore_latest(manager, target, train_iter)
-  start_step, state = restored if restored else (0, prog.init_state())
+  keep, async_save = config.keep_checkpoints, config.get("async_checkpoints", True)
+  with checkpoint.make_manager(workdir, keep=keep, async_save=async_save) as manager:
+    restored = checkpoint.restore_latest(manager, target, train_iter)
+    start_step, state = restored if restored else (0, prog.init_state())
+    if start_step >= config.total_steps:  # Complete: its metrics and summary stay as they are.
+      return _finished_summary(workdir, start_step, config.total_steps)
 
-  # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
-  evaluate = functools.partial(_evaluate, prog.task, prog.eval_step, eval_data)
-  writer = MetricWriter(
-    workdir,
-    total_steps=config.total_steps,
-    start_step=start_step,
-    progress=config.get("progress", True),
-    is_main=jax.process_index() == 0,
-  )
-  start_time = time.perf_counter()
-  with manager, writer:
-    for step in range(start_step + 1, config.total_steps + 1):
-      state, metrics = prog.train_step(state, next(train_iter))
-      last = step == config.total_steps
-      saving = step % config.checkpoint_every == 0 or last
-      if step % config.log_every == 0 or saving:  # Never save a state not known to be finite.
-        metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
-        values = writer.write(step, "train", metrics)
-        _check_finite(values, step, manager)
-        writer.advance(step, loss=values["loss"])
-      if step % config.eval_every == 0 or last:
-        values = writer.write(step, "eval", evaluate(state.variables()))
-        writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
-      if saving:
-        checkpoint.save(manager, step, state, train_iter)
-      writer.advance(step)
-    manager.wait_until_finished()
-    wall_s = time.perf_counter() - start_time
-    writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
+    # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
+    evaluate = functools.partial(_evaluate, prog.task, prog.eval_step, eval_data)
+    writer = MetricWriter(
+      workdir,
+      total_steps=config.total_steps,
+      start_step=start_step,
+      progress=config.get("progress", True),
+      is_main=jax.process_index() == 0,
+    )
+    start_time = time.perf_counter()
+    with writer:
+      for step in range(start_step + 1, config.total_steps + 1):
+        state, metrics = prog.train_step(state, next(train_iter))
+        last = step == config.total_steps
+        saving = step % config.checkpoint_every == 0 or last
+        if step % config.log_every == 0 or saving:  # Never save a state not known to be finite.
+          metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
+          values = writer.write(step, "train", metrics)
+          _check_finite(values, step, manager)
+          writer.advance(step, loss=values["loss"])
+        if step % config.eval_every == 0 or last:
+          values = writer.write(step, "eval", evaluate(state.variables()))
+          writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
+        if saving:
+          checkpoint.save(manager, step, state, train_iter)
+        writer.advance(step)
+      manager.wait_until_finished()
+      wall_s = time.perf_counter() - start_time
+      writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
   return {"step": config.total_steps, **writer.latest}
+
+
+def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, Any]:
+  """The summary of a workdir already trained to `step` >= `total_steps`; nothing is retrained.
+
+  summary.json is returned as it is; if it is missing or older than `step` (the run
+  stopped between its last checkpoint and the summary), it is rebuilt from metrics.jsonl.
+  """
+  logging.warning(
+    "%s is already trained to step %d (config.total_steps=%d): the run is complete, its "
+    "results are left as they are. Raise config.total_steps to train further.",
+    workdir,
+    step,
+    total_steps,
+  )
+  path = os.path.join(workdir, "summary.json")
+  if os.path.exists(path):
+    with open(path) as f:
+      summary = json.load(f)
+    if summary.get("step") == step:
+      return summary
+  summary = {"step": step}
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    for line in f:
+      record = json.loads(line)
+      if record.pop("step") <= step:
+        summary[record.pop("split")] = record  # the last record of each split
+  if jax.process_index() == 0:
+    with open(path, "w") as f:
+      json.dump(summary, f, indent=2)
+  return summary
 
 
 def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:

@@ -1,0 +1,79 @@
+"""Running a finished workdir again keeps its results; a larger total_steps trains on.
+
+A tiny config (TinyModel on in-memory blobs, one device) runs 20 steps; the same call
+again must leave summary.json, metrics.jsonl and the TensorBoard files byte for byte
+(and say that the run is complete); with total_steps=30 it resumes at step 20.
+"""
+
+import json
+import logging
+import shutil
+
+import jax
+import pytest
+from train_fixtures import make_array_loader, tiny_config
+
+from lfpe.train import trainer
+
+
+def _run(workdir, **overrides):
+  config = tiny_config(**{"mesh.data": 1, **overrides})
+  return trainer.train_and_evaluate(
+    config, str(workdir), make_loader=make_array_loader, devices=jax.devices()[:1]
+  )
+
+
+def _files(workdir):
+  """The results a re-run must not touch: {relative path: bytes}."""
+  paths = [workdir / "summary.json", workdir / "metrics.jsonl", *(workdir / "tb").iterdir()]
+  return {str(p.relative_to(workdir)): p.read_bytes() for p in paths}
+
+
+def _records(workdir, split):
+  lines = (workdir / "metrics.jsonl").read_text().splitlines()
+  return [r for r in map(json.loads, lines) if r["split"] == split]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+  """A workdir trained to its total_steps=20, and the summary it returned."""
+  workdir = tmp_path_factory.mktemp("finished")
+  return workdir, _run(workdir)
+
+
+def test_rerun_of_a_finished_workdir_keeps_its_results(tmp_path, finished, caplog):
+  workdir = tmp_path / "w"
+  shutil.copytree(finished[0], workdir)
+  before = _files(workdir)
+  with caplog.at_level(logging.WARNING):
+    summary = _run(workdir)
+  assert _files(workdir) == before  # summary, metrics and TensorBoard events untouched
+  assert summary == json.loads(before["summary.json"])
+  assert summary["train"] == finished[1]["train"] and summary["eval"] == finished[1]["eval"]
+  assert "already trained to step 20" in caplog.text and "the run is complete" in caplog.text
+
+
+def test_rerun_rebuilds_a_missing_summary_from_the_metrics(tmp_path, finished):
+  """A run stopped between its last checkpoint and summary.json still gets its summary."""
+  workdir = tmp_path / "w"
+  shutil.copytree(finished[0], workdir)
+  (workdir / "summary.json").unlink()
+  summary = _run(workdir)
+  on_disk = json.loads((workdir / "summary.json").read_text())
+  assert on_disk == summary and summary["step"] == 20
+  assert summary["train"] == finished[1]["train"] and summary["eval"] == finished[1]["eval"]
+
+
+def test_larger_total_steps_trains_on_from_the_last_checkpoint(tmp_path, finished):
+  workdir = tmp_path / "w"
+  shutil.copytree(finished[0], workdir)
+  first_run = _records(workdir, "train")
+  summary = _run(workdir, total_steps=30)
+  train = _records(workdir, "train")
+  assert [r["step"] for r in train] == list(range(1, 31))
+  assert train[:20] == first_run  # the first 20 steps' lines stay as they were
+  assert [r["step"] for r in _records(workdir, "eval")] == [10, 20, 30]
+  on_disk = json.loads((workdir / "summary.json").read_text())
+  assert on_disk["step"] == summary["step"] == 30 and on_disk["start_step"] == 20
+  assert on_disk["eval"] == summary["eval"] != finished[1]["eval"]
+  assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == ["10", "20", "30"]
