@@ -1,13 +1,20 @@
-"""ViT train-step time and model FLOPs utilisation (MFU) on this machine; input throughput.
+"""ViT train-step time and model FLOPs utilisation (MFU) per attention path; input throughput.
 
   JAX_PLATFORMS=cpu python -m benchmarks.train_step [--variants Ti/16,S/16] [--batch 8]
+  python -m benchmarks.train_step --variants B/16 --batch 256 --dtype bfloat16 --no-pipeline
 
-1. Peak: the same run times a 2048x2048x2048 float32 matmul (2·n³ FLOPs) before every
-   model — the machine's attainable matmul rate; the best of these is MFU's denominator.
-2. For each ViT variant at 224x224 (batch 8, float32, Embed-1D and Learnable-Fourier),
-   the compiled `Program.train_step` of configs/vit_b16_imagenet.py: XLA's cost analysis
-   gives the FLOPs of one step; MFU = FLOPs / step time / peak. Step time is the best of
-   `--steps` steps (on a shared machine the best is the least disturbed one).
+1. Peak: the same run times an n x n x n matmul in the compute dtype (2·n³ FLOPs; n = 2048
+   on CPU, 8192 on accelerators) before every model; the best of these is the measured
+   peak. On a known accelerator (`SPEC_PEAKS`) the spec-sheet dense peak is a second
+   denominator.
+2. For each ViT variant at 224x224 (Embed-1D and Learnable-Fourier by default), the
+   compiled `Program.train_step` of configs/vit_b16_imagenet.py in `--dtype`, once per
+   attention path (`Attention.implementation`: `explicit` weights, `auto` = fused through
+   jax.nn.dot_product_attention, cuDNN's kernel where it applies, or `xla` / `cudnn`).
+   FLOPs of one step: XLA's cost analysis of the explicit path (the fused paths do the same
+   math, but XLA counts no FLOPs inside cuDNN's custom call). MFU = FLOPs / step time /
+   peak. Step time is the best of `--steps` steps (on a shared machine the best is the
+   least disturbed one); the explicit path is always timed, as the baseline of the ratio.
 3. Input pipeline: examples/s of the digits grain pipeline (the demo's preprocessing)
    against what the demo's train step consumes (examples/s of its compiled step).
 Prints Markdown tables for benchmarks/README.md.
@@ -16,9 +23,12 @@ Prints Markdown tables for benchmarks/README.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import functools
 import itertools
 import time
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -26,14 +36,58 @@ import numpy as np
 
 from benchmarks.timing import machine, time_jitted
 from configs import vit_b16_imagenet, vit_digits
+from lfpe.nn import attention, transformer
 from lfpe.train import program as program_lib
 from lfpe.train import sharding
 
+# Dense (no 2:4 sparsity) peak TFLOP/s of one chip: (device_kind substrings, name, bf16,
+# float32). float32 is the rate of float32 matmuls at JAX's default precision: TF32 tensor
+# cores on A100/H100/H200, one bfloat16 pass on TPUs (docs.jax.dev/en/latest/201/
+# precision.html). NVIDIA's datasheets (nvidia.com/en-us/data-center/{a100,h100,h200})
+# quote tensor-core rates with sparsity, twice the dense ones: H100 SXM and H200 SXM BF16
+# 1,979 / TF32 989; H100 PCIe 1,513 / 756; H100 NVL and H200 NVL 1,671 / 835; A100 (SXM4 and
+# PCIe, 40 and 80 GB) 624 / 312. Cloud TPU system architecture pages (cloud.google.com/tpu/
+# docs/{v4,v5e,v5p,v6e}): bf16 per chip v4 275, v5e 197, v5p 459, v6e 918.
+SPEC_PEAKS = (
+  (("h100 nvl",), "H100 NVL", 835.5, 417.5),
+  (("h100 pcie",), "H100 PCIe", 756.5, 378.0),
+  (("h100",), "H100 SXM", 989.4, 494.7),
+  (("h200 nvl",), "H200 NVL", 835.5, 417.5),
+  (("h200",), "H200 SXM", 989.4, 494.7),
+  (("a100",), "A100", 312.0, 156.0),
+  (("tpu v4",), "TPU v4", 275.0, 275.0),
+  (("tpu v5 lite", "tpu v5e"), "TPU v5e", 197.0, 197.0),
+  (("tpu v5",), "TPU v5p", 459.0, 459.0),
+  (("tpu v6",), "TPU v6e", 918.0, 918.0),
+)
+PATHS = {"explicit": "explicit", "auto": None, "xla": "xla", "cudnn": "cudnn"}
 
-def matmul_peak(n: int = 2048) -> float:
-  """Attainable float32 FLOP/s of one n x n x n matmul."""
-  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+
+def spec_peak(device: jax.Device, dtype: str) -> tuple[str, float] | None:
+  """(name, dense spec-sheet FLOP/s) of `device` for `dtype`, or None if unknown."""
+  kind = device.device_kind.lower()
+  for patterns, name, bf16, f32 in SPEC_PEAKS:
+    if any(p in kind for p in patterns):
+      return name, 1e12 * (bf16 if dtype == "bfloat16" else f32)
+  return None
+
+
+def matmul_peak(dtype: str, n: int) -> float:
+  """Attainable FLOP/s of one n x n x n matmul in `dtype`."""
+  a = jax.random.normal(jax.random.key(0), (n, n), dtype)
   return 2 * n**3 / time_jitted(jnp.matmul, a, a, repeats=20)
+
+
+@contextlib.contextmanager
+def attention_path(path: str):
+  """Programs built and traced inside use `Attention(implementation=PATHS[path])`.
+
+  The model config has no attention field, so this swaps the class that the transformer
+  blocks instantiate; parameters and their names do not change.
+  """
+  attn = functools.partial(attention.Attention, implementation=PATHS[path])
+  with mock.patch.object(transformer, "Attention", attn):
+    yield
 
 
 def random_batch(prog: program_lib.Program, batch_size: int) -> dict:
@@ -48,12 +102,17 @@ def random_batch(prog: program_lib.Program, batch_size: int) -> dict:
   return jax.tree.map(make, abstract_batch)
 
 
-def time_train_step(prog: program_lib.Program, batch: dict, steps: int) -> tuple[float, float]:
-  """(best seconds per step, XLA FLOPs per step) of the compiled train step."""
+def compile_step(config, mesh, path: str):
+  """(program, compiled train step) of `config` with attention `path`."""
+  with attention_path(path):
+    prog = program_lib.build(config, mesh)
+    return prog, prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()
+
+
+def best_step_time(prog: program_lib.Program, compiled, batch: dict, steps: int) -> float:
+  """Best seconds per step of the compiled train step, after one warm-up step."""
   state = prog.init_state()
-  compiled = prog.train_step.lower(state, batch).compile()
-  flops = float(compiled.cost_analysis()["flops"])
-  state, metrics = compiled(state, batch)  # warm up
+  state, metrics = compiled(state, batch)
   jax.block_until_ready(metrics)
   times = []
   for _ in range(steps):
@@ -61,15 +120,27 @@ def time_train_step(prog: program_lib.Program, batch: dict, steps: int) -> tuple
     state, metrics = compiled(state, batch)
     jax.block_until_ready(metrics)
     times.append(time.perf_counter() - t0)
-  return min(times), flops
+  return min(times)
 
 
-def vit_config(variant: str, posemb: str, batch: int):
+def measure_paths(config, mesh, paths: list[str], steps: int) -> tuple[float, list[tuple]]:
+  """(XLA FLOPs of one explicit-path step, [(path, kernel, best s/step)]), explicit first."""
+  rows, flops = [], None
+  for path in dict.fromkeys(("explicit", *paths)):
+    prog, compiled = compile_step(config, mesh, path)
+    flops = flops or float(compiled.cost_analysis()["flops"])
+    kernel = "cuDNN" if "__cudnn$fmha" in compiled.as_text() else "XLA"
+    seconds = best_step_time(prog, compiled, random_batch(prog, config.batch_size), steps)
+    rows.append((path, kernel, seconds))
+  return flops, rows
+
+
+def vit_config(variant: str, posemb: str, batch: int, dtype: str = "float32"):
   config = vit_b16_imagenet.get_config(f"posemb={posemb}")
   with config.unlocked():
     config.model.variant = variant
     config.batch_size = batch
-    config.compute_dtype = "float32"
+    config.compute_dtype = dtype
     config.model.dropout = 0.0
   return config
 
@@ -93,43 +164,73 @@ def pipeline_throughput(batches: int = 50) -> tuple[float, float]:
     batch = next(loader)
   jax.block_until_ready(batch)
   produced = batches * config.batch_size / (time.perf_counter() - start)
-  prog = program_lib.build(config, mesh)
-  step_s, _ = time_train_step(prog, batch, steps=30)
-  return produced, config.batch_size / step_s
+  prog, compiled = compile_step(config, mesh, "auto")
+  return produced, config.batch_size / best_step_time(prog, compiled, batch, steps=30)
 
 
-def main() -> None:
+def print_table(args, rows: list[tuple], peak: float, spec: tuple[str, float] | None) -> None:
+  """Markdown: one row per (variant, posemb, path); ratios against the explicit path."""
+  unit, prefix = (1e12, "T") if peak >= 1e12 else (1e9, "G")
+  spec_head = f" | MFU ({spec[0]} spec)" if spec else ""
+  print(
+    f"| model (224x224, batch {args.batch}, {args.dtype}) | posemb | attention | step (ms) "
+    f"| img/s | {prefix}FLOPs/step (XLA) | achieved {prefix}FLOP/s | MFU (measured){spec_head} "
+    f"| speed vs explicit |\n|---|---|---|---|---|---|---|---|{'---|' if spec else ''}---|"
+  )
+  for variant, posemb, flops, paths in rows:
+    baseline = paths[0][2]
+    for path, kernel, seconds in paths:
+      rate = flops / seconds
+      spec_cell = f" | {100 * rate / spec[1]:.1f} %" if spec else ""
+      print(
+        f"| ViT-{variant} | `{posemb}` | {path} ({kernel}) | {seconds * 1e3:.1f} | "
+        f"{args.batch / seconds:.0f} | {flops / unit:.2f} | {rate / unit:.1f} | "
+        f"{100 * rate / peak:.1f} %{spec_cell} | {baseline / seconds:.2f}x |"
+      )
+
+
+def parse_args() -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--variants", default="Ti/16,S/16")
   parser.add_argument("--posembs", default="embed_1d,fourier")
   parser.add_argument("--batch", type=int, default=8)
   parser.add_argument("--steps", type=int, default=5)
+  parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+  parser.add_argument(
+    "--attention", default="explicit,auto", help=f"comma-separated, of {tuple(PATHS)}"
+  )
+  parser.add_argument("--matmul-size", type=int, default=0, help="0: 2048 on CPU, else 8192")
+  parser.add_argument("--pipeline", action=argparse.BooleanOptionalAction, default=True)
   args = parser.parse_args()
-  print(f"Machine: {machine()}; date {datetime.date.today()}\n")
-  mesh = sharding.make_mesh(vit_config("Ti/16", "fourier", args.batch).mesh, jax.devices()[:1])
-  rows, peak = [], 0.0
+  if unknown := set(args.attention.split(",")) - set(PATHS):
+    parser.error(f"--attention: unknown path(s) {sorted(unknown)}; use {tuple(PATHS)}")
+  return args
+
+
+def main() -> None:
+  args = parse_args()
+  device = jax.devices()[0]
+  n = args.matmul_size or (2048 if device.platform == "cpu" else 8192)
+  print(f"Machine: {machine()}; {device.device_kind}; date {datetime.date.today()}\n")
+  mesh = sharding.make_mesh(vit_config("Ti/16", "fourier", args.batch).mesh, [device])
+  rows, peak, paths = [], 0.0, args.attention.split(",")
   for variant, posemb in itertools.product(args.variants.split(","), args.posembs.split(",")):
-    peak = max(peak, matmul_peak())
-    prog = program_lib.build(vit_config(variant, posemb, args.batch), mesh)
-    rows.append(
-      (variant, posemb, *time_train_step(prog, random_batch(prog, args.batch), args.steps))
-    )
-  print(f"Measured float32 matmul peak (2048³, best of {len(rows)}): {peak / 1e9:.1f} GFLOP/s\n")
-  print(
-    f"| model (224x224, batch {args.batch}, f32) | posemb | step (ms) | GFLOPs/step "
-    "(XLA) | achieved GFLOP/s | MFU |\n|---|---|---|---|---|---|"
-  )
-  for variant, posemb, step_s, flops in rows:
+    peak = max(peak, matmul_peak(args.dtype, n))
+    config = vit_config(variant, posemb, args.batch, args.dtype)
+    rows.append((variant, posemb, *measure_paths(config, mesh, paths, args.steps)))
+  spec = spec_peak(device, args.dtype)
+  print(f"Measured {args.dtype} matmul peak ({n}³, best of {len(rows)}): {peak / 1e9:.1f} GFLOP/s")
+  if spec:
+    print(f"Spec-sheet dense {args.dtype} peak ({spec[0]}): {spec[1] / 1e12:.1f} TFLOP/s")
+  print()
+  print_table(args, rows, peak, spec)
+  if args.pipeline:
+    produced, consumed = pipeline_throughput()
     print(
-      f"| ViT-{variant} | `{posemb}` | {step_s * 1e3:.0f} | {flops / 1e9:.1f} | "
-      f"{flops / step_s / 1e9:.1f} | {100 * flops / step_s / peak:.1f} % |"
+      f"\nInput pipeline (digits demo, batch 64): {produced:.0f} examples/s produced vs "
+      f"{consumed:.0f} examples/s consumed by the demo's train step "
+      f"({produced / consumed:.1f}x headroom)."
     )
-  produced, consumed = pipeline_throughput()
-  print(
-    f"\nInput pipeline (digits demo, batch 64): {produced:.0f} examples/s produced vs "
-    f"{consumed:.0f} examples/s consumed by the demo's train step "
-    f"({produced / consumed:.1f}x headroom)."
-  )
 
 
 if __name__ == "__main__":

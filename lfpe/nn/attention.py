@@ -14,6 +14,15 @@ One module covers the position studies of the papers as call arguments, not fork
 * `rope`: a callable applied to the projected q and k (rotary embeddings);
 * `key_padding_mask` (True = padding, DETR's convention) and `causal` masks.
 
+Two paths compute the same attention (`Attention.implementation`):
+* fused: `jax.nn.dot_product_attention`, the bias hooks (`logit_bias`, `relative`) as its
+  `bias`, the masks as its `mask` / `is_causal`; on a GPU cuDNN's flash-attention kernel
+  where it takes the shapes and dtypes (bf16/fp16, head dim a multiple of 8, ...), else
+  XLA's. The attention weights are never materialised by cuDNN's kernel.
+* explicit: logits, softmax and weights as arrays; taken whenever something needs the
+  weights: sowing them (`mutable=['intermediates']`, attention maps) and attention dropout
+  in training (`jax.nn.dot_product_attention` applies no dropout).
+
 Logits are `q·k / sqrt(d)` with `d` the length of the vectors being multiplied, so with
 concatenated channels `d = head_dim + c` (Eq. 13 makes `[q¹, pos_q²]` the query).
 The softmax runs in float32 whatever the compute dtype.
@@ -24,9 +33,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 Array = jnp.ndarray
+# None: fused, cuDNN's kernel where it applies (GPU) else XLA's; 'xla', 'cudnn': that
+# implementation of jax.nn.dot_product_attention ('cudnn' raises where it does not apply);
+# 'explicit': the weights as arrays (always taken when they are needed).
+IMPLEMENTATIONS = (None, "xla", "cudnn", "explicit")
 _QKV_AXES = ("embed", "heads", "kv")
 _OUT_AXES = ("heads", "kv", "embed")
 
@@ -118,6 +132,60 @@ def _add(x: Array, pos: Array | None) -> Array:
   return x if pos is None else x + pos.astype(x.dtype)
 
 
+def _full_4d(x: Array | None, num_q: int, num_k: int) -> Array | None:
+  """`x` broadcast to `[B|1, h|1, Nq, Nk]`: cuDNN wants the full query and key lengths."""
+  if x is None:
+    return None
+  x = x.reshape((1,) * (4 - x.ndim) + x.shape)
+  return jnp.broadcast_to(x, (*x.shape[:2], num_q, num_k))
+
+
+def fused_attention(
+  q: Array,
+  k: Array,
+  v: Array,
+  bias: Array | None = None,
+  mask: Array | None = None,
+  is_causal: bool = False,
+  implementation: str | None = None,
+) -> Array:
+  """`softmax(q kᵀ / sqrt(d) + bias) v` by `jax.nn.dot_product_attention`: `[B, Nq, h, dv]`.
+
+  `q`, `k`: `[B, N, h, d]`, `v`: `[B, Nk, h, dv]` with `dv <= d` (v is zero-padded to `d`
+  and the output cut back: concatenated position channels widen q and k only);
+  `bias`, `mask` (True = may attend) broadcast to `[B, h, Nq, Nk]`. `implementation=None`
+  tries cuDNN's kernel on a GPU and falls back to XLA's where cuDNN rejects the call
+  (jax itself maps None to XLA's).
+  """
+  num_q, num_k, dv = q.shape[1], k.shape[1], v.shape[-1]
+  q, k = q.astype(v.dtype), k.astype(v.dtype)
+  v = jnp.pad(v, [(0, 0)] * 3 + [(0, q.shape[-1] - dv)])  # [B, Nk, h, d]
+  mask = _full_4d(mask, num_q, num_k)
+
+  def attend(implementation: str) -> Array:
+    b = bias
+    if implementation == "cudnn" and bias is not None:  # cuDNN: bias in the dtype of q
+      b = _full_4d(bias, num_q, num_k).astype(q.dtype)
+    out = jax.nn.dot_product_attention(
+      q,
+      k,
+      v,
+      b,
+      mask,
+      scale=q.shape[-1] ** -0.5,
+      is_causal=is_causal,
+      implementation=implementation,
+    )
+    return out[..., :dv]
+
+  if implementation is None and jax.default_backend() == "gpu":
+    try:
+      return attend("cudnn")
+    except (NotImplementedError, ValueError, RuntimeError):  # dtype, shape, or no cuDNN
+      pass
+  return attend(implementation or "xla")
+
+
 class Attention(nn.Module):
   """Multi-head (self or cross) attention with the position hooks of the module docstring.
 
@@ -127,9 +195,11 @@ class Attention(nn.Module):
     out_features: output width; defaults to the query input width.
     dropout: dropout rate on the attention weights.
     dtype: compute dtype (e.g. bfloat16); parameters stay in `param_dtype`.
+    implementation: one of `IMPLEMENTATIONS`: the fused path (None: cuDNN's kernel where
+      it applies, else XLA's; or 'xla', 'cudnn') or 'explicit' (benchmarks time both).
 
-  The attention weights `[B, h, Nq, Nk]` are sown into `intermediates/attention_weights`
-  (apply with `mutable=['intermediates']` to read attention maps).
+  Applied with `mutable=['intermediates']`, the attention weights `[B, h, Nq, Nk]` are sown
+  into `intermediates/attention_weights` (attention maps); this takes the explicit path.
   """
 
   num_heads: int
@@ -138,6 +208,7 @@ class Attention(nn.Module):
   dropout: float = 0.0
   dtype: jnp.dtype | None = None
   param_dtype: jnp.dtype = jnp.float32
+  implementation: str | None = None
 
   def _proj(self, name: str, x: Array, head_dim: int) -> Array:
     return nn.DenseGeneral(
@@ -173,6 +244,11 @@ class Attention(nn.Module):
     `relative(q / sqrt(d) [B, Nq, h, d]) -> [B, h, Nq, Nk]`; `rope(x [B, N, h, d]) -> same shape`.
     Returns `[B, Nq, out_features]`.
     """
+    if self.implementation not in IMPLEMENTATIONS:
+      raise ValueError(
+        f"Attention: implementation={self.implementation!r} is unknown; use one of "
+        f"{IMPLEMENTATIONS}."
+      )
     inputs_kv = inputs_q if inputs_kv is None else inputs_kv
     features = self.qkv_features or inputs_q.shape[-1]
     if features % self.num_heads:
@@ -185,14 +261,14 @@ class Attention(nn.Module):
     k = self._proj("key", _add(inputs_kv, pos_k), head_dim)  # [B, Nk, h, d]
     v = self._proj("value", _add(inputs_kv, pos_v), head_dim)  # [B, Nk, h, d]
     q, k, bias = _position_terms(q, k, concat_q, concat_k, logit_bias, relative, rope)
-    mask = make_mask(key_padding_mask, causal, q.shape[1], k.shape[1])
-    weights = attention_weights(q, k, bias, mask)  # [B, h, Nq, Nk]
-    self.sow("intermediates", "attention_weights", weights)
-    weights = nn.Dropout(self.dropout)(weights, deterministic=deterministic)
-    # In [B, h, Nq, d] order, then transposed: a vmapped `...->bqhd` einsum runs 3-6x slower
-    # on XLA:CPU (benchmarks/README.md, position study).
-    out = jnp.einsum("bhqk,bhkd->bhqd", weights.astype(v.dtype), v.transpose(0, 2, 1, 3))
-    out = out.transpose(0, 2, 1, 3)  # [B, Nq, h, d]
+    num_q, num_k = q.shape[1], k.shape[1]
+    if self._needs_weights(deterministic):
+      mask = make_mask(key_padding_mask, causal, num_q, num_k)
+      out = self._explicit(q, k, v, bias, mask, deterministic)  # [B, Nq, h, d]
+    else:  # jax's causal mask aligns the first query with the first key: Nq = Nk only
+      is_causal = causal and num_q == num_k
+      mask = make_mask(key_padding_mask, causal and not is_causal, num_q, num_k)
+      out = fused_attention(q, k, v, bias, mask, is_causal, self.implementation)
     return nn.DenseGeneral(
       features=self.out_features or inputs_q.shape[-1],
       axis=(-2, -1),
@@ -202,3 +278,21 @@ class Attention(nn.Module):
       bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
       name="out",
     )(out)
+
+  def _needs_weights(self, deterministic: bool) -> bool:
+    """Whether the weights must exist as an array: sown, dropped out, or asked for."""
+    return (
+      self.implementation == "explicit"
+      or self.is_mutable_collection("intermediates")
+      or (self.dropout > 0 and not deterministic)
+    )
+
+  def _explicit(self, q, k, v, bias, mask, deterministic: bool) -> Array:
+    """`weights v` with the weights `[B, h, Nq, Nk]` as an array (sown, dropped out)."""
+    weights = attention_weights(q, k, bias, mask)  # [B, h, Nq, Nk]
+    self.sow("intermediates", "attention_weights", weights)
+    weights = nn.Dropout(self.dropout)(weights, deterministic=deterministic)
+    # In [B, h, Nq, d] order, then transposed: a vmapped `...->bqhd` einsum runs 3-6x slower
+    # on XLA:CPU (benchmarks/README.md, position study).
+    out = jnp.einsum("bhqk,bhkd->bhqd", weights.astype(v.dtype), v.transpose(0, 2, 1, 3))
+    return out.transpose(0, 2, 1, 3)  # [B, Nq, h, d]

@@ -1,4 +1,5 @@
-"""Attention with position hooks against a numpy softmax(QKᵀ/√d + bias)V reference."""
+"""Attention with position hooks against a numpy softmax(QKᵀ/√d + bias)V reference; fused path
+against explicit path (outputs, gradients, which path runs)."""
 
 import flax.linen as nn
 import jax
@@ -237,3 +238,115 @@ def test_real_axial_rope_makes_logits_depend_on_2d_offsets_only():
   row0 = logits[..., 0, :] - logits[..., 0, :1]
   row4 = logits[..., 4, :] - logits[..., 4, :1]
   np.testing.assert_allclose(row0[..., 1] - row0[..., 0], row4[..., 5] - row4[..., 4], atol=1e-4)
+
+
+# Fused (jax.nn.dot_product_attention) against explicit (weights as arrays).
+_MASKS = {
+  "none": {},
+  "padding": {"key_padding_mask": np.array([[0, 0, 0, 0, 0], [0, 0, 0, 1, 1]], bool)},
+  "causal+padding": {
+    "causal": True,
+    "key_padding_mask": np.array([[0, 0, 0, 0, 1], [0, 1, 0, 0, 0]], bool),
+  },
+}
+
+
+def _hooks(name):
+  """Keyword arguments of one hook combination (every hook the fused path takes)."""
+  rng = np.random.default_rng(8)
+  pos = rng.normal(size=(N, D)).astype(np.float32)
+  cq, ck = (rng.normal(size=(N, H, 3)).astype(np.float32) for _ in range(2))
+  r = rng.normal(size=(N, N, HD)).astype(np.float32)
+  hooks = {
+    "pos_qkv": dict(pos_q=pos, pos_k=pos, pos_v=pos),
+    "concat": dict(concat_q=cq, concat_k=ck),
+    "logit_bias": dict(logit_bias=rng.normal(size=(H, N, N)).astype(np.float32)),
+    "relative": dict(relative=lambda q: jnp.einsum("bqhd,qkd->bhqk", q, r)),
+    "rope": dict(rope=_rotate),
+  }
+  if name == "none":
+    return {}
+  if name == "all":  # every hook at once (concat widens q, k after the rotation)
+    return {k: v for h in hooks.values() for k, v in h.items()}
+  return hooks[name]
+
+
+_HOOK_SETS = ("none", "pos_qkv", "concat", "logit_bias", "relative", "rope", "all")
+
+
+def _both_paths(dtype, x, kwargs):
+  fused, explicit = (
+    Attention(num_heads=H, dtype=dtype, implementation=impl) for impl in (None, "explicit")
+  )
+  variables = fused.init(jax.random.key(0), x, **kwargs)
+  return fused, explicit, variables
+
+
+@pytest.mark.parametrize("masks", list(_MASKS))
+@pytest.mark.parametrize("hooks", _HOOK_SETS)
+def test_fused_path_matches_explicit_path_float32(hooks, masks):
+  x = _inputs()
+  kwargs = {**_hooks(hooks), **_MASKS[masks]}
+  fused, explicit, variables = _both_paths(jnp.float32, x, kwargs)
+  out = fused.apply(variables, x, **kwargs)
+  np.testing.assert_allclose(out, explicit.apply(variables, x, **kwargs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("hooks", ["none", "all"])
+def test_fused_path_matches_explicit_path_bfloat16(hooks):
+  x = _inputs()
+  kwargs = {**_hooks(hooks), **_MASKS["causal+padding"]}
+  fused, explicit, variables = _both_paths(jnp.bfloat16, x, kwargs)
+  out = fused.apply(variables, x, **kwargs)
+  assert out.dtype == jnp.bfloat16
+  ref = explicit.apply(variables, x, **kwargs)
+  np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(ref, np.float32), atol=0.05)
+
+
+def test_fused_cross_attention_with_causal_mask_matches_explicit():
+  """Nq != Nk: the causal mask aligns the last query with the last key on both paths."""
+  x, mem = _inputs(0, n=3), _inputs(1, n=N)
+  kwargs = dict(causal=True, key_padding_mask=_MASKS["padding"]["key_padding_mask"])
+  fused, explicit, variables = _both_paths(jnp.float32, x, {})
+  out = fused.apply(variables, x, mem, **kwargs)
+  np.testing.assert_allclose(out, explicit.apply(variables, x, mem, **kwargs), atol=1e-5)
+
+
+@pytest.mark.parametrize("hooks", ["none", "all"])
+def test_fused_path_gradients_match_explicit_path(hooks):
+  x = _inputs()
+  kwargs = {**_hooks(hooks), **_MASKS["causal+padding"]}
+  fused, explicit, variables = _both_paths(jnp.float32, x, kwargs)
+
+  def grads(module):
+    loss = lambda v, x: jnp.sum(jnp.sin(module.apply(v, x, **kwargs)))
+    return jax.grad(loss, argnums=(0, 1))(variables, x)
+
+  jax.tree.map(
+    lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
+    grads(fused),
+    grads(explicit),
+  )
+
+
+def test_path_choice_explicit_only_where_weights_are_needed(monkeypatch):
+  x = _inputs()
+  module, variables, _ = _init(x)
+  calls = []
+  fused = attn_lib.fused_attention
+  monkeypatch.setattr(attn_lib, "fused_attention", lambda *a: calls.append(1) or fused(*a))
+  module.apply(variables, x)
+  assert len(calls) == 1  # nothing needs the weights: fused
+  _weights(module, variables, x)  # sown attention maps
+  Attention(H, implementation="explicit").apply(variables, x)
+  dropout = Attention(H, dropout=0.5)
+  train = dropout.apply(variables, x, deterministic=False, rngs={"dropout": jax.random.key(1)})
+  assert len(calls) == 1  # ... and none of the three above called it
+  evaluation = dropout.apply(variables, x)
+  assert len(calls) == 2  # dropout off at evaluation: fused again
+  assert not np.allclose(train, evaluation, atol=1e-4)
+
+
+def test_unknown_implementation_is_rejected():
+  with pytest.raises(ValueError, match="implementation='flash' is unknown"):
+    Attention(num_heads=H, implementation="flash").init(jax.random.key(0), _inputs())
