@@ -28,6 +28,7 @@ import jax
 import ml_collections
 import numpy as np
 from absl import flags
+from jax.experimental import multihost_utils
 
 from lfpe.data import builders, config, ops
 
@@ -201,6 +202,18 @@ class EvalLoader:
       yield to_global(batch, self._sharding, self._batch)
 
 
+def _data_source(name: str, split: str, data_dir: str):
+  """`builders.data_source`; with several processes, process 0 builds a local dataset first.
+
+  The others wait for it: building at the same time, they would collide in `data_dir`.
+  """
+  if jax.process_count() > 1 and builders.get_spec(name).builder is not None:
+    if jax.process_index() == 0:
+      builders.prepare(name, data_dir)
+    multihost_utils.sync_global_devices(f"lfpe.data: {name} is prepared")
+  return builders.data_source(name, split, data_dir)
+
+
 def make_loader(
   data: ml_collections.ConfigDict,
   *,
@@ -221,7 +234,7 @@ def make_loader(
   sharding = batch_sharding(mesh)
   config.check_batch(global_batch_size, sharding.mesh if hasattr(sharding, "mesh") else None)
   split = split or resolved.split(train)
-  source = builders.data_source(resolved.spec.name, split, resolved.data_dir)
+  source = _data_source(resolved.spec.name, split, resolved.data_dir)
   if resolved.cache:  # Decode once; later reads are list lookups.
     source = [source[i] for i in range(len(source))]
   source = NamedSource(source, f"{resolved.spec.name}:{split}")

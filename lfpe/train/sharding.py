@@ -121,6 +121,13 @@ def wants_distributed(force: bool = False) -> bool:
 
 
 def maybe_initialize_distributed(force: bool = False) -> None:
-  """Joins the multi-process JAX cluster once, before any other JAX call."""
+  """Joins the multi-process JAX cluster once, before any other JAX call.
+
+  jax reads JAX_COORDINATOR_ADDRESS and detects SLURM, Open MPI and Cloud TPU itself, but
+  not JAX_NUM_PROCESSES / JAX_PROCESS_ID: those are passed on here.
+  """
   if wants_distributed(force) and not jax.distributed.is_initialized():
-    jax.distributed.initialize()
+    count, index = (os.environ.get(k) for k in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"))
+    jax.distributed.initialize(
+      num_processes=int(count) if count else None, process_id=int(index) if index else None
+    )
