@@ -84,12 +84,9 @@ def detr_table(batch: int = 8, size: int = 42, dim: int = 256) -> list[tuple[str
 
 def vit_ratio(batch: int = 8) -> tuple[float, float]:
   """(seconds for `fourier` on the 14x14 grid, seconds for a ViT-B/16 forward pass)."""
-  import ml_collections
-
   from lfpe.models import vit
 
-  cfg = ml_collections.ConfigDict({"variant": "B/16", "posemb": "fourier"})
-  model = vit.create_model(cfg, num_classes=1000, image_size=224)
+  model = vit.Model(1000, image_size=224, variant="B/16", posemb="fourier")
   images = jnp.ones((batch, 224, 224, 3))
   variables = jax.jit(lambda: model.init(jax.random.key(0), images, train=False))()
   t_vit = time_jitted(lambda v, x: model.apply(v, x, train=False), variables, images, repeats=3)

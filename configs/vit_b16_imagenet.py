@@ -26,7 +26,8 @@ few steps of a 1-block model at 32x32 with 16x16 patches; checks plumbing only).
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.train.config_lib import base_config, parse_arg, posemb_kwargs
+from lfpe.encodings import spec
+from lfpe.train.config_lib import base_config, parse_arg
 
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
@@ -48,12 +49,11 @@ def get_config(arg: str | None = None):
   config.data.augment = "inception_crop(224)|flip_lr"
   config.data.worker_count = 8
 
+  config.model_name = "vit"
   config.model = dict(
-    name="vit",
     variant="B/16",
     pool="token",
-    posemb=arg.posemb,
-    posemb_kwargs=posemb_kwargs(arg.posemb, gamma=arg.gamma),
+    posemb=spec(arg.posemb, gamma=arg.gamma),
     dropout=0.1,
   )
   config.optim.update(name="adamw", lr=1e-3, weight_decay=0.1, b1=0.9, b2=0.999, grad_clip_norm=1.0)

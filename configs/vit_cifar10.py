@@ -18,7 +18,8 @@ few steps of a 1-block model; checks plumbing, not accuracy).
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.train.config_lib import base_config, parse_arg, posemb_kwargs
+from lfpe.encodings import spec
+from lfpe.train.config_lib import base_config, parse_arg
 
 
 def get_config(arg: str | None = None):
@@ -37,17 +38,15 @@ def get_config(arg: str | None = None):
   config.data.image_size = 32
   config.data.augment = "random_crop(32, 4)|flip_lr"
 
+  config.model_name = "vit"
   config.model = dict(
-    name="vit",
-    variant="S",
     patch_size=4,
     width=256,
     depth=6,
     num_heads=8,
     mlp_dim=512,
     pool="token",
-    posemb=arg.posemb,
-    posemb_kwargs=posemb_kwargs(arg.posemb, gamma=arg.gamma),
+    posemb=spec(arg.posemb, gamma=arg.gamma),
     dropout=0.1,
   )
   config.task.label_smoothing = 0.1
@@ -60,7 +59,7 @@ def get_config(arg: str | None = None):
     config.eval_every = config.checkpoint_every = 2
     config.batch_size = config.eval_batch_size = 16
     config.compute_dtype = "float32"
-    config.model.update(variant="mu", width=16, depth=1, num_heads=2, mlp_dim=32)
+    config.model.update(width=16, depth=1, num_heads=2, mlp_dim=32)
     config.schedule.warmup_steps = 1
   config.lock()
   return config

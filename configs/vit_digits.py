@@ -21,7 +21,8 @@ only); small=1 for the CI variant (a few steps of a 1-block model; plumbing only
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.train.config_lib import base_config, parse_arg, posemb_kwargs
+from lfpe.encodings import spec
+from lfpe.train.config_lib import base_config, parse_arg
 
 
 def get_config(arg: str | None = None):
@@ -39,17 +40,15 @@ def get_config(arg: str | None = None):
   config.data.image_size = 16
   config.data.cache = True  # 1,797 tiny images: decode once, not every step
 
+  config.model_name = "vit"
   config.model = dict(
-    name="vit",
-    variant="mu",
     patch_size=2,
     width=64,
     depth=2,
     num_heads=4,
     mlp_dim=128,
     pool="gap",
-    posemb=arg.posemb,
-    posemb_kwargs=posemb_kwargs(arg.posemb, gamma=arg.gamma),
+    posemb=spec(arg.posemb, gamma=arg.gamma),
     dropout=0.1,
   )
   config.task.label_smoothing = 0.1

@@ -232,7 +232,7 @@ def speed(study: Study, epochs: int = 2) -> None:
   for strategy in SPEED_STRATEGIES:
     if study.done("speed", strategy):
       continue
-    params = ms.init_params(model, seeds, data.images.shape[1:], sweep.REDRAW)
+    params = ms.init_params(model, seeds, data.images.shape[1:])
     start = time.perf_counter()
     _, history = ms.train(model, params, data, spec, list(seeds), strategy=strategy)
     seconds = time.perf_counter() - start

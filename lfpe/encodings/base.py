@@ -19,12 +19,13 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
+from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
 
 KINDS = ("absolute", "bias", "logits", "rotary", "none")
 
 
-class AbsoluteEncoding:
+class AbsoluteEncoding(Checked):
   """Mixin for absolute encodings (flax.linen modules that map coordinates).
 
   Subclasses set `coords_mode` (a field or class attribute: `index`, `unit`,

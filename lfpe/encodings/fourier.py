@@ -1,6 +1,7 @@
 """Learnable Fourier features + MLP (002 Sec. 3, Algorithm 1) and its ablations.
 
-Algorithm 1 on positions `X [..., G, M]` (G groups of M coordinates; `[..., M]` when G=1):
+Algorithm 1 on positions `X [..., G, M]` (G groups of M coordinates; M is read from the
+input; `[..., M]` is also accepted when G = 1) returns `PE [..., D]` for every G:
   1. F = [cos(X W_rᵀ) ‖ sin(X W_rᵀ)] / sqrt(|F|)      (Eq. 2), W_r `[|F|/2, M]`
   2. Y = GELU(F W1 + B1) W2 + B2                      (Eq. 6), W2 `[|H|, D/G]`
   3. PE = Y reshaped to `[..., D]` (group g fills channels g·D/G .. (g+1)·D/G - 1).
@@ -55,24 +56,40 @@ def fourier_features(x: jnp.ndarray, wr: jnp.ndarray) -> jnp.ndarray:
   return jnp.concatenate([jnp.cos(proj), jnp.sin(proj)], axis=-1) / math.sqrt(2 * wr.shape[0])
 
 
-def mlp(features: jnp.ndarray, hidden_dim: int, out_dim: int) -> jnp.ndarray:
+def mlp(
+  features: jnp.ndarray, hidden_dim: int, out_dim: int, out_init_std: float | None = None
+) -> jnp.ndarray:
   """Eq. 6 inside a compact module: GELU(F W1 + B1) W2 + B2, params `hidden` and `out`.
 
-  GELU is the exact x·Φ(x) of the paper's "GeLU" (flax defaults to the tanh form).
+  GELU is the exact x·Φ(x) of the paper's "GeLU" (flax defaults to the tanh form). W2 is
+  LeCun-normal (flax's default), or N(0, out_init_std²) when given.
   """
   h = nn.gelu(nn.Dense(hidden_dim, name="hidden")(features), approximate=False)  # [..., H]
-  return nn.Dense(out_dim, name="out")(h)  # [..., D/G]
+  init = nn.initializers.lecun_normal() if out_init_std is None else _normal(out_init_std)
+  return nn.Dense(out_dim, kernel_init=init, name="out")(h)  # [..., D/G]
+
+
+def _normal(std: float):
+  return nn.initializers.normal(stddev=std)
 
 
 class _Grouped(AbsoluteEncoding):
-  """Config checks and the `[..., G, M]` <-> `[..., D]` plumbing shared by this file."""
+  """Config checks and Algorithm 1's `[..., G, M]` -> `[..., D]` plumbing (this file).
+
+  Input contract. Positions are `[..., G, M]`: G groups (`groups`) of M coordinates, M
+  read from the input (`ndim`, when given, is checked against it). When G = 1 the group
+  axis may be left out: `[..., M]`. A size-1 axis just before M is read as that group axis,
+  so `[N, 1, M]` -> `[N, D]` and a single position `[1, M]` -> `[D]`; `grid()` passes
+  `[N, 1, M]` and always returns `[N, D]`. The output is always `[..., D]`.
+  """
 
   channel_multiple: ClassVar[int] = 1  # D/G must be a multiple of this
 
-  def __post_init__(self):
+  def check(self):
     owner = type(self).__name__
     check_divisible("groups", self.groups, 1, "the number of coordinate groups G", owner)
-    check_divisible("ndim", self.ndim, 1, "coordinates per group M", owner)
+    if self.ndim is not None:
+      check_divisible("ndim", self.ndim, 1, "coordinates per group M", owner)
     check_divisible(
       "dim",
       self.dim,
@@ -81,33 +98,44 @@ class _Grouped(AbsoluteEncoding):
       owner,
     )
     check_mode(self.coords_mode, owner)
-    super().__post_init__()
+    check_positive("gamma", getattr(self, "gamma", 1.0), owner)
+    super().check()
 
-  def check_coords(self, x: jnp.ndarray) -> jnp.ndarray:
-    """`x [..., G, M]` (or `[..., M]` when G = 1) as float32, checked."""
-    owner = type(self).__name__
+  def grid_coords(self, shape) -> jnp.ndarray:
+    """`[prod(shape), 1, len(shape)]`: one group of every cell's coordinates (G = 1)."""
+    return super().grid_coords(shape)[:, None, :]
+
+  def group_coords(self, x: jnp.ndarray) -> jnp.ndarray:
+    """`x [..., G, M]` (or `[..., M]` when G = 1) as float32 `[..., G, M]`, checked."""
+    owner, g = type(self).__name__, self.groups
     x = jnp.asarray(x, jnp.float32)
-    check_last_dim("x", x, self.ndim, owner)
-    if self.groups > 1 and (x.ndim < 2 or x.shape[-2] != self.groups):
+    if x.ndim >= 2 and x.shape[-2] == g:
+      pass
+    elif g == 1 and x.ndim >= 1:
+      x = x[..., None, :]
+    else:
       raise ValueError(
-        f"{owner}: with `groups`={self.groups}, positions must be [..., {self.groups}, "
-        f"{self.ndim}], got shape {tuple(x.shape)}; split boxes with coords.boxes(b, groups)."
+        f"{owner}: with `groups`={g}, positions must be [..., {g}, M], got shape "
+        f"{tuple(x.shape)}; split boxes with coords.boxes(b, groups)."
       )
+    if self.ndim is not None:
+      check_last_dim("x", x, self.ndim, owner)
     return x
 
   def merge_groups(self, y: jnp.ndarray) -> jnp.ndarray:
-    """Algorithm 1 line 3: `[..., G, D/G]` -> `[..., D]` (`[..., D]` unchanged when G = 1)."""
-    return y.reshape(*y.shape[:-2], self.dim) if self.groups > 1 else y
+    """Algorithm 1 line 3: `[..., G, D/G]` -> `[..., D]` (group g fills block g)."""
+    return y.reshape(*y.shape[:-2], self.dim)
 
 
 class LearnableFourierMLP(_Grouped, nn.Module):
-  """`fourier` (002 Alg. 1): learnable Fourier features, then a GELU MLP, `[..., D]`.
+  """`fourier` (002 Alg. 1): learnable Fourier features, then a GELU MLP, to `[..., D]`.
 
-  Params: `wr [fourier_dim/2, ndim]` (init N(0, γ⁻²), std 1/γ), `hidden` (W1 `[F, H]`,
-  B1), `out` (W2 `[H, D/G]`, B2). `trainable_wr=False` is `fixed_fourier_mlp`: `wr` then
-  lives in the "constants" collection, drawn from the "params" rng at init.
-  `ndim` is M, the coordinates per group (G=1 boxes: 4; G=2: 2; G=4: 1).
-  With G = 1 the group axis is optional: `[..., 1, M]` is read as a batch axis of size 1.
+  Params: `wr [fourier_dim/2, M]` (init N(0, γ⁻²), std 1/γ), `hidden` (W1 `[F, H]`, B1),
+  `out` (W2 `[H, D/G]`, B2; `out_init_std` draws W2 from N(0, std²) instead of LeCun's
+  normal, e.g. to make the position signal larger at init). `trainable_wr=False` is
+  `fixed_fourier_mlp`: `wr` then lives in the "constants" collection, drawn from the
+  "params" rng at init. M comes from the input (`ndim` optional, checked when given); see
+  `_Grouped` for how `[..., M]` and a trailing `[..., 1, M]` are read.
   """
 
   dim: int
@@ -115,73 +143,77 @@ class LearnableFourierMLP(_Grouped, nn.Module):
   hidden_dim: int = 32
   gamma: float = 1.0
   groups: int = 1
-  ndim: int = 2
+  ndim: int | None = None
   trainable_wr: bool = True
   coords_mode: str = "unit"
+  out_init_std: float | None = None
 
-  def __post_init__(self):
+  def check(self):
     owner = type(self).__name__
     check_divisible("fourier_dim", self.fourier_dim, 2, "a cos and a sin per row of W_r", owner)
     check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP width |H|", owner)
-    check_positive("gamma", self.gamma, owner)
-    super().__post_init__()
+    if self.out_init_std is not None:
+      check_positive("out_init_std", self.out_init_std, owner)
+    super().check()
 
   @nn.compact
   def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
-    x = self.check_coords(x)  # [..., G, M] or [..., M]
-    shape = (self.fourier_dim // 2, self.ndim)
-    init = nn.initializers.normal(stddev=1.0 / self.gamma)
+    x = self.group_coords(x)  # [..., G, M]
+    shape = (self.fourier_dim // 2, x.shape[-1])
+    init = _normal(1.0 / self.gamma)
     if self.trainable_wr:
       wr = self.param("wr", init, shape)
     else:
       wr = self.variable("constants", "wr", lambda: init(self.make_rng("params"), shape)).value
-    y = mlp(fourier_features(x, wr), self.hidden_dim, self.dim // self.groups)
+    features = fourier_features(x, wr)  # [..., G, F]
+    y = mlp(features, self.hidden_dim, self.dim // self.groups, self.out_init_std)
     return self.merge_groups(y)  # [..., D]
 
 
 class FourierFeatures(_Grouped, nn.Module):
   """`fourier_no_mlp` (002 Fig. 3b "Learnable-Fourier", Table 3): Eq. 2 alone, |F| = D/G.
 
-  Param `wr [D/(2G), ndim]`, init N(0, γ⁻²). Output `[..., D]`, the groups' features
-  concatenated in group order.
+  Param `wr [D/(2G), M]`, init N(0, γ⁻²). `[..., G, M]` -> `[..., D]`, the groups'
+  features concatenated in group order.
   """
 
   dim: int
   gamma: float = 1.0
   groups: int = 1
-  ndim: int = 2
+  ndim: int | None = None
   coords_mode: str = "unit"
   channel_multiple: ClassVar[int] = 2  # D/G is the Fourier depth: a cos and a sin per row
 
-  def __post_init__(self):
-    check_positive("gamma", self.gamma, type(self).__name__)
-    super().__post_init__()
-
   @nn.compact
   def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
-    x = self.check_coords(x)
-    shape = (self.dim // self.groups // 2, self.ndim)
-    wr = self.param("wr", nn.initializers.normal(stddev=1.0 / self.gamma), shape)
+    x = self.group_coords(x)
+    shape = (self.dim // self.groups // 2, x.shape[-1])
+    wr = self.param("wr", _normal(1.0 / self.gamma), shape)
     return self.merge_groups(fourier_features(x, wr))
 
 
 class PositionMLP(_Grouped, nn.Module):
   """`mlp` (002 Sec. 4.1, Tables 1 and 3): Eq. 6's MLP on the raw coordinates.
 
-  GELU(x W1 + B1) W2 + B2 with W1 `[M, H]`, W2 `[H, D/G]`, shared by the groups.
+  GELU(x W1 + B1) W2 + B2 with W1 `[M, H]`, W2 `[H, D/G]`, shared by the groups;
+  `[..., G, M]` -> `[..., D]`. `out_init_std` as in `LearnableFourierMLP`.
   """
 
   dim: int
   hidden_dim: int = 32
   groups: int = 1
-  ndim: int = 2
+  ndim: int | None = None
   coords_mode: str = "unit"
+  out_init_std: float | None = None
 
-  def __post_init__(self):
-    check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP width |H|", type(self).__name__)
-    super().__post_init__()
+  def check(self):
+    owner = type(self).__name__
+    check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP width |H|", owner)
+    if self.out_init_std is not None:
+      check_positive("out_init_std", self.out_init_std, owner)
+    super().check()
 
   @nn.compact
   def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
-    y = mlp(self.check_coords(x), self.hidden_dim, self.dim // self.groups)
+    y = mlp(self.group_coords(x), self.hidden_dim, self.dim // self.groups, self.out_init_std)
     return self.merge_groups(y)

@@ -97,8 +97,8 @@ class GaborEdge(AbsoluteEncoding, nn.Module):
 
   coords_mode: ClassVar[str] = "centered"
 
-  def __post_init__(self):
-    super().__post_init__()
+  def check(self):
+    super().check()
     owner = type(self).__name__
     check_divisible("dim", self.dim, 1, "the embedding width", owner)
     if not (self.use_gabor or self.use_edge):

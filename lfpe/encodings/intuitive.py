@@ -46,14 +46,14 @@ class Intuitive(AbsoluteEncoding, nn.Module):
   code: str = "index"
   flatten: ClassVar[bool] = True
 
-  def __post_init__(self):
+  def check(self):
     owner = type(self).__name__
     if self.code not in CODES:
       raise ValueError(
         f"{owner}: `code`={self.code!r} is not an intuitive encoding; use one of {CODES}."
       )
     check_divisible("dim", self.dim, 1, "the number of output channels", owner)
-    super().__post_init__()
+    super().check()
 
   @property
   def coords_mode(self) -> str:

@@ -7,9 +7,11 @@
   (002 Sec. 4.1 "Embed-2D": vertical [64, 384] ‖ horizontal [64, 384]; Sec. 4.4 "Embed-4D":
   top, left, bottom, right of a box).
 
-Both init N(0, 0.02²) (ViT; 003 Sec. 3.1) and read integer index coordinates
-(`coords_mode='index'`). A table only knows the positions it was trained on: `grid(shape)`
-with a shape other than `grid_shape` resamples it with `resample()`.
+Both init N(0, init_std²), 0.02 by default (ViT; 003 Sec. 3.1), and read integer index
+coordinates (`coords_mode='index'`). A table only knows the positions it was trained on:
+`grid(shape)` with a shape other than `grid_shape` resamples it with `resample()`, using the
+module's `resample_method`, `align_corners` and `antialias` (the same choices as
+`resample`; `antialias=None` is the method's own convention).
 """
 
 from __future__ import annotations
@@ -22,10 +24,31 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from lfpe.encodings import coords as coords_lib
-from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim
-from lfpe.encodings.resample import check_grid_shape, check_method, resample
+from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim, check_positive
+from lfpe.encodings.resample import check_grid_shape, check_resample_options, resample
 
 INIT_STD = 0.02
+
+
+def check_table_options(module) -> None:
+  """The checks every learned table shares: its init std and its resampling options."""
+  owner = type(module).__name__
+  check_positive("init_std", module.init_std, owner)
+  check_resample_options(module.resample_method, module.align_corners, module.antialias, owner)
+
+
+def resample_table(
+  module, table: jnp.ndarray, old_shape: Sequence[int], new_shape: Sequence[int]
+) -> jnp.ndarray:
+  """`resample` with `module`'s `resample_method`, `align_corners` and `antialias`."""
+  return resample(
+    table,
+    old_shape,
+    new_shape,
+    module.resample_method,
+    align_corners=module.align_corners,
+    antialias=module.antialias,
+  )
 
 
 def lookup(tables: Sequence[jnp.ndarray], coords: jnp.ndarray) -> jnp.ndarray:
@@ -52,20 +75,23 @@ class Embed1D(AbsoluteEncoding, nn.Module):
 
   dim: int
   grid_shape: tuple[int, ...] | None = None
+  init_std: float = INIT_STD
   resample_method: str = "bilinear"
+  align_corners: bool = False
+  antialias: bool | None = None
 
   coords_mode: ClassVar[str] = "index"
   flatten: ClassVar[bool] = True
 
-  def __post_init__(self):
-    super().__post_init__()
+  def check(self):
+    super().check()
     check_divisible("dim", self.dim, 1, "the embedding width", type(self).__name__)
     check_grid_shape(self.grid_shape, type(self).__name__)
-    check_method(self.resample_method, type(self).__name__)
+    check_table_options(self)
 
   def setup(self):
     n = math.prod(self.grid_shape)
-    self.table = self.param("table", nn.initializers.normal(INIT_STD), (n, self.dim))
+    self.table = self.param("table", nn.initializers.normal(self.init_std), (n, self.dim))
 
   def __call__(self, coords: jnp.ndarray) -> jnp.ndarray:
     check_last_dim("coords", coords, 1, type(self).__name__)
@@ -74,7 +100,7 @@ class Embed1D(AbsoluteEncoding, nn.Module):
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
     """The table for a row-major grid of `shape`, `[prod(shape), D]`."""
     shape = _check_same_ndim(shape, self.grid_shape, type(self).__name__)
-    return resample(self.table, self.grid_shape, shape, self.resample_method)
+    return resample_table(self, self.table, self.grid_shape, shape)
 
 
 class EmbedND(AbsoluteEncoding, nn.Module):
@@ -87,21 +113,24 @@ class EmbedND(AbsoluteEncoding, nn.Module):
 
   dim: int
   grid_shape: tuple[int, ...] | None = None
+  init_std: float = INIT_STD
   resample_method: str = "bilinear"
+  align_corners: bool = False
+  antialias: bool | None = None
 
   coords_mode: ClassVar[str] = "index"
 
-  def __post_init__(self):
-    super().__post_init__()
+  def check(self):
+    super().check()
     owner = type(self).__name__
     shape = check_grid_shape(self.grid_shape, owner)
     check_divisible("dim", self.dim, len(shape), f"split evenly over {len(shape)} axes", owner)
-    check_method(self.resample_method, owner)
+    check_table_options(self)
 
   def setup(self):
     width = self.dim // len(self.grid_shape)
     self.tables = [
-      self.param(f"table_{a}", nn.initializers.normal(INIT_STD), (n, width))
+      self.param(f"table_{a}", nn.initializers.normal(self.init_std), (n, width))
       for a, n in enumerate(self.grid_shape)
     ]
 
@@ -113,7 +142,7 @@ class EmbedND(AbsoluteEncoding, nn.Module):
     """Every cell of a row-major grid of `shape`, `[prod(shape), D]`."""
     shape = _check_same_ndim(shape, self.grid_shape, type(self).__name__)
     tables = [
-      resample(t, (o,), (n,), self.resample_method)
+      resample_table(self, t, (o,), (n,))
       for t, o, n in zip(self.tables, self.grid_shape, shape, strict=True)
     ]
     return lookup(tables, coords_lib.grid(shape, "index"))

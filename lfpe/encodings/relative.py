@@ -27,8 +27,10 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
+from lfpe.checked import Checked
 from lfpe.encodings.base import check_divisible
-from lfpe.encodings.resample import check_grid_shape, check_method, resample
+from lfpe.encodings.learned import INIT_STD, check_table_options, resample_table
+from lfpe.encodings.resample import check_grid_shape, check_resample_options
 
 
 def relative_offsets(shape: Sequence[int]) -> np.ndarray:
@@ -83,7 +85,7 @@ def _num_offsets(n: int) -> int:
   return 2 * n - 1
 
 
-class RelativeBias2D(nn.Module):
+class RelativeBias2D(Checked, nn.Module):
   """Learned relative position bias `[heads, N, N]` of a 2-D grid (Swin; 001 Sec. 3).
 
   `__call__(shape=None)`: the bias for `grid_shape`, or for another `(H', W')` from the
@@ -92,29 +94,34 @@ class RelativeBias2D(nn.Module):
 
   grid_shape: tuple[int, ...] | None = None
   num_heads: int = 1
+  init_std: float = INIT_STD
   resample_method: str = "bicubic"
+  align_corners: bool = False
+  antialias: bool | None = None
 
   kind: ClassVar[str] = "bias"
 
-  def __post_init__(self):
-    super().__post_init__()
+  def check(self):
+    super().check()
     owner = type(self).__name__
     _check_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
-    check_method(self.resample_method, owner)
+    check_table_options(self)
 
   @nn.compact
   def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
     h, w = self.grid_shape
     sizes = (_num_offsets(h), _num_offsets(w))
-    table = self.param("table", nn.initializers.normal(0.02), (math.prod(sizes), self.num_heads))
+    table = self.param(
+      "table", nn.initializers.normal(self.init_std), (math.prod(sizes), self.num_heads)
+    )
     shape = self.grid_shape if shape is None else _check_2d(shape, "shape", type(self).__name__)
     new_sizes = tuple(_num_offsets(s) for s in shape)
-    table = resample(table, sizes, new_sizes, self.resample_method)
+    table = resample_table(self, table, sizes, new_sizes)
     return relative_bias(table, shape)  # [heads, N, N]
 
 
-class RelativeAttention2D(nn.Module):
+class RelativeAttention2D(Checked, nn.Module):
   """2-D relative attention logits `[B, heads, N, N]` (Ramachandran et al.; 003 Eq. 2).
 
   Learned offset embeddings `row` `[2H-1, d/2]` and `col` `[2W-1, d/2]` shared by all
@@ -131,17 +138,19 @@ class RelativeAttention2D(nn.Module):
   num_heads: int | None = None
   per_head: bool = False
   resample_method: str = "bicubic"
+  align_corners: bool = False
+  antialias: bool | None = None
 
   kind: ClassVar[str] = "logits"
 
-  def __post_init__(self):
-    super().__post_init__()
+  def check(self):
+    super().check()
     owner = type(self).__name__
     _check_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("head_dim", self.head_dim, 2, "r = row ‖ col halves", owner)
     if self.per_head:
       check_divisible("num_heads", self.num_heads, 1, "per_head=True needs it", owner)
-    check_method(self.resample_method, owner)
+    check_resample_options(self.resample_method, self.align_corners, self.antialias, owner)
 
   @nn.compact
   def __call__(self, q: jnp.ndarray, shape: Sequence[int] | None = None) -> jnp.ndarray:
@@ -160,7 +169,7 @@ class RelativeAttention2D(nn.Module):
     tables = []
     for name, old, new in zip(("row", "col"), self.grid_shape, shape, strict=True):
       t = self.param(name, init, (_num_offsets(old), *heads, self.head_dim // 2))
-      t = resample(t, (_num_offsets(old),), (_num_offsets(new),), self.resample_method)
+      t = resample_table(self, t, (_num_offsets(old),), (_num_offsets(new),))
       t = t if self.per_head else t[:, None, :]  # [2n-1, heads or 1, d/2]
       tables.append(jnp.broadcast_to(t, (t.shape[0], q.shape[2], t.shape[-1])))
     return relative_logits(q, *tables, shape)

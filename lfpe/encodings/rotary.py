@@ -31,6 +31,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.base import check_divisible, check_last_dim, check_positive
 
@@ -74,7 +75,7 @@ def rope(x: jnp.ndarray, coords: jnp.ndarray, freqs: jnp.ndarray) -> jnp.ndarray
   return out.reshape(x.shape).astype(x.dtype)
 
 
-class Rotary2D(nn.Module):
+class Rotary2D(Checked, nn.Module):
   """2-D RoPE on q or k: `__call__(x [B, N, heads, head_dim], coords [N, 2]) -> same shape`.
 
   `coords` are (y, x) positions, normally `grid_coords(shape)` (integer indices). `mode` is
@@ -88,8 +89,8 @@ class Rotary2D(nn.Module):
 
   kind: ClassVar[str] = "rotary"
 
-  def __post_init__(self):
-    super().__post_init__()
+  def check(self):
+    super().check()
     owner = type(self).__name__
     if self.mode not in MODES:
       raise ValueError(f"{owner}: unknown mode={self.mode!r}; use one of {MODES}.")

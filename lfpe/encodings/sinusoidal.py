@@ -121,12 +121,12 @@ def _check_sine(module, axes: int) -> None:
 class _Sine(AbsoluteEncoding):
   """Config checks shared by the sinusoidal modules that read `coords_mode` grids."""
 
-  def __post_init__(self):
+  def check(self):
     axes = getattr(self, "ndim", 1)
     check_divisible("ndim", axes, 1, "the number of coordinate axes", type(self).__name__)
     _check_sine(self, axes)
     check_mode(self.coords_mode, type(self).__name__)
-    super().__post_init__()
+    super().check()
 
 
 class Sine1D(_Sine, nn.Module):
@@ -184,9 +184,9 @@ class DetrSine(AbsoluteEncoding, nn.Module):
   layout: str = "interleave"
   coords_mode: ClassVar[str] = "detr"
 
-  def __post_init__(self):
+  def check(self):
     _check_sine(self, 2)
-    super().__post_init__()
+    super().check()
 
   def __call__(self, coords: jnp.ndarray) -> jnp.ndarray:
     check_last_dim("coords", coords, 2, type(self).__name__)

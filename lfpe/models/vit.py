@@ -1,29 +1,32 @@
 """Vision Transformer with any `lfpe.encodings` position encoding, injected anywhere.
 
-Variants by string (`Ti/16`, `S/16`, `B/16`, `L/16`, `H/14`, and the tiny `mu`, `nano` for
-tests and the 1-block models of 003), class token or global average pooling, and the
-position options of `lfpe.nn.transformer.Encoder` (`posemb`, `pos_injection`, `pos_hook`,
-`concat_channels`, `pos_layers`). Positions are added to the patch tokens before the class
-token is prepended; the class token has its own learned position (a `prefix` row).
-Images of another size than `image_size` work for every encoding: the grid follows the
-input and learned tables resample.
+`ViT` takes explicit sizes; `Model(num_classes, variant="B/16", **kwargs)` decodes a
+variant string (`Ti/16`, `S/16`, `B/16`, `L/16`, `H/14`, and the tiny `mu`, `nano` for tests
+and the 1-block models of 003) into them once, as big_vision's `Model(num_classes,
+**config.model)`: a config becomes a model in one call. Class token or global average
+pooling, and the position options of `lfpe.nn.transformer.Encoder` (`posemb`, an encoding
+spec such as `"fourier(gamma=0.25)"`, `pos_injection`, `pos_hook`, `concat_channels`,
+`pos_layers`). Positions are added to the patch tokens before the class token is
+prepended; the class token has its own learned position (a `prefix` row). Images of
+another size than `image_size` work for every encoding: the grid follows the input and
+learned tables resample.
 
-`create_model(config.model, num_classes, image_size)` builds it from an ml_collections
-config after `validate_model_config` checked every field.
+Every field is checked once, when the model is defined (`lfpe.checked`), with a message
+that names the `model.*` field and the fix.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import flax.linen as nn
 import jax.numpy as jnp
 
-from lfpe import encodings
-from lfpe.nn.transformer import Encoder, check_posemb_kwargs, check_positions, encoding_context
+from lfpe.checked import Checked
+from lfpe.nn.transformer import Encoder
 
 # name: (width, depth, num_heads, mlp_dim), as big_vision's ViT (mu, nano: tests, 003).
 VARIANTS = {
@@ -75,23 +78,22 @@ def grid_shape(image_hw: Sequence[int], patch: Sequence[int], field: str) -> tup
   return tuple(s // p for s, p in zip(image_hw, patch, strict=True))
 
 
-class ViT(nn.Module):
+class ViT(Checked, nn.Module):
   """ViT classifier: `__call__(images [B, H, W, C], *, train) -> logits [B, num_classes]`.
 
-  `width`, `depth`, `num_heads`, `mlp_dim`, `patch_size` override the variant's values.
-  `image_size` is the training size (it sizes learned position tables).
+  Sizes default to B/16. `image_size` is the training size (it sizes learned position
+  tables). `head_init_std` draws the classifier from N(0, std²) instead of zeros (big_vision's
+  zero head); the position studies use it.
   """
 
   num_classes: int
   image_size: Any = 224
-  variant: str = "B/16"
-  patch_size: Any = None
-  width: int | None = None
-  depth: int | None = None
-  num_heads: int | None = None
-  mlp_dim: int | None = None
-  posemb: str = "embed_1d"
-  posemb_kwargs: Any = None
+  patch_size: Any = 16
+  width: int = 768
+  depth: int = 12
+  num_heads: int = 12
+  mlp_dim: int = 3072
+  posemb: Any = "embed_1d"
   pos_injection: str = "auto"
   pos_hook: str = "qk"
   concat_channels: int = 16
@@ -99,21 +101,48 @@ class ViT(nn.Module):
   pool: str = "token"
   dropout: float = 0.0
   attention_dropout: float = 0.0
+  head_init_std: float = 0.0
   dtype: str = "float32"
 
-  def __post_init__(self):
-    _validate({f.name: getattr(self, f.name) for f in _config_fields()}, self.image_size)
-    super().__post_init__()
+  def check(self) -> None:
+    """ValueError naming the `model.*` field that is wrong, before anything is traced."""
+    _check_types(self)
+    patch = _pair(self.patch_size, "model.patch_size")
+    grid_shape(_pair(self.image_size, "image_size"), patch, "image_size")
+    if self.width % self.num_heads:
+      raise ValueError(
+        f"model.num_heads={self.num_heads} must divide model.width={self.width}; "
+        "change one of them."
+      )
+    try:
+      self._encoder(parent=None)  # the Encoder checks its position options and encoding
+    except ValueError as e:
+      raise ValueError(f"model.posemb / position fields: {e}") from None
 
-  @property
-  def arch(self) -> dict[str, Any]:
-    """The resolved width, depth, num_heads, mlp_dim and patch_size (a pair)."""
-    return _arch({f.name: getattr(self, f.name) for f in _config_fields()})
+  def _encoder(self, **kwargs) -> Encoder:
+    patch = _pair(self.patch_size, "model.patch_size")
+    return Encoder(
+      depth=self.depth,
+      width=self.width,
+      num_heads=self.num_heads,
+      mlp_dim=self.mlp_dim,
+      grid_shape=grid_shape(_pair(self.image_size, "image_size"), patch, "image_size"),
+      posemb=self.posemb,
+      pos_injection=self.pos_injection,
+      pos_hook=self.pos_hook,
+      concat_channels=self.concat_channels,
+      pos_layers=self.pos_layers,
+      num_prefix=int(self.pool == "token"),
+      dropout=self.dropout,
+      attention_dropout=self.attention_dropout,
+      dtype=jnp.dtype(self.dtype),
+      **kwargs,
+    )
 
   @nn.compact
   def __call__(self, images: jnp.ndarray, *, train: bool) -> jnp.ndarray:
-    arch, dtype = self.arch, jnp.dtype(self.dtype)
-    (ph, pw), width = arch["patch_size"], arch["width"]
+    dtype, width = jnp.dtype(self.dtype), self.width
+    ph, pw = _pair(self.patch_size, "model.patch_size")
     grid = grid_shape(images.shape[1:3], (ph, pw), "images [B, H, W, C] spatial size")
     b, c = images.shape[0], images.shape[-1]
     x = images.astype(dtype).reshape(b, grid[0], ph, grid[1], pw, c)
@@ -126,147 +155,77 @@ class ViT(nn.Module):
       kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), ("patch", "embed")),
       bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
     )(x)
-    num_prefix = int(self.pool == "token")
-    if num_prefix:
+    if self.pool == "token":
       cls = self.param(
         "cls",
         nn.with_logical_partitioning(nn.initializers.zeros, (None, None, "embed")),
         (1, 1, width),
       )
       x = jnp.concatenate([jnp.broadcast_to(cls.astype(dtype), (b, 1, width)), x], axis=1)
-    x = Encoder(
-      depth=arch["depth"],
-      num_heads=arch["num_heads"],
-      mlp_dim=arch["mlp_dim"],
-      grid_shape=self._train_grid(),
-      posemb=self.posemb,
-      posemb_kwargs=self.posemb_kwargs,
-      pos_injection=self.pos_injection,
-      pos_hook=self.pos_hook,
-      concat_channels=self.concat_channels,
-      pos_layers=self.pos_layers,
-      num_prefix=num_prefix,
-      dropout=self.dropout,
-      attention_dropout=self.attention_dropout,
-      dtype=dtype,
-      name="Transformer",
-    )(x, grid, deterministic=not train)  # [B, P + N, D]
-    x = x[:, 0] if num_prefix else x.mean(axis=1)  # [B, D]
+    x = self._encoder(name="Transformer")(x, grid, deterministic=not train)  # [B, P + N, D]
+    x = x[:, 0] if self.pool == "token" else x.mean(axis=1)  # [B, D]
+    head_init = nn.initializers.normal(self.head_init_std) if self.head_init_std else None
     return nn.Dense(
       self.num_classes,
       name="head",
       dtype=jnp.float32,
-      kernel_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed", "classes")),
+      kernel_init=nn.with_logical_partitioning(
+        head_init or nn.initializers.zeros, ("embed", "classes")
+      ),
       bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("classes",)),
     )(x)
 
-  def _train_grid(self) -> tuple[int, int]:
-    return grid_shape(_pair(self.image_size, "image_size"), self.arch["patch_size"], "image_size")
+
+FIELDS = tuple(f.name for f in dataclasses.fields(ViT) if f.name not in ("parent", "name"))
 
 
-def _config_fields() -> list[dataclasses.Field]:
-  skip = {"num_classes", "image_size", "parent", "name"}
-  return [f for f in dataclasses.fields(ViT) if f.name not in skip]
+def Model(num_classes: int, *, variant: str | None = None, **kwargs: Any) -> ViT:
+  """The ViT of `config.model` in one call: `Model(num_classes, **config.model)`.
 
-
-def _check_types(cfg: Mapping[str, Any]) -> None:
-  for key in ("width", "depth", "num_heads", "mlp_dim", "pos_layers"):
-    value = cfg[key]
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-      raise ValueError(f"model.{key} must be None or a positive int, got {value!r}.")
-  for key in ("dropout", "attention_dropout"):
-    if not isinstance(cfg[key], (int, float)) or not 0 <= cfg[key] < 1:
-      raise ValueError(f"model.{key} must be a rate in [0, 1), got {cfg[key]!r}.")
-  if cfg["pool"] not in POOLS:
-    raise ValueError(f"model.pool={cfg['pool']!r} is unknown; use one of {POOLS}.")
-  if cfg["dtype"] not in DTYPES:
-    raise ValueError(f"model.dtype={cfg['dtype']!r} is unknown; use one of {DTYPES}.")
-  if cfg["posemb_kwargs"] is not None and not isinstance(cfg["posemb_kwargs"], Mapping):
-    raise ValueError(f"model.posemb_kwargs must be a dict, got {cfg['posemb_kwargs']!r}.")
-
-
-def _arch(cfg: Mapping[str, Any]) -> dict[str, Any]:
-  """The variant's sizes with the `cfg` overrides applied; patch_size as a pair."""
-  arch = decode_variant(cfg["variant"])
-  arch.update({k: cfg[k] for k in arch if cfg[k] is not None})
-  if arch["patch_size"] is None:
-    raise ValueError(
-      f"model.patch_size is needed: variant={cfg['variant']!r} names none "
-      f"(use e.g. variant='{cfg['variant']}/16')."
-    )
-  arch["patch_size"] = _pair(arch["patch_size"], "model.patch_size")
-  return arch
-
-
-def _validate(cfg: Mapping[str, Any], image_size) -> None:
-  """ValueError naming the `model.*` field that is wrong, before anything is traced."""
-  _check_types(cfg)
-  arch = _arch(cfg)
-  grid_shape(_pair(image_size, "image_size"), arch["patch_size"], "image_size")
-  if arch["width"] % arch["num_heads"]:
-    raise ValueError(
-      f"model.num_heads={arch['num_heads']} must divide model.width="
-      f"{arch['width']}; change one of them."
-    )
-  if not isinstance(cfg["posemb"], str):
-    raise ValueError(f"model.posemb must be an encoding name, got {cfg['posemb']!r}.")
-  try:
-    check_positions(
-      cfg["posemb"],
-      cfg["pos_injection"],
-      cfg["pos_hook"],
-      cfg["concat_channels"],
-      cfg["pos_layers"],
-      arch["depth"],
-      "model",
-    )
-    check_posemb_kwargs(cfg["posemb"], cfg["posemb_kwargs"], "model")
-  except ValueError as e:
-    raise ValueError(f"model.posemb / position fields: {e}") from None
-
-
-def _check_encoding(cfg: Mapping[str, Any], image_size) -> None:
-  """Build the encoding unbound, so that its own checks (dims, options) run before tracing."""
-  arch = _arch(cfg)
-  grid = grid_shape(_pair(image_size, "image_size"), arch["patch_size"], "image_size")
-  context = encoding_context(
-    arch["width"], grid, arch["num_heads"], cfg["pos_hook"], cfg["concat_channels"]
-  )
-  try:
-    encodings.build(cfg["posemb"], **{**context, **(cfg["posemb_kwargs"] or {})})
-  except ValueError as e:
-    raise ValueError(f"model.posemb={cfg['posemb']!r} / model.posemb_kwargs: {e}") from None
-
-
-def _as_dict(model_config) -> dict[str, Any]:
-  cfg = model_config.to_dict() if hasattr(model_config, "to_dict") else dict(model_config)
-  cfg.pop("name", None)  # the model family, read by the trainer
-  known = {f.name for f in _config_fields()}
-  unknown = sorted(set(cfg) - known)
-  if unknown:
-    raise ValueError(f"model.{unknown[0]} is not a ViT field; valid fields: {sorted(known)}.")
-  defaults = {f.name: f.default for f in _config_fields()}
-  return {**defaults, **cfg}
-
-
-def validate_model_config(model_config, image_size) -> None:
-  """Check `config.model` (ConfigDict or dict) for a ViT at `image_size`; ValueError if wrong.
-
-  Beyond `ViT`'s own field checks, this builds the encoding (unbound) so that its checks
-  (e.g. RoPE's head_dim multiple of 4) fail here rather than when the model is traced.
+  `variant` (e.g. `"B/16"`) is decoded once into sizes; explicit `kwargs` override them.
+  A key that is not a ViT field fails with a message naming it.
   """
-  cfg = _as_dict(model_config)
-  _validate(cfg, image_size)
-  _check_encoding(cfg, image_size)
+  unknown = sorted(set(kwargs) - set(FIELDS))
+  if unknown:
+    hint = REMOVED.get(unknown[0], f"valid fields: variant, {', '.join(FIELDS[1:])}")
+    raise ValueError(f"model.{unknown[0]} is not a ViT field; {hint}.")
+  sizes = {} if variant is None else decode_variant(variant)
+  if sizes.get("patch_size", 0) is None:
+    if kwargs.get("patch_size") is None:
+      raise ValueError(
+        f"model.patch_size is needed: variant={variant!r} names none "
+        f"(use e.g. variant='{variant}/16')."
+      )
+    del sizes["patch_size"]
+  return ViT(num_classes=num_classes, **{**sizes, **kwargs})
 
 
-def create_model(model_config, num_classes: int, image_size) -> ViT:
-  """The `ViT` described by `config.model` for `num_classes` classes at `image_size`."""
-  if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
-    raise ValueError(f"num_classes must be a positive int, got {num_classes!r}.")
-  validate_model_config(model_config, image_size)
-  cfg = _as_dict(model_config)
-  if cfg["posemb_kwargs"] is not None:
-    cfg["posemb_kwargs"] = dict(cfg["posemb_kwargs"])
-  image_size = image_size if isinstance(image_size, int) else tuple(image_size)
-  return ViT(num_classes=num_classes, image_size=image_size, **cfg)
+REMOVED = {
+  "posemb_kwargs": (
+    "the encoding and its options are one value now: model.posemb='fourier(gamma=0.25)'"
+  ),
+  "name": "the model family is config.model_name",
+}
+
+
+def _check_types(model: ViT) -> None:
+  classes = model.num_classes
+  if not isinstance(classes, int) or isinstance(classes, bool) or classes < 1:
+    raise ValueError(f"num_classes must be a positive int, got {model.num_classes!r}.")
+  for key in ("width", "depth", "num_heads", "mlp_dim"):
+    value = getattr(model, key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+      raise ValueError(f"model.{key} must be a positive int, got {value!r}.")
+  pos_layers = model.pos_layers
+  if pos_layers is not None and (not isinstance(pos_layers, int) or pos_layers < 1):
+    raise ValueError(f"model.pos_layers must be None or a positive int, got {pos_layers!r}.")
+  for key in ("dropout", "attention_dropout"):
+    value = getattr(model, key)
+    if not isinstance(value, (int, float)) or not 0 <= value < 1:
+      raise ValueError(f"model.{key} must be a rate in [0, 1), got {value!r}.")
+  if not isinstance(model.head_init_std, (int, float)) or model.head_init_std < 0:
+    raise ValueError(f"model.head_init_std must be >= 0 (0: zeros), got {model.head_init_std!r}.")
+  if model.pool not in POOLS:
+    raise ValueError(f"model.pool={model.pool!r} is unknown; use one of {POOLS}.")
+  if model.dtype not in DTYPES:
+    raise ValueError(f"model.dtype={model.dtype!r} is unknown; use one of {DTYPES}.")

@@ -19,7 +19,6 @@ embeddings leave them unrotated.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from lfpe import encodings
+from lfpe.checked import Checked
 from lfpe.nn.attention import Attention
 
 Array = jnp.ndarray
@@ -38,8 +38,8 @@ HOOKS = (*QKV_HOOKS, "concat")
 _ADD = "add"
 
 
-def resolve_injection(posemb: str, pos_injection: str) -> str:
-  """The concrete injection for encoding `posemb` (resolves `auto`); ValueError if invalid."""
+def resolve_injection(posemb, pos_injection: str) -> str:
+  """The concrete injection for encoding spec `posemb` (resolves `auto`); ValueError if invalid."""
   kind = encodings.kind(posemb)
   if pos_injection not in INJECTIONS:
     raise ValueError(f"pos_injection={pos_injection!r} is unknown; use one of {INJECTIONS}.")
@@ -55,7 +55,8 @@ def resolve_injection(posemb: str, pos_injection: str) -> str:
 
 
 def check_positions(
-  posemb: str,
+  *,
+  posemb,
   pos_injection: str,
   pos_hook: str,
   concat_channels: int,
@@ -84,24 +85,8 @@ def check_positions(
     )
 
 
-def check_posemb_kwargs(posemb: str, posemb_kwargs, owner: str) -> None:
-  """ValueError if `posemb_kwargs` names an option the encoding does not have.
-
-  (`encodings.build` passes only declared fields, so a misspelt option would be dropped.)
-  """
-  factory = encodings.resolve(posemb)
-  cls = getattr(factory, "func", factory)
-  options = {f.name for f in dataclasses.fields(cls)} - {"parent", "name"}
-  unknown = sorted(set(posemb_kwargs or {}) - options)
-  if unknown:
-    raise ValueError(
-      f"{owner}: posemb_kwargs key {unknown[0]!r} is not an option of posemb={posemb!r} "
-      f"({cls.__name__}); options: {sorted(options)}."
-    )
-
-
 def encoding_context(
-  dim: int, grid_shape: Sequence[int], num_heads: int, hook: str, concat_channels: int
+  dim: int, grid_shape: Sequence[int], num_heads: int, hook: str = "add", concat_channels: int = 16
 ) -> dict[str, Any]:
   """What a model tells `encodings.build`: `dim` is the token width, or for `concat`
   `2 * num_heads * concat_channels` (q and k channels of every head)."""
@@ -112,7 +97,7 @@ def encoding_context(
     num_heads=num_heads,
     head_dim=dim // num_heads,
     ndim=len(grid_shape),
-  )
+  )  # `ndim` sizes the sinusoidal axes; a spec may override it
 
 
 def _norm(name: str, dtype) -> nn.LayerNorm:
@@ -145,31 +130,38 @@ def _pad_prefix(logits: Array, num_prefix: int) -> Array:
   return jnp.pad(logits, pad) if num_prefix else logits
 
 
-class PositionSource(nn.Module):
+class PositionSource(Checked, nn.Module):
   """One encoding and the hooks it gives: `{'add': table}` or keyword args of `Attention`.
 
-  `grid_shape` is the training grid (it sizes learned tables); calls may use another grid.
-  `hook` is `add` (token stream), one of `QKV_HOOKS`, or `concat` (then the encoding has
-  `2 * num_heads * concat_channels` channels, split into the q and k channels of each head).
+  `posemb` is an encoding spec (`lfpe.encodings.parse`). `grid_shape` is the training grid
+  (it sizes learned tables); calls may use another grid. `hook` is `add` (token stream),
+  one of `QKV_HOOKS`, or `concat` (then the encoding has `2 * num_heads * concat_channels`
+  channels, split into the q and k channels of each head). `check()` builds the encoding
+  unbound once, so its own checks run when the source is defined, not while tracing.
   """
 
-  posemb: str
+  posemb: Any
   grid_shape: tuple[int, ...]
   dim: int
   num_heads: int
   hook: str = _ADD
-  posemb_kwargs: Any = None
   concat_channels: int = 16
   num_prefix: int = 0
 
-  def setup(self):
+  def check(self) -> None:
+    self._encoding(parent=None)
+
+  def _encoding(self, **kwargs):
     context = encoding_context(
       self.dim, self.grid_shape, self.num_heads, self.hook, self.concat_channels
     )
-    self.encoding = encodings.build(self.posemb, **{**context, **(self.posemb_kwargs or {})})
+    return encodings.build(self.posemb, **context, **kwargs)
+
+  def setup(self):
+    self.encoding = self._encoding()
     if self.num_prefix and self.encoding.kind == "absolute":
       init = nn.with_logical_partitioning(nn.initializers.normal(stddev=0.02), (None, None))
-      self.prefix = self.param("prefix", init, (self.num_prefix, context["dim"]))  # [P, D]
+      self.prefix = self.param("prefix", init, (self.num_prefix, self.encoding.dim))  # [P, D]
 
   def __call__(self, grid_shape: Sequence[int], coords: Array | None = None) -> dict[str, Any]:
     """Hooks for a grid of `grid_shape` (or per-example `coords` `[B, N, M]`, absolute only)."""
@@ -235,7 +227,7 @@ class EncoderBlock(nn.Module):
   ) -> Array:
     """`x` `[B, N, D]` -> `[B, N, D]`; `hooks` are position keyword args of `Attention`."""
     y = Attention(
-      self.num_heads, dropout=self.attention_dropout, dtype=self.dtype, name="attention"
+      num_heads=self.num_heads, dropout=self.attention_dropout, dtype=self.dtype, name="attention"
     )(
       _norm("norm1", self.dtype)(x),
       **(hooks or {}),
@@ -244,7 +236,7 @@ class EncoderBlock(nn.Module):
       deterministic=deterministic,
     )
     x = x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
-    y = MlpBlock(self.mlp_dim, self.dropout, self.dtype, name="mlp")(
+    y = MlpBlock(mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp")(
       _norm("norm2", self.dtype)(x), deterministic
     )
     return x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
@@ -277,7 +269,7 @@ class DecoderBlock(nn.Module):
   ) -> Array:
     """`x` `[B, Nq, D]`, `memory` `[B, Nk, D]` (True in `memory_padding_mask` = padding)."""
     attn = functools.partial(
-      Attention, self.num_heads, dropout=self.attention_dropout, dtype=self.dtype
+      Attention, num_heads=self.num_heads, dropout=self.attention_dropout, dtype=self.dtype
     )
     drop = lambda y: nn.Dropout(self.dropout)(y, deterministic=deterministic)
     y = _norm("norm1", self.dtype)(x)
@@ -297,29 +289,30 @@ class DecoderBlock(nn.Module):
         deterministic=deterministic,
       )
     )
-    y = MlpBlock(self.mlp_dim, self.dropout, self.dtype, name="mlp")(
+    y = MlpBlock(mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp")(
       _norm("norm3", self.dtype)(x), deterministic
     )
     return x + drop(y)
 
 
-class Encoder(nn.Module):
+class Encoder(Checked, nn.Module):
   """A stack of `EncoderBlock`s with positions injected as the module docstring says.
 
   Attributes:
+    depth, width, num_heads, mlp_dim: the stack's sizes (`width` is the token width D).
     grid_shape: the training grid of the non-prefix tokens (sizes learned tables).
-    posemb, posemb_kwargs: an `lfpe.encodings` name and its extra options.
+    posemb: an `lfpe.encodings` spec: a name, `"name(option=value, ...)"` or a dict.
     pos_injection, pos_hook, concat_channels, pos_layers: where positions enter.
     num_prefix: tokens before the grid tokens (class token).
     causal: causal self-attention (autoregressive models).
   """
 
   depth: int
+  width: int
   num_heads: int
   mlp_dim: int
   grid_shape: tuple[int, ...]
-  posemb: str = "none"
-  posemb_kwargs: Any = None
+  posemb: Any = "none"
   pos_injection: str = "auto"
   pos_hook: str = "qk"
   concat_channels: int = 16
@@ -330,17 +323,41 @@ class Encoder(nn.Module):
   attention_dropout: float = 0.0
   dtype: Any = None
 
-  def __post_init__(self):
-    options = (self.posemb, self.pos_injection, self.pos_hook, self.concat_channels)
-    check_positions(*options, self.pos_layers, self.depth, "Encoder")
-    check_posemb_kwargs(self.posemb, self.posemb_kwargs, "Encoder")
-    super().__post_init__()
+  def check(self) -> None:
+    """Position options, then the encoding's own checks (one source, built unbound)."""
+    check_positions(
+      posemb=self.posemb,
+      pos_injection=self.pos_injection,
+      pos_hook=self.pos_hook,
+      concat_channels=self.concat_channels,
+      pos_layers=self.pos_layers,
+      depth=self.depth,
+      owner="Encoder",
+    )
+    injection = resolve_injection(self.posemb, self.pos_injection)
+    self._source(injection, parent=None)
 
-  def _source(self, name: str, injection: str, width: int) -> PositionSource:
-    hook = self.pos_hook if injection.startswith("attention") else _ADD
-    grid, options = tuple(self.grid_shape), (self.posemb_kwargs, self.concat_channels)
+  def _source(self, injection: str, **kwargs) -> PositionSource:
     return PositionSource(
-      self.posemb, grid, width, self.num_heads, hook, *options, self.num_prefix, name=name
+      posemb=self.posemb,
+      grid_shape=tuple(self.grid_shape),
+      dim=self.width,
+      num_heads=self.num_heads,
+      hook=self.pos_hook if injection.startswith("attention") else _ADD,
+      concat_channels=self.concat_channels,
+      num_prefix=self.num_prefix,
+      **kwargs,
+    )
+
+  def _block(self, i: int) -> EncoderBlock:
+    return EncoderBlock(
+      num_heads=self.num_heads,
+      mlp_dim=self.mlp_dim,
+      dropout=self.dropout,
+      attention_dropout=self.attention_dropout,
+      causal=self.causal,
+      dtype=self.dtype,
+      name=f"encoderblock_{i}",
     )
 
   @nn.compact
@@ -359,25 +376,28 @@ class Encoder(nn.Module):
     coordinates of absolute encodings per example (e.g. `coords.detr(mask)`).
     """
     grid_shape = tuple(grid_shape or self.grid_shape)
-    if x.shape[1] != self.num_prefix + math.prod(grid_shape):
+    if x.shape[1] != self.num_prefix + math.prod(grid_shape) or x.shape[-1] != self.width:
       raise ValueError(
-        f"Encoder: got {x.shape[1]} tokens, expected num_prefix={self.num_prefix}"
-        f" + prod(grid_shape={grid_shape}); pass the grid of the input."
+        f"Encoder: got tokens {tuple(x.shape)}, expected [B, num_prefix={self.num_prefix}"
+        f" + prod(grid_shape={grid_shape}), width={self.width}]; pass the grid of the input."
       )
     injection = resolve_injection(self.posemb, self.pos_injection)
-    source = functools.partial(self._source, injection=injection, width=x.shape[-1])
     if injection == "stem":
-      x = _add_table(x, source("pos")(grid_shape, coords))
+      x = _add_table(x, self._source(injection, name="pos")(grid_shape, coords))
     x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
-    shared = source("pos")(grid_shape, coords) if injection.endswith("_shared") else None
-    sizes = (self.num_heads, self.mlp_dim, self.dropout, self.attention_dropout, self.causal)
-    block = functools.partial(EncoderBlock, *sizes, self.dtype)
+    shared = None
+    if injection.endswith("_shared"):
+      shared = self._source(injection, name="pos")(grid_shape, coords)
     for i in range(self.depth):
       hooks = {}
       if injection != "stem" and i < (self.pos_layers or self.depth):
-        hooks = shared if shared is not None else source(f"pos_{i}")(grid_shape, coords)
+        hooks = (
+          shared
+          if shared is not None
+          else self._source(injection, name=f"pos_{i}")(grid_shape, coords)
+        )
       x = _add_table(x, hooks)
-      x = block(name=f"encoderblock_{i}")(
+      x = self._block(i)(
         x,
         hooks={k: v for k, v in hooks.items() if k != _ADD},
         key_padding_mask=key_padding_mask,

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -83,33 +82,10 @@ def _names(path) -> tuple[str, ...]:
   return tuple(getattr(k, "key", getattr(k, "name", str(k))) for k in path)
 
 
-def init_params(
-  model: nn.Module,
-  seeds: Sequence[int],
-  image_shape: Sequence[int],
-  redraw: Mapping[str, float] | None = None,
-) -> Any:
-  """Parameters of `model` for every seed, `[S, ...]` leaves (unboxed).
-
-  `redraw` maps a parameter path suffix (e.g. `"head/kernel"`, `"encoding/table"`) to a
-  std: every matching parameter is re-drawn from N(0, std^2) (seeded by the seed and the
-  path). The studies use it for two initialisations the ViT fixes (see their README).
-  """
+def init_params(model: nn.Module, seeds: Sequence[int], image_shape: Sequence[int]) -> Any:
+  """Parameters of `model` for every seed, `[S, ...]` leaves (unboxed)."""
   example = jnp.zeros((1, *image_shape), jnp.float32)
-
-  def init(key):
-    params = nn.meta.unbox(model.init(key, example, train=False)["params"])
-
-    def draw(path, value):
-      name = "/".join(_names(path))
-      std = next((v for k, v in (redraw or {}).items() if name.endswith(k)), None)
-      if std is None:
-        return value
-      sub = jax.random.fold_in(key, zlib.crc32(name.encode()))
-      return std * jax.random.normal(sub, value.shape, value.dtype)
-
-    return jax.tree_util.tree_map_with_path(draw, params)
-
+  init = lambda key: nn.meta.unbox(model.init(key, example, train=False)["params"])
   keys = jnp.stack([jax.random.key_data(jax.random.key(int(s))) for s in seeds])
   return jax.jit(jax.vmap(lambda k: init(jax.random.wrap_key_data(k))))(keys)
 

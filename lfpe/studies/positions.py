@@ -16,6 +16,7 @@ import numpy as np
 
 from lfpe import encodings
 from lfpe.models.vit import ViT, grid_shape
+from lfpe.nn.transformer import encoding_context
 
 _ENC = "Transformer"
 
@@ -24,7 +25,8 @@ def grid(model: ViT) -> tuple[int, int]:
   """The patch grid `(H, W)` of `model` at its training image size."""
   size = model.image_size
   size = (size, size) if isinstance(size, int) else tuple(size)
-  return grid_shape(size, model.arch["patch_size"], "image_size")
+  patch = model.patch_size
+  return grid_shape(size, (patch, patch) if isinstance(patch, int) else patch, "image_size")
 
 
 def is_position(path: tuple[str, ...]) -> bool:
@@ -53,15 +55,8 @@ def table(model: ViT, params: Any, key: str = "pos") -> np.ndarray:
       f"table: posemb={model.posemb!r} is not an absolute encoding; only "
       "absolute encodings have a table to probe or plot."
     )
-  arch, shape = model.arch, grid(model)
-  context = dict(
-    dim=arch["width"],
-    grid_shape=shape,
-    num_heads=arch["num_heads"],
-    head_dim=arch["width"] // arch["num_heads"],
-    ndim=2,
-  )
-  module = encodings.build(model.posemb, **{**context, **(model.posemb_kwargs or {})})
+  shape = grid(model)
+  module = encodings.build(model.posemb, **encoding_context(model.width, shape, model.num_heads))
   variables = {"params": params[_ENC].get(key, {}).get("encoding", {})}  # fixed: no params
   return np.asarray(module.apply(variables, shape, method="grid"))
 

@@ -16,40 +16,43 @@ from typing import Any
 
 import numpy as np
 
+from lfpe import encodings
 from lfpe.data import redgreen
 from lfpe.models import vit
 from lfpe.studies import multiseed as ms
 
 # The 1-block ViT of 003 Sec. 4.1 at this scale: width 32, 2 heads, MLP 128, 4x4 patches of
-# 32x32 images (an 8x8 grid), global average pooling (see experiments/position_study).
-BASE_MODEL = {"variant": "mu/4", "pool": "gap"}
-# Re-drawn initialisations: a non-zero classifier, and the parameters that set the size of
-# a learned position signal (tables, the Fourier MLP's output layer, the Gabor and edge
-# weights) scaled up so that it is not lost next to a square's patch embedding (norm ~3):
-# at their defaults `embed_1d`, `fourier` and `gabor_edge` vary by ~0.1 across positions and
-# left seeds at chance on `direction` (see experiments/position_study/README.md).
-REDRAW = {
-  "head/kernel": 0.2,
-  "encoding/table": 0.2,
-  "encoding/table_0": 0.2,
-  "encoding/table_1": 0.2,
-  "encoding/out/kernel": 1.0,
-  "encoding/w_gabor": 0.2,
-  "encoding/w_edge": 0.2,
-}
+# 32x32 images (an 8x8 grid), global average pooling (see experiments/position_study), and a
+# classifier drawn from N(0, 0.2²) instead of zeros.
+BASE_MODEL = {"variant": "mu/4", "pool": "gap", "head_init_std": 0.2}
+# The study's initial scales of the parameters that set the size of a learned position
+# signal, so that it is not lost next to a square's patch embedding (norm ~3): at lfpe's
+# defaults `embed_1d`, `fourier` and `gabor_edge` vary by ~0.1 across positions and left
+# seeds at chance on `direction` (experiments/position_study/README.md, "Initialisation").
+# Each encoding receives the options it takes: learned tables (`embed_1d`, `embed_2d`,
+# `rel_bias_2d`) `init_std`, the Fourier-family MLP output layer `out_init_std`, the Gabor
+# and edge weights `w_std`.
+POSITION_INIT = {"init_std": 0.2, "out_init_std": 1.0, "w_std": 0.2}
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-  """One study configuration; `model` holds ViT fields beyond `BASE_MODEL`."""
+  """One study configuration; `model` holds ViT fields beyond `BASE_MODEL`.
+
+  `position_init` are the initial-scale options given to the encoding (those it takes);
+  pass `{}` for lfpe's defaults.
+  """
 
   task: str
   posemb: str
   model: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   train_size: int | None = None
+  position_init: Mapping[str, float] = dataclasses.field(default_factory=lambda: POSITION_INIT)
 
   def model_config(self, base: Mapping[str, Any] = BASE_MODEL) -> dict[str, Any]:
-    return {**base, "posemb": self.posemb, **self.model}
+    name, options = encodings.parse(self.posemb)
+    posemb = encodings.spec(name, **{**self.position_init, **options})
+    return {**base, "posemb": posemb, **self.model}
 
 
 @dataclasses.dataclass
@@ -96,7 +99,7 @@ def splits(task: str, data_dir: str) -> dict[str, ms.Data]:
 def build_model(config: Config, base: Mapping[str, Any] = BASE_MODEL) -> vit.ViT:
   """The study's ViT for `config` (2 outputs for `distance`)."""
   outputs = redgreen.NUM_CLASSES[config.task] or 2
-  return vit.create_model(config.model_config(base), outputs, 32)
+  return vit.Model(outputs, image_size=32, **config.model_config(base))
 
 
 def run(
@@ -120,7 +123,7 @@ def run(
   data = splits(config.task, data_dir)
   train = data["train"] if config.train_size is None else data["train"].take(config.train_size)
   model = build_model(config, base)
-  params = ms.init_params(model, seeds, train.images.shape[1:], REDRAW)
+  params = ms.init_params(model, seeds, train.images.shape[1:])
   params = init(params) if init is not None else params
   spec = dataclasses.replace(spec, loss=kind(config.task))
   final, history = ms.train(

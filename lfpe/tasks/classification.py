@@ -2,7 +2,7 @@
 
 Batches hold 'image' [B, H, W, C] float and 'label' [B] int (or [B, K] target
 distributions); eval batches also 'mask' [B] (true for real examples, false for
-the padding that fills the last batches). The model (config.model.name='vit')
+the padding that fills the last batches). The model (config.model_name='vit')
 maps images to logits [B, K]; the number of classes and the image shape come from
 the dataset's spec (lfpe.data) and config.data.image_size.
 """
@@ -60,14 +60,15 @@ class Classification:
     return spec.num_classes, (size, size), spec.image_shape[-1] if spec.image_shape else 3
 
   def validate(self, config: Any) -> None:
+    """The task's fields; the model checks `config.model` itself when it is created."""
     if not 0.0 <= self.label_smoothing < 1.0:
       raise ValueError(
         f"config.task.label_smoothing must be in [0, 1), got {self.label_smoothing!r}."
       )
-    if config.model.get("name", "vit") not in MODELS:
+    if config.model_name not in MODELS:
       raise ValueError(
-        f"config.model.name={config.model.name!r} is not a classification "
-        f"model; use one of {MODELS}."
+        f"config.model_name={config.model_name!r} is not a classification model; "
+        f"use one of {MODELS}."
       )
     dtype = config.model.get("dtype")
     if dtype is not None and dtype != config.compute_dtype:
@@ -75,19 +76,14 @@ class Classification:
         f"config.model.dtype={dtype!r} differs from config.compute_dtype="
         f"{config.compute_dtype!r}; set only config.compute_dtype."
       )
-    from lfpe.models import vit  # noqa: PLC0415 (tasks stay importable without models)
-
-    vit.validate_model_config(self._model_config(config), self.data_info(config)[1])
 
   def create_model(self, config: Any) -> nn.Module:
-    from lfpe.models import vit  # noqa: PLC0415
+    """`Model(num_classes, **config.model)`, computing in config.compute_dtype (one hop)."""
+    from lfpe.models import MODELS as FAMILIES  # noqa: PLC0415 (tasks importable without models)
 
     num_classes, image_hw, _ = self.data_info(config)
-    return vit.create_model(self._model_config(config), num_classes, image_hw)
-
-  def _model_config(self, config: Any) -> dict[str, Any]:
-    """config.model computing in config.compute_dtype (parameters stay float32)."""
-    return {**config.model.to_dict(), "dtype": config.compute_dtype}
+    model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
+    return FAMILIES[config.model_name](num_classes, image_size=image_hw, **model_config)
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:
     _, (height, width), channels = self.data_info(config)

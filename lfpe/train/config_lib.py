@@ -1,9 +1,9 @@
 """What configs/*.py share: the trainer's default fields and argument parsing.
 
 `base_config()` holds every trainer field with its default; a config file
-starts from it and sets its own values. `posemb_kwargs(name, **options)` keeps
-the options that encoding `name` takes (e.g. `gamma` for the Fourier family), so
-one config can sweep every encoding. `parse_arg(arg, **defaults)` reads the
+starts from it and sets its own values (an encoding is one value,
+`lfpe.encodings.spec(name, gamma=...)`, keeping the options that `name` takes, so one
+config can sweep every encoding). `parse_arg(arg, **defaults)` reads the
 argument of `configs/NAME.py:ARG` ("posemb=fourier,small=1"): values convert to
 the default's type (bool accepts 1/0/true/false/yes/no); unknown keys and
 unparsable values raise ValueError naming the key.
@@ -11,7 +11,6 @@ unparsable values raise ValueError naming the key.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import ml_collections
@@ -76,16 +75,6 @@ def base_config() -> ml_collections.ConfigDict:
       schedule=dict(name="warmup_cosine", warmup_steps=100, end_lr_factor=0.0, timescale=10_000.0),
     )
   )
-
-
-def posemb_kwargs(name: str, **options: Any) -> dict[str, Any] | None:
-  """The `options` that the encoding registered as `name` declares (None if none)."""
-  from lfpe import encodings  # noqa: PLC0415 (configs that set no encoding skip it)
-
-  factory = encodings.resolve(name)
-  fields = {f.name for f in dataclasses.fields(getattr(factory, "func", factory))}
-  kept = {k: v for k, v in options.items() if k in fields}
-  return kept or None
 
 
 def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:

@@ -59,10 +59,14 @@ class Program:
     return state, batch
 
 
-def build(config: Any, mesh: Mesh) -> Program:
-  """Model, optimizer, state shardings and jitted steps of `config` on `mesh`."""
+def build(config: Any, mesh: Mesh, model: Any = None) -> Program:
+  """Model, optimizer, state shardings and jitted steps of `config` on `mesh`.
+
+  `model` is `task.create_model(config)` unless given (the trainer builds it first, so that
+  a bad `config.model` fails with the other config errors, before any data is read).
+  """
   task = tasks.get(config.task)
-  model = task.create_model(config)
+  model = task.create_model(config) if model is None else model
   tx, schedule = optim.make_optimizer(config)
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
   init = functools.partial(

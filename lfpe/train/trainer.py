@@ -33,6 +33,7 @@ import jax
 import numpy as np
 from absl import logging
 
+from lfpe import tasks
 from lfpe.errors import ConfigError
 from lfpe.train import checkpoint, program, sharding, validate
 from lfpe.train.metrics import MetricWriter
@@ -64,10 +65,11 @@ def train_and_evaluate(
   On a workdir already trained to `config.total_steps` it trains nothing and returns that
   summary unchanged; with a larger `config.total_steps` it trains on from the last checkpoint.
   """
-  # 1. Config.
+  # 1. Config, and the model it describes (`config.model` is checked once, as it is built).
   devices = list(jax.devices() if devices is None else devices)
   try:
     validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
+    model = tasks.get(config.task).create_model(config)
   except ValueError as e:
     raise ConfigError(str(e)) from e
   make_loader = make_loader or default_loader
@@ -94,7 +96,7 @@ def train_and_evaluate(
 
   # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
   # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
-  prog = program.build(config, mesh)
+  prog = program.build(config, mesh, model=model)
 
   # 6. Restore the newest readable checkpoint onto this mesh, or initialise in place.
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)

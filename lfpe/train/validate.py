@@ -1,8 +1,9 @@
 """Checks a training config before anything is built or compiled.
 
 Every problem raises ValueError naming the config field (`config.<path>`) and
-what would fix it. The model section is checked by the task (which knows its
-model: `task.validate(config)`), the data section by lfpe.data's
+what would fix it. The task checks its own fields (`task.validate(config)`); `config.model`
+is checked once by the model itself when `task.create_model(config)` builds it (the
+trainer does that right after this, before any data is read); the data section by lfpe.data's
 `validate_data_config`; the trainer checks, after `jax.eval_shape`, that sharded
 parameter dimensions divide the mesh (sharding.check_divisible), still before
 compiling.
@@ -41,8 +42,8 @@ REQUIRED = (
   "schedule.name",
   "schedule.warmup_steps",
   "data",
+  "model_name",
   "model",
-  "model.posemb",
 )
 _MISSING = object()
 

@@ -80,14 +80,33 @@ def test_groups_share_wr_and_mlp_and_fill_channels_in_group_order():
 
 
 def test_group_axis_is_optional_only_for_one_group():
-  module = LearnableFourierMLP(dim=8, fourier_dim=8, hidden_dim=4, ndim=4)
+  """Algorithm 1: `[N, 1, M]` -> `[N, D]`, the same as `[N, M]` (G = 1)."""
+  module = LearnableFourierMLP(dim=8, fourier_dim=8, hidden_dim=4)
   box = jnp.float32(RNG.uniform(size=(3, 4)))
   variables = {"params": random_params(module, box)}
-  np.testing.assert_allclose(
-    jax.jit(module.apply)(variables, coords.boxes(box, 1))[:, 0],
-    jax.jit(module.apply)(variables, box),
-    rtol=1e-6,
-  )
+  grouped = jax.jit(module.apply)(variables, coords.boxes(box, 1))  # [3, 1, 4]
+  assert grouped.shape == (3, 8)
+  np.testing.assert_allclose(grouped, jax.jit(module.apply)(variables, box), rtol=1e-6)
+  single = module.apply(variables, box[:1])  # [1, M]: a size-1 axis before M is the group axis
+  np.testing.assert_allclose(single, grouped[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["fourier", "fourier_no_mlp", "fixed_fourier_mlp", "mlp"])
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_algorithm1_shapes_with_m_from_the_input(name, groups):
+  """`[N, G, M]` -> `[N, D]` for every G with M read from the input (no `ndim`)."""
+  x = coords.boxes(jnp.float32(RNG.uniform(size=(50, 4))), groups)  # [50, G, 4 // G]
+  module = encodings.create(name, dim=64, groups=groups)
+  variables = module.init(jax.random.key(0), x)
+  assert module.apply(variables, x).shape == (50, 64)
+  wr = {**variables.get("params", {}), **variables.get("constants", {})}.get("wr")
+  assert wr is None or wr.shape[-1] == 4 // groups  # W_r `[F/2, M]`
+
+
+def test_ndim_when_given_is_checked_against_the_input():
+  module = LearnableFourierMLP(dim=8, fourier_dim=4, hidden_dim=4, groups=2, ndim=2)
+  with pytest.raises(ValueError, match="`x` must have last dimension 2"):
+    jax.eval_shape(module.init, jax.random.key(0), jnp.zeros((4, 2, 3)))
 
 
 def test_features_alone_and_mlp_alone_match_numpy():
@@ -192,7 +211,7 @@ def test_defaults_are_the_papers():
   module = encodings.build("fourier", dim=768, grid_shape=(14, 14), ndim=2)
   assert (module.fourier_dim, module.hidden_dim, module.gamma, module.groups) == (384, 32, 1.0, 1)
   assert module.coords_mode == "unit" and module.kind == "absolute"
-  np.testing.assert_allclose(module.grid_coords((2, 3)), coords.grid((2, 3), "unit"))
+  np.testing.assert_allclose(module.grid_coords((2, 3)), coords.grid((2, 3), "unit")[:, None])
 
 
 @pytest.mark.parametrize(
@@ -216,7 +235,7 @@ def test_bad_config_names_the_argument(make, match):
 @pytest.mark.parametrize(
   "x, match",
   [
-    (jnp.zeros((4, 3)), "`x` must have last dimension 2"),
+    (jnp.zeros((4, 3)), "groups"),
     (jnp.zeros((4, 3, 2)), "groups"),
     (jnp.zeros((2,)), "groups"),
   ],

@@ -11,7 +11,7 @@ import pytest
 
 from lfpe import encodings
 from lfpe.models import vit as vit_lib
-from lfpe.models.vit import ViT, create_model, validate_model_config
+from lfpe.models.vit import Model, ViT
 
 IMAGE, PATCH, CLASSES = 8, 4, 3  # a 2x2 grid of patches
 NEW_IMAGE = (12, 8)  # a 3x2 grid at evaluation
@@ -22,8 +22,7 @@ def _images(hw=(IMAGE, IMAGE), seed=0, b=2):
 
 
 def _model(**kwargs):
-  kwargs = {"num_classes": CLASSES, "image_size": IMAGE, "variant": f"mu/{PATCH}", **kwargs}
-  return ViT(**kwargs)
+  return Model(CLASSES, **{"image_size": IMAGE, "variant": f"mu/{PATCH}", **kwargs})
 
 
 def _init(model, hw=(IMAGE, IMAGE)):
@@ -219,7 +218,7 @@ def test_variant_strings():
 
 
 def test_vit_b16_has_86m_parameters_without_allocating():
-  model = ViT(num_classes=1000, image_size=224, variant="B/16", posemb="embed_1d")
+  model = ViT(num_classes=1000, image_size=224, posemb="embed_1d")  # B/16 is the default
   shapes = jax.eval_shape(
     functools.partial(model.init, train=False), jax.random.key(0), jnp.zeros((1, 224, 224, 3))
   )
@@ -229,20 +228,18 @@ def test_vit_b16_has_86m_parameters_without_allocating():
   assert _count(shapes) == expected == 86_567_656
 
 
-def test_create_model_from_config_with_bfloat16_and_logical_axes():
+def test_model_from_config_with_bfloat16_and_logical_axes():
   config = ml_collections.ConfigDict(
     dict(
-      name="vit",
       variant="mu",
       patch_size=PATCH,
-      posemb="fourier",
-      posemb_kwargs=dict(fourier_dim=8, hidden_dim=4),
+      posemb="fourier(fourier_dim=8, hidden_dim=4)",
       pool="gap",
       dtype="bfloat16",
     )
   )
-  model = create_model(config, num_classes=CLASSES, image_size=IMAGE)
-  assert model.arch["patch_size"] == (PATCH, PATCH) and model.arch["width"] == 32
+  model = Model(CLASSES, image_size=IMAGE, **config)
+  assert model.patch_size == PATCH and model.width == 32 and model.depth == 1
   boxed = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0), _images())[
     "params"
   ]
@@ -280,26 +277,29 @@ def test_dropout_only_in_training():
     (dict(pool="max"), "model.pool='max' is unknown"),
     (dict(variant="Q/16"), "variant='Q/16' is unknown"),
     (dict(variant="mu", patch_size=None), "model.patch_size is needed"),
-    (dict(depth="2"), "model.depth must be None or a positive int"),
+    (dict(depth="2"), "model.depth must be a positive int"),
+    (dict(pos_layers=0), "model.pos_layers must be None or a positive int"),
     (dict(dropout=1.5), r"model.dropout must be a rate in \[0, 1\)"),
     (dict(dtype="float8"), "model.dtype='float8' is unknown"),
-    (dict(posemb_kwargs=3), "model.posemb_kwargs must be a dict"),
+    (dict(posemb_kwargs=3), "model.posemb_kwargs is not a ViT field; the encoding and its"),
     (dict(widht=8), "model.widht is not a ViT field"),
-    (dict(posemb="fourier", posemb_kwargs=dict(gama=2.0)), "key 'gama' is not an option"),
+    (dict(posemb="fourier(gama=2.0)"), "'gama' is not an option of encoding 'fourier'"),
+    (dict(posemb="fourier(dim=8)"), "option 'dim' of encoding 'fourier' is set by the model"),
+    (dict(posemb="fourier(gamma=)"), "is not 'name' or 'name"),
+    (dict(posemb={"gamma": 2.0}), "needs a 'name' key"),
     (dict(width=24, num_heads=4, posemb="rope_axial"), "head_dim"),
+    (dict(head_init_std=-1.0), "model.head_init_std must be >= 0"),
   ],
 )
 def test_validation_names_the_field(overrides, match):
   config = ml_collections.ConfigDict({"variant": f"mu/{PATCH}", **overrides})
   with pytest.raises(ValueError, match=match):
-    validate_model_config(config, IMAGE)
-  with pytest.raises(ValueError, match=match):
-    create_model(config, CLASSES, IMAGE)
+    Model(CLASSES, image_size=IMAGE, **config)
 
 
-def test_create_model_rejects_a_bad_number_of_classes():
+def test_model_rejects_a_bad_number_of_classes():
   with pytest.raises(ValueError, match="num_classes must be a positive int"):
-    create_model({"variant": f"mu/{PATCH}"}, 0, IMAGE)
+    Model(0, image_size=IMAGE, variant=f"mu/{PATCH}")
 
 
 def test_input_size_not_divisible_by_patch_fails_at_trace_time():

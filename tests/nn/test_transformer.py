@@ -47,7 +47,7 @@ def _mlp_residual(p, x, norm):
 
 def test_encoder_block_is_pre_layer_norm_residual():
   x = _x()
-  block = EncoderBlock(HEADS, MLP)
+  block = EncoderBlock(num_heads=HEADS, mlp_dim=MLP)
   variables = block.init(jax.random.key(0), x)
   np.testing.assert_allclose(
     block.apply(variables, x), _block_reference(_params(variables), x), rtol=1e-5, atol=1e-5
@@ -57,7 +57,7 @@ def test_encoder_block_is_pre_layer_norm_residual():
 def test_encoder_block_passes_hooks_to_attention():
   x = _x()
   pos = _x(1, b=1)[0]
-  block = EncoderBlock(HEADS, MLP)
+  block = EncoderBlock(num_heads=HEADS, mlp_dim=MLP)
   variables = block.init(jax.random.key(0), x)
   out = block.apply(variables, x, hooks={"pos_q": pos, "pos_k": pos})
   ref = _block_reference(_params(variables), x, pos_q=pos, pos_k=pos)
@@ -65,7 +65,14 @@ def test_encoder_block_passes_hooks_to_attention():
 
 
 def _encoder(**kwargs):
-  kwargs = {"depth": 2, "num_heads": HEADS, "mlp_dim": MLP, "grid_shape": GRID, **kwargs}
+  kwargs = {
+    "depth": 2,
+    "width": D,
+    "num_heads": HEADS,
+    "mlp_dim": MLP,
+    "grid_shape": GRID,
+    **kwargs,
+  }
   return Encoder(**kwargs)
 
 
@@ -196,7 +203,7 @@ def test_per_example_coords_give_per_example_tables():
     (dict(posemb="fourier", concat_channels=0), "concat_channels=0"),
     (dict(posemb="fourier", pos_injection="attention", pos_layers=3), "pos_layers=3"),
     (dict(posemb="fourrier"), "Unknown positional encoding 'fourrier'"),
-    (dict(posemb="sine_2d", posemb_kwargs=dict(temprature=100.0)), "key 'temprature'"),
+    (dict(posemb="sine_2d(temprature=100.0)"), "'temprature' is not an option of encoding"),
   ],
 )
 def test_encoder_rejects_bad_position_options(kwargs, match):
@@ -205,7 +212,7 @@ def test_encoder_rejects_bad_position_options(kwargs, match):
 
 
 def test_encoder_rejects_a_token_count_that_does_not_match_the_grid():
-  with pytest.raises(ValueError, match="got 5 tokens"):
+  with pytest.raises(ValueError, match=r"got tokens \(2, 5, 8\)"):
     _encoder(posemb="sine_2d").init(jax.random.key(0), _x(n=5))
 
 

@@ -11,7 +11,7 @@ from lfpe.studies import positions, sweep
 
 def _model(posemb, **kw):
   cfg = dict(variant="mu/4", width=16, num_heads=2, mlp_dim=32, posemb=posemb, **kw)
-  return vit.create_model(cfg, 2, 12)  # a 3x3 grid
+  return vit.Model(2, image_size=12, **cfg)  # a 3x3 grid
 
 
 def test_learned_table_is_the_parameter():
@@ -40,7 +40,7 @@ def test_counts_by_hand():
     _model("embed_1d", pos_injection="every_layer", depth=2), [0], (12, 12, 3)
   )
   assert positions.count(params) == 2 * (9 * 16 + 16)
-  fourier = _model("fourier", posemb_kwargs={"fourier_dim": 8, "hidden_dim": 4})
+  fourier = _model("fourier(fourier_dim=8, hidden_dim=4)")
   params = ms.init_params(fourier, [0], (12, 12, 3))
   assert positions.count(params) == (4 * 2) + (8 * 4 + 4) + (4 * 16 + 16) + 16
 
@@ -70,15 +70,36 @@ def test_transplant_moves_only_positions():
     positions.transplant(a, other)
 
 
-@pytest.mark.parametrize("posemb", ["embed_1d", "fourier", "gabor_edge"])
-def test_study_redraw_makes_the_position_signal_visible(posemb):
-  """The study's `REDRAW` makes learned position tables vary 5-10x more across positions."""
-  model = sweep.build_model(sweep.Config("direction", posemb))
+@pytest.mark.parametrize("posemb", ["embed_1d", "embed_2d", "fourier", "gabor_edge"])
+def test_study_initialisation_makes_the_position_signal_visible(posemb):
+  """The study's `POSITION_INIT` makes position tables vary 5-10x more across positions."""
 
-  def spread(redraw):
-    table = positions.tables(model, ms.init_params(model, [0, 1], (32, 32, 3), redraw))
+  def spread(config):
+    model = sweep.build_model(config)
+    table = positions.tables(model, ms.init_params(model, [0, 1], (32, 32, 3)))
     return np.linalg.norm(table - table.mean(1, keepdims=True), axis=-1).mean()
 
-  before, after = spread(None), spread(sweep.REDRAW)
+  before = spread(sweep.Config("direction", posemb, position_init={}))
+  after = spread(sweep.Config("direction", posemb))
   assert before < 0.2  # lfpe's defaults: lost next to a square's patch (norm ~3)
   assert 5 * before < after < 2.0  # fourier 0.04 -> 0.22, tables and gabor_edge 0.11 -> 1.1
+
+
+def test_study_models_use_the_study_initialisation():
+  """Which option reaches which encoding, and the non-zero classifier (fails if dropped)."""
+  expected = {
+    "embed_1d": "embed_1d(init_std=0.2)",
+    "rel_bias_2d": "rel_bias_2d(init_std=0.2)",
+    "fourier": "fourier(out_init_std=1.0)",
+    "fixed_fourier_mlp": "fixed_fourier_mlp(out_init_std=1.0)",
+    "gabor_edge": "gabor_edge(w_std=0.2)",
+    "sine_2d": "sine_2d",
+    "rel_attn_2d": "rel_attn_2d",
+  }
+  for posemb, spec in expected.items():
+    model = sweep.build_model(sweep.Config("direction", posemb))
+    assert model.posemb == spec and model.head_init_std == 0.2
+  params = ms.init_params(sweep.build_model(sweep.Config("direction", "none")), [0], (32, 32, 3))
+  assert 0.1 < np.asarray(params["head"]["kernel"]).std() < 0.3
+  options = sweep.Config("direction", "fourier(gamma=0.5)").model_config()["posemb"]
+  assert options == "fourier(gamma=0.5, out_init_std=1.0)"

@@ -4,6 +4,7 @@ import ml_collections
 import pytest
 from train_fixtures import digits_small
 
+from lfpe import tasks
 from lfpe.train import validate
 
 
@@ -56,8 +57,10 @@ BAD = [  # (field, bad value, what the message must name)
   ("model.patch_size", 3, "model.patch_size"),
   ("model.num_heads", 3, "model.num_heads"),
   ("model.posemb", "fourierr", "posemb"),
-  ("model.posemb", _DELETE, "config.model.posemb is missing"),
-  ("model.name", "resnet", "config.model.name"),
+  ("model.posemb", "fourier(gama=1.0)", "'gama' is not an option of encoding 'fourier'"),
+  ("model.widht", 8, "model.widht is not a ViT field"),
+  ("model_name", _DELETE, "config.model_name is missing"),
+  ("model_name", "resnet", "config.model_name"),
   ("data.name", "mnist", "data.name"),
   ("data.image_size", -1, "data.image_size"),
 ]
@@ -65,8 +68,11 @@ BAD = [  # (field, bad value, what the message must name)
 
 @pytest.mark.parametrize("path, value, message", BAD, ids=[f"{p}={v!r}" for p, v, _ in BAD])
 def test_bad_config_names_the_field(path, value, message):
+  """As the trainer checks a config: its fields, then `config.model` as the model is built."""
+  config = _with(path, value)
   with pytest.raises(ValueError, match=message):
-    validate.validate_config(_with(path, value), num_devices=8)
+    validate.validate_config(config, num_devices=8)
+    tasks.get(config.task).create_model(config)
 
 
 def test_mesh_larger_than_devices():

@@ -188,6 +188,7 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
     nan_after=None,
     stop_after=None,
   )
+  config.model_name = "tiny"
   config.model = dict(posemb="none", width=8)
   for key, value in overrides.items():
     node = config

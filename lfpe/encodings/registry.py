@@ -1,0 +1,190 @@
+"""The encoding registry, and encodings as one config value: a name with its options.
+
+A position encoding is named by a *spec*: a name (`"fourier"`), a name with options
+(`"fourier(gamma=0.25, hidden_dim=64)"`), or a mapping (`{"name": "fourier", "gamma": 0.25}`).
+A spec is one value, so `--config.model.posemb=embed_1d` replaces an encoding together with
+its options. Option values are Python literals; a bare word is a string
+(`"sine_2d(layout=concat)"`).
+
+* `options(name)`: the options an encoding takes (the one place this is computed).
+* `create(spec, **kwargs)`: the module, with exactly these arguments.
+* `build(spec, **context)`: what models call; `context` is what the model knows (`dim`,
+  `grid_shape`, `num_heads`, `head_dim`, ...) and each module receives the fields it
+  declares. A spec option that the encoding lacks, or that the model sets, is an error.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lfpe.encodings.fourier import FourierFeatures, LearnableFourierMLP, PositionMLP
+from lfpe.encodings.gabor import GaborEdge
+from lfpe.encodings.intuitive import Intuitive
+from lfpe.encodings.learned import Embed1D, EmbedND
+from lfpe.encodings.none import NoPosition
+from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D
+from lfpe.encodings.rotary import Rotary2D
+from lfpe.encodings.sinusoidal import DetrSine, LearnableSinusoidal, Sine1D, SineND
+
+_p = functools.partial
+
+REGISTRY: dict[str, Callable] = {
+  "fourier": LearnableFourierMLP,
+  "fourier_no_mlp": FourierFeatures,
+  "fixed_fourier_mlp": _p(LearnableFourierMLP, trainable_wr=False),
+  "mlp": PositionMLP,
+  "sine_1d": Sine1D,
+  "sine_nd": SineND,
+  "detr_sine": DetrSine,
+  "embed_1d": Embed1D,
+  "embed_nd": EmbedND,
+  "learnable_sine": LearnableSinusoidal,
+  "gabor": _p(GaborEdge, use_gabor=True, use_edge=False),
+  "edge": _p(GaborEdge, use_gabor=False, use_edge=True),
+  "gabor_edge": _p(GaborEdge, use_gabor=True, use_edge=True),
+  "index": _p(Intuitive, code="index"),
+  "unit": _p(Intuitive, code="unit"),
+  "binary": _p(Intuitive, code="binary"),
+  "rel_bias_2d": RelativeBias2D,
+  "rel_attn_2d": RelativeAttention2D,
+  "rope_axial": _p(Rotary2D, mode="axial"),
+  "rope_mixed": _p(Rotary2D, mode="mixed"),
+  "none": NoPosition,
+}
+ALIASES = {
+  "sine_2d": "sine_nd",
+  "sine_4d": "sine_nd",
+  "embed_2d": "embed_nd",
+  "embed_4d": "embed_nd",
+  "learnable_fourier_mlp": "fourier",
+}
+NAMES = tuple(sorted([*REGISTRY, *ALIASES]))
+# What a model passes to `build` (never a spec option: the model decides it).
+CONTEXT = ("dim", "grid_shape", "num_heads", "head_dim")
+
+
+def resolve(name: str) -> Callable:
+  """The module factory registered under `name` (or an alias of it)."""
+  if name not in REGISTRY and name not in ALIASES:
+    raise ValueError(f"Unknown positional encoding {name!r}; valid names: {', '.join(NAMES)}.")
+  return REGISTRY[ALIASES.get(name, name)]
+
+
+def _module_class(name: str) -> type:
+  factory = resolve(name)
+  return getattr(factory, "func", factory)
+
+
+def kind(spec) -> str:
+  """Where the encoding of `spec` enters a model (see base.KINDS)."""
+  return _module_class(parse(spec)[0]).kind
+
+
+def options(name: str) -> tuple[str, ...]:
+  """The keyword arguments encoding `name` takes, sorted (those its name fixes excluded)."""
+  factory = resolve(name)
+  fixed = set(getattr(factory, "keywords", {}))
+  fields = {f.name for f in dataclasses.fields(_module_class(name)) if f.init}
+  return tuple(sorted(fields - fixed - {"parent", "name"}))
+
+
+def parse(spec) -> tuple[str, dict[str, Any]]:
+  """`(name, options)` of a spec: `"name"`, `"name(k=v, ...)"` or `{"name": ..., k: v}`."""
+  if hasattr(spec, "to_dict"):  # an ml_collections.ConfigDict
+    spec = spec.to_dict()
+  if isinstance(spec, Mapping):
+    opts = dict(spec)
+    name = opts.pop("name", None)
+    if not isinstance(name, str):
+      raise ValueError(f"encoding spec {spec!r} needs a 'name' key, e.g. {{'name': 'fourier'}}.")
+  elif isinstance(spec, str):
+    name, opts = _parse_string(spec)
+  else:
+    raise ValueError(
+      f"encoding spec {spec!r} must be a name, 'name(option=value, ...)' or a dict with "
+      f"a 'name' key; valid names: {', '.join(NAMES)}."
+    )
+  resolve(name)
+  return name, opts
+
+
+def _parse_string(text: str) -> tuple[str, dict[str, Any]]:
+  try:
+    tree = ast.parse(text.strip(), mode="eval").body
+  except SyntaxError:
+    tree = None
+  if isinstance(tree, ast.Name):
+    return tree.id, {}
+  if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args):
+    raise ValueError(
+      f"encoding spec {text!r} is not 'name' or 'name(option=value, ...)', "
+      f"e.g. 'fourier(gamma=0.25)'."
+    )
+  opts = {}
+  for kw in tree.keywords:
+    value = kw.value
+    opts[kw.arg] = value.id if isinstance(value, ast.Name) else _literal(value, kw.arg, text)
+  return tree.func.id, opts
+
+
+def _literal(node: ast.AST, key: str, text: str) -> Any:
+  try:
+    return ast.literal_eval(node)
+  except ValueError:
+    raise ValueError(
+      f"encoding spec {text!r}: the value of {key!r} must be a Python literal "
+      f"(number, string, tuple, True/False/None)."
+    ) from None
+
+
+def spec(name: str, **opts: Any) -> str:
+  """The spec string of `name` with the `opts` it takes (others dropped), e.g. for configs.
+
+  `spec("fourier", gamma=0.25)` -> `"fourier(gamma=0.25)"`; `spec("embed_1d", gamma=0.25)`
+  -> `"embed_1d"`: one config can offer an option that only some encodings take.
+  """
+  taken = set(options(name))
+  args = ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items()) if k in taken)
+  return f"{name}({args})" if args else name
+
+
+def check_options(name: str, opts: Mapping[str, Any], context: Mapping[str, Any] = ()) -> None:
+  """ValueError if `opts` names an option encoding `name` lacks or one the model sets."""
+  known = options(name)
+  unknown = sorted(set(opts) - set(known))
+  if unknown:
+    raise ValueError(
+      f"{unknown[0]!r} is not an option of encoding {name!r} "
+      f"({_module_class(name).__name__}); options: {', '.join(known)}."
+    )
+  clash = sorted(set(opts) & set(context) & set(CONTEXT))
+  if clash:
+    raise ValueError(
+      f"option {clash[0]!r} of encoding {name!r} is set by the model "
+      f"({clash[0]}={context[clash[0]]!r}); remove it from the spec."
+    )
+
+
+def create(spec, **kwargs: Any):
+  """The flax.linen module of encoding `spec`, built with the spec's options and `kwargs`."""
+  name, opts = parse(spec)
+  opts = {**opts, **kwargs}
+  check_options(name, opts)
+  return resolve(name)(**opts)
+
+
+def build(spec, **context: Any):
+  """The module of `spec` for a model: each module takes the `context` fields it declares.
+
+  `context` holds what the model knows (`dim`, `grid_shape`, `num_heads`, `head_dim`, and
+  `parent=None` to build an unbound module for a check); the spec's options override other
+  context fields (e.g. `ndim`) but not the model's `CONTEXT` fields.
+  """
+  name, opts = parse(spec)
+  check_options(name, opts, context)
+  declared = {*options(name), "parent"}
+  return resolve(name)(**{**{k: v for k, v in context.items() if k in declared}, **opts})
