@@ -8,6 +8,7 @@ import scipy.ndimage
 
 from lfpe.encodings import coords
 from lfpe.encodings.learned import Embed1D, EmbedND
+from lfpe.encodings.relative import RelativeBias2D, relative_bias
 from lfpe.encodings.resample import resample
 
 
@@ -182,3 +183,40 @@ def test_bad_inputs_raise():
     resample(jnp.zeros((13, 2)), (3, 4), (5, 5))
   with pytest.raises(ValueError, match="method"):
     resample(jnp.zeros((12, 2)), (3, 4), (5, 5), method="cubic")
+
+
+@pytest.mark.parametrize("method", ["bilinear", "bicubic", "bicubic_pytorch"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_modules_resample_with_their_options(method, align_corners):
+  """Every module that resamples passes method, align_corners and antialias through."""
+  options = dict(resample_method=method, align_corners=align_corners)
+  embed = Embed1D(dim=4, grid_shape=(3, 4), **options)
+  variables = embed.init(jax.random.key(0), jnp.zeros((1, 1)))
+  table = variables["params"]["table"]
+  expected = resample(table, (3, 4), (5, 7), method, align_corners=align_corners)
+  np.testing.assert_allclose(embed.apply(variables, (5, 7), method="grid"), expected, atol=1e-6)
+  bias = RelativeBias2D(grid_shape=(3, 4), num_heads=2, **options)
+  table = bias.init(jax.random.key(0))["params"]["table"]
+  expected = relative_bias(
+    resample(table, (5, 7), (9, 13), method, align_corners=align_corners), (5, 7)
+  )
+  np.testing.assert_allclose(bias.apply({"params": {"table": table}}, (5, 7)), expected, atol=1e-6)
+
+
+def test_bicubic_pytorch_in_a_module_is_not_keys_bicubic():
+  """The reported bug: modules gave `bicubic` tables for `bicubic_pytorch`."""
+  tables = {}
+  for method in ("bicubic", "bicubic_pytorch"):
+    embed = EmbedND(dim=4, grid_shape=(4, 4), resample_method=method)
+    variables = embed.init(jax.random.key(0), jnp.zeros((1, 2)))
+    tables[method] = embed.apply(variables, (7, 7), method="grid")
+  assert np.abs(tables["bicubic"] - tables["bicubic_pytorch"]).max() > 1e-3
+
+
+def test_module_resample_options_are_checked():
+  with pytest.raises(ValueError, match="antialias"):
+    Embed1D(dim=4, grid_shape=(3, 4), resample_method="bicubic_pytorch", antialias=True)
+  with pytest.raises(ValueError, match="align_corners"):
+    EmbedND(dim=4, grid_shape=(3, 4), align_corners="yes")
+  with pytest.raises(ValueError, match="init_std"):
+    RelativeBias2D(grid_shape=(3, 4), init_std=0.0)
