@@ -20,9 +20,10 @@ each host of an accelerator slice:
 Expected (estimates, not reproduced here): about 1.5 days on 8 A100s (~112k steps of
 1024); validation top-1 near the paper's 73.6% (embed_1d) and 74.5% (fourier).
 
-Arguments: posemb=NAME (002 compares embed_1d and fourier); gamma=G (Fourier family
-only; default 1.0, lfpe's default, as 002 states none); small=1 for the CI variant (a
-few steps of a 1-block model at 32x32 with 16x16 patches; checks plumbing only).
+Arguments: posemb=NAME (002 compares embed_1d and fourier); gamma=G (given to the
+encodings that take it, the Fourier family; default 1.0, lfpe's default, as 002 states
+none); small=1 for the CI variant (a few steps of a 1-block model at 32x32 with 16x16
+patches; checks plumbing only). Or: --config.model.posemb='fourier(gamma=0.5)'.
 """
 
 from lfpe.data import default_config as data_config

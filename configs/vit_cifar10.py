@@ -12,9 +12,10 @@ Prepare CIFAR-10 once (needs TensorFlow and the network; see lfpe/data), then:
 Expected: roughly 30 min on one A100/H100-class GPU; test accuracy around 0.80-0.85
 (an estimate from similar small ViTs trained from scratch, not a recorded result).
 
-Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); gamma=G (Fourier family
-only, default 0.25 as for the 8x8 grid of vit_digits); small=1 for the CI variant (a
-few steps of a 1-block model; checks plumbing, not accuracy).
+Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); gamma=G (given to the
+encodings that take it, the Fourier family; default 0.25 as for the 8x8 grid of
+vit_digits); small=1 for the CI variant (a few steps of a 1-block model; checks plumbing,
+not accuracy). Or replace the encoding whole: --config.model.posemb='fourier(gamma=0.5)'.
 """
 
 from lfpe.data import default_config as data_config

@@ -15,9 +15,10 @@ a shared, busy 2-core machine); test accuracy (WORKDIR/summary.json, eval.accura
 posemb=embed_1d 0.942, posemb=none 0.242 (no positions: pooled tokens are a bag of
 pixels).
 
-Arguments: posemb=NAME (any name in lfpe.encodings.NAMES; use this, not
---config.model.posemb, so that encoding options follow); gamma=G (Fourier family
-only); small=1 for the CI variant (a few steps of a 1-block model; plumbing only).
+Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); gamma=G (given to the
+encodings that take it, the Fourier family); small=1 for the CI variant (a few steps of a
+1-block model; plumbing only). The encoding is one value, so it can also be replaced
+whole: --config.model.posemb=embed_1d or --config.model.posemb='fourier(gamma=0.5)'.
 """
 
 from lfpe.data import default_config as data_config
