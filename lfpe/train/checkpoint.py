@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 from etils import epath
@@ -136,6 +137,8 @@ def restore_latest(
       logging.warning(
         "Cannot read checkpoint step %d in %s: %s", step, manager.directory, failed[step]
       )
+    if not _read_by_every_process(step not in failed):
+      failed.setdefault(step, "another process could not read it")
       continue
     if failed:
       logging.warning("Resuming from checkpoint step %d, the newest readable one.", step)
@@ -149,6 +152,13 @@ def restore_latest(
     f"{newest}: {failed[newest]}). Delete that directory to train this workdir again from "
     "step 0, or start a new --workdir."
   )
+
+
+def _read_by_every_process(ok: bool) -> bool:
+  """Whether every process read a step: all resume from the same one, or none does."""
+  if jax.process_count() == 1:
+    return ok
+  return bool(np.all(multihost_utils.process_allgather(np.asarray(ok))))
 
 
 def _set_aside(manager: ocp.CheckpointManager, steps: list[int]) -> None:
