@@ -18,11 +18,12 @@ generation, ...) supplies it. A task is any object with these methods:
       the model applied to a batch (`rng` feeds dropout and other noise when training).
   loss(outputs, batch) -> (loss [], metrics {name: []})
       the scalar training loss (mean over the batch) and per-batch metrics.
-  eval_sums(outputs, batch) -> {name: []}
+  eval_sums(outputs, batch) -> {name: [] or [B, ...]}
       sums over the valid examples of the batch (`batch['mask']` marks padding),
-      including 'count'; the trainer adds them up over the whole eval split.
+      including 'count'; the trainer adds scalars up over the whole eval split and
+      concatenates arrays (per-example outputs, e.g. detections for COCO evaluation).
   finalize(sums) -> {name: float}
-      eval metrics from the summed values.
+      eval metrics from the summed (and concatenated) values.
 """
 
 from __future__ import annotations

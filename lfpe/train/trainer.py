@@ -189,9 +189,14 @@ def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:
 def _evaluate(
   task: Any, eval_step: Callable, eval_data: Iterable, variables: dict[str, Any]
 ) -> dict[str, float]:
-  """The task's metrics over the whole eval split (sums added up on the host)."""
-  totals: dict[str, float] = {}
+  """The task's metrics over the whole eval split, gathered on the host.
+
+  Scalars of `eval_sums` are added up over batches; arrays (per-example outputs such as
+  detections, `[B, ...]`) are concatenated along the batch axis.
+  """
+  parts: dict[str, list] = {}
   for batch in eval_data:
     for k, v in jax.device_get(eval_step(variables, batch)).items():
-      totals[k] = totals.get(k, 0.0) + float(np.asarray(v))
+      parts.setdefault(k, []).append(np.asarray(v))
+  totals = {k: float(np.sum(v)) if v[0].ndim == 0 else np.concatenate(v) for k, v in parts.items()}
   return task.finalize(totals)
