@@ -81,8 +81,8 @@ def train_step(
     **metrics,
     "loss": loss,
     "lr": schedule(state.step),
-    "grad_norm": optax.global_norm(grads),
-    "param_norm": optax.global_norm(params),
+    "grad_norm": optax.tree.norm(grads),
+    "param_norm": optax.tree.norm(params),
   }
   return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
 

@@ -84,7 +84,7 @@ def test_every_module_runs_from_flax_nnx_via_bridge(name):
   nnx_out = bridged(*args)
   assert nnx_out.shape == out_shape
   # The same variables through linen give the same output: the bridge changes nothing.
-  nnx_vars = nnx.state(bridged).to_pure_dict()
+  nnx_vars = nnx.to_pure_dict(nnx.state(bridged))
   linen_vars = jax.eval_shape(module.init, jax.random.key(0), *args)
   same = {col: {k: nnx_vars[k] for k in tree} for col, tree in linen_vars.items()}
   np.testing.assert_allclose(nnx_out, module.apply(same, *args), rtol=1e-6, atol=1e-6)
