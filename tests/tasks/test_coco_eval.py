@@ -1,0 +1,109 @@
+"""COCO evaluation of in-memory arrays: perfect detections, shifted ones, empty images."""
+
+import math
+
+import numpy as np
+import pytest
+
+from lfpe.tasks.coco_eval import METRICS, area_ranges, coco_evaluate
+
+# Three images of 640 px, padded to T = 3 targets; image 2 has none. Areas: 20² (small),
+# 60² (medium), 200² (large) and 10x30 (small).
+TARGET_BOXES = np.array(
+  [
+    [[10, 10, 30, 30], [100, 100, 160, 160], [300, 200, 500, 400]],
+    [[50, 60, 60, 90], [0, 0, 0, 0], [0, 0, 0, 0]],
+    [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+  ],
+  np.float32,
+)
+TARGET_LABELS = np.array([[0, 1, 2], [1, -1, -1], [-1, -1, -1]], np.int32)
+TARGET_VALID = TARGET_LABELS >= 0
+
+
+def _perfect():
+  """The ground truth as detections with score 1 (padding slots marked invalid)."""
+  return np.ones(TARGET_LABELS.shape, np.float32), TARGET_LABELS, TARGET_BOXES, TARGET_VALID
+
+
+def _evaluate(scores, labels, boxes, valid=None, image_size=640):
+  return coco_evaluate(
+    scores,
+    labels,
+    boxes,
+    TARGET_LABELS,
+    TARGET_BOXES,
+    TARGET_VALID,
+    image_size=image_size,
+    detection_valid=valid,
+  )
+
+
+def test_ground_truth_as_detections_gives_ap_one(capsys):
+  metrics = _evaluate(*_perfect())
+  assert sorted(metrics) == sorted(METRICS)
+  for name in METRICS:
+    assert metrics[name] == pytest.approx(1.0), name
+  assert capsys.readouterr().out == ""  # pycocotools' printing is swallowed
+
+
+def test_shifted_detection_lowers_ap():
+  scores, labels, boxes, valid = _perfect()
+  shifted = boxes.copy()
+  shifted[0, 2] += [100, 100, 100, 100]  # the large box: IoU 1/7 with its target
+  metrics = _evaluate(scores, labels, shifted, valid)
+  assert metrics["AP_large"] == pytest.approx(0.0)
+  assert metrics["AP"] < 0.9 and metrics["AP_small"] == pytest.approx(1.0)
+  slightly = boxes.copy()
+  slightly[0, 2] += [12, 12, 12, 12]  # IoU 0.79: a hit at IoU 0.5 and 0.75, not above
+  metrics = _evaluate(scores, labels, slightly, valid)
+  assert metrics["AP50"] == pytest.approx(1.0) and metrics["AP75"] == pytest.approx(1.0)
+  assert 0.5 < metrics["AP_large"] < 1.0
+
+
+def test_extra_low_score_false_positives_keep_ap_and_wrong_class_drops_it():
+  scores, labels, boxes, valid = _perfect()
+  scores = np.concatenate([scores, np.full((3, 1), 0.1, np.float32)], 1)
+  labels = np.concatenate([labels, np.ones((3, 1), np.int32)], 1)
+  boxes = np.concatenate([boxes, np.tile([[[400, 0, 440, 40]]], (3, 1, 1))], 1)
+  valid = np.concatenate([valid, np.ones((3, 1), bool)], 1)  # one false positive per image
+  assert _evaluate(scores, labels, boxes, valid)["AP"] == pytest.approx(1.0)
+  wrong = labels.copy()
+  wrong[0, 0] = 2
+  assert _evaluate(scores, wrong, boxes, valid)["AP_small"] < 1.0
+
+
+def test_images_without_detections():
+  scores, labels, boxes, valid = _perfect()
+  valid = valid.copy()
+  valid[1] = False  # image 1 gets no detection: its one small target is missed
+  metrics = _evaluate(scores, labels, boxes, valid)
+  assert metrics["AP_large"] == pytest.approx(1.0) and metrics["AP"] < 1.0
+  nothing = _evaluate(scores, labels, boxes, np.zeros_like(valid))
+  for name in METRICS:
+    assert nothing[name] == 0.0, name
+
+
+def test_no_targets_anywhere_gives_nan():
+  metrics = coco_evaluate(
+    *_perfect()[:3],
+    TARGET_LABELS,
+    TARGET_BOXES,
+    np.zeros_like(TARGET_VALID),
+    image_size=640,
+  )
+  assert all(math.isnan(v) for v in metrics.values())
+
+
+def test_area_ranges_scale_with_image_size():
+  assert area_ranges(640)[1:] == [[0.0, 1024.0], [1024.0, 9216.0], [9216.0, 1e10]]
+  assert area_ranges(160)[2] == [64.0, 576.0]
+  # A 20x20 box (area 400) is small on 640 px images, medium on 160 px images.
+  scores, labels, boxes, valid = _perfect()
+  only = np.zeros_like(valid)
+  only[0, 0] = True
+  kwargs = dict(target_labels=TARGET_LABELS, target_boxes=TARGET_BOXES, target_valid=only)
+  at_640 = coco_evaluate(scores, labels, boxes, **kwargs, image_size=640, detection_valid=only)
+  at_160 = coco_evaluate(scores, labels, boxes, **kwargs, image_size=160, detection_valid=only)
+  assert at_640["AP_small"] == pytest.approx(1.0) and math.isnan(at_640["AP_medium"])
+  assert at_160["AP_medium"] == pytest.approx(1.0) and math.isnan(at_160["AP_small"])
