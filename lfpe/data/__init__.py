@@ -6,7 +6,12 @@
 
 from lfpe.data.base import ArrayBuilder, DatasetSpec
 from lfpe.data.builders import DATASETS, data_source, get_spec, prepare
-from lfpe.data.config import default_config, validate_data_config
+from lfpe.data.config import (
+  default_config,
+  detection_config,
+  detection_info,
+  validate_data_config,
+)
 from lfpe.data.pipeline import EvalLoader, TrainIterator, make_loader
 
 __all__ = [
@@ -17,6 +22,8 @@ __all__ = [
   "TrainIterator",
   "data_source",
   "default_config",
+  "detection_config",
+  "detection_info",
   "get_spec",
   "make_loader",
   "prepare",

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 
-from lfpe.data import base, digits, redgreen
+from lfpe.data import base, detection_ops, digits, redgreen, shapes
 from lfpe.errors import DatasetMissingError
 
 _BUILD = (
@@ -52,9 +52,12 @@ _CATALOG = (
     instructions=_BUILD,
   ),
 )
-_LOCAL = (digits.SPEC, *redgreen.SPECS)
+_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS)
 
 DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}
+# Detection datasets (`data.detection` by default), with the sizes and most objects they hold.
+# `coco/2017` is read with the `boxes|resize_pad` ops unless `data.detection` is set.
+DETECTION: dict[str, detection_ops.Limits] = dict(shapes.LIMITS)
 
 
 def get_spec(name: str) -> base.DatasetSpec:

@@ -13,6 +13,11 @@ Fields of `default_config()`:
   worker_count: grain worker processes for training (0: in the main process).
   cache: decode every record of the split once and keep it in memory (small datasets such
     as digits: the per-example PNG decoding otherwise dominates a tiny model's step).
+  detection: None, or DETR inputs (detection_ops.py) from a dataset with boxes:
+    `{train_sizes, test_sizes, max_size, max_targets}` (`detection_config`). Filled in by
+    `default_config` for detection datasets (`builders.DETECTION`); `coco/2017` opts in.
+    Then `image_size` stays None, `augment` empty, and `preprocess` defaults to
+    `value_range(0, 1)`.
 There is no shuffle buffer: grain shuffles the whole split (a new permutation each epoch).
 """
 
@@ -25,7 +30,7 @@ import jax
 import ml_collections
 from ml_collections import config_dict
 
-from lfpe.data import base, builders, ops
+from lfpe.data import base, builders, detection_ops, ops
 
 
 def default_data_dir() -> str:
@@ -45,8 +50,42 @@ def default_config(name: str = "digits") -> ml_collections.ConfigDict:
       "augment": "",
       "worker_count": 0,
       "cache": False,
+      "detection": _default_detection(name),
     }
   )
+
+
+def detection_config(
+  train_sizes: tuple[int, ...],
+  test_sizes: tuple[int, ...] | None = None,
+  max_size: int | None = None,
+  max_targets: int = 100,
+) -> ml_collections.ConfigDict:
+  """A `data.detection` block; `test_sizes` default to `train_sizes`, `max_size` (None) to
+  the largest size of both."""
+  return ml_collections.ConfigDict(
+    {
+      "train_sizes": tuple(train_sizes),
+      "test_sizes": tuple(test_sizes or train_sizes),
+      "max_size": max_size if max_size is not None else config_dict.placeholder(int),
+      "max_targets": max_targets,
+    }
+  )
+
+
+def detection_info(data: ml_collections.ConfigDict) -> tuple[int, tuple[int, int], int]:
+  """`(num_classes, (H, W) of the padded images, max targets T)` of a detection `data`."""
+  resolved = resolve(data)
+  if resolved.detection is None:
+    raise ValueError(f"`data.detection` is not set: {data.name!r} gives no detection inputs.")
+  size = resolved.detection.max_size
+  return resolved.spec.num_classes, (size, size), resolved.detection.max_targets
+
+
+def _default_detection(name: str) -> ml_collections.ConfigDict | None:
+  """Detection datasets: every size they hold, in training and evaluation."""
+  limits = builders.DETECTION.get(name)
+  return detection_config(limits.sizes, max_targets=limits.max_objects) if limits else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,12 +101,20 @@ class Resolved:
   augment: list
   worker_count: int
   cache: bool = False
+  detection: detection_ops.Detection | None = None
 
   def split(self, train: bool) -> str:
     return self.train_split if train else self.eval_split
 
   def ops(self, train: bool) -> list:
-    """Field selection, (train: augment,) preprocess, final dtype cast."""
+    """Field selection, (train: augment,) preprocess, final dtype cast (detection: its ops,
+    `preprocess` among them, then the fields of `detection_ops.OUTPUT`)."""
+    if self.detection is not None:
+      return [
+        *self.detection.ops(train, self.preprocess),
+        ops.Keep(*detection_ops.OUTPUT),
+        ops.Cast(),
+      ]
     return [
       ops.Keep(*self.spec.fields),
       *(self.augment if train else []),
@@ -88,7 +135,9 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
   worker_count = data.get("worker_count", 0)
   if not isinstance(worker_count, int) or worker_count < 0:
     raise ValueError(f"`data.worker_count`={worker_count!r} must be an int >= 0 (0: no workers).")
-  preprocess = _parse("preprocess", data.preprocess or spec.preprocess, size)
+  detection = _detection(data, spec)
+  default = "value_range(0, 1)" if detection else spec.preprocess
+  preprocess = _parse("preprocess", data.preprocess or default, size)
   random_ops = [type(op).__name__ for op in preprocess if ops.is_random(op)]
   if random_ops:
     raise ValueError(
@@ -105,7 +154,30 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
     augment=_parse("augment", data.get("augment", ""), size),
     worker_count=worker_count,
     cache=bool(data.get("cache", False)),
+    detection=detection,
   )
+
+
+def _detection(
+  data: ml_collections.ConfigDict, spec: base.DatasetSpec
+) -> detection_ops.Detection | None:
+  """`data.detection` checked against the dataset; None for other configs."""
+  limits = builders.DETECTION.get(spec.name)
+  if data.get("detection") is None:
+    if limits:
+      raise ValueError(
+        f"{spec.name!r} is a detection dataset: set `data.detection` "
+        f"(default_config({spec.name!r}) has one)."
+      )
+    return None
+  if not limits and "objects" not in spec.fields:
+    raise ValueError(f"`data.detection` is set, but {spec.name!r} has no boxes (`objects`).")
+  if data.image_size is not None or data.get("augment"):
+    raise ValueError(
+      "With `data.detection`, leave `data.image_size` None (sizes are "
+      "`data.detection.train_sizes` / `test_sizes`) and `data.augment` empty."
+    )
+  return detection_ops.Detection.create(data.detection, spec.name, limits or detection_ops.Limits())
 
 
 def validate_data_config(

@@ -1,14 +1,31 @@
-"""Detection ops (COCO in TFDS form): fixed-size box arrays, and padded images with a mask.
+"""Detection preprocessing: DETR's inputs from boxes in TFDS's `coco/2017` layout.
 
-TFDS gives `objects: {bbox [n, 4] (ymin, xmin, ymax, xmax) in [0, 1], label [n], is_crowd [n]}`.
-`boxes(K)` turns it into DETR's targets; `resize_pad(S)` resizes the longer side to `S`
-and zero-pads to `S x S`, with `image_mask` marking real pixels (what DETR's sine encoding
-reads). Boxes stay normalised by the unpadded image size, as in DETR.
+TFDS gives `objects: {bbox [n, 4] (ymin, xmin, ymax, xmax) in [0, 1], label [n], is_crowd [n]}`
+and `image/id`; `shapes_detection` (shapes.py) has the same layout, with one image per size.
+
+`Detection` (the checked `config.data.detection`) chains the ops that make one example:
+  RandomSize (training)  draws the example's size from `train_sizes`; at eval `AtSizes`
+                         gives each record once per size of `test_sizes` instead.
+  Targets                crowd boxes dropped (as DETR); boxes checked (inside the image,
+                         positive width and height: else ValueError naming `image/id`);
+                         (cx, cy, w, h) normalised by the unpadded image, padded to T.
+  AtSize                 the image at that size: `image_{size}` drawn natively where the
+                         dataset has it, else `image` resized (longer side, aspect kept).
+  (data.preprocess)      value ops, e.g. `value_range(0, 1)`.
+  Pad                    zero-pads bottom and right to `max_size`, with the pixel `mask`.
+Output, per example (`OUTPUT`): image [S, S, 3] float32 (S = max_size), mask [S, S] bool
+(True = padding, DETR's convention), boxes [T, 4] float32, labels [T] int32, target_valid
+[T] bool, image_size [2] int32 (h, w unpadded), image_id [] int32. Eval batches mark their
+real examples with `valid [B]` (`mask` is taken by the pixels).
+
+`boxes(K)` and `resize_pad(S)` are the older op-string form (different keys: `box_mask`,
+`image_mask` True on image pixels), still the default of `coco/2017` without `data.detection`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import grain
 import numpy as np
@@ -64,3 +81,190 @@ class ResizePad(grain.transforms.Map):
     mask = np.zeros((self.size, self.size), bool)
     mask[:nh, :nw] = True
     return {**element, "image": padded, "image_mask": mask}
+
+
+OUTPUT = ("image", "mask", "boxes", "labels", "target_valid", "image_size", "image_id")
+FIELDS = ("train_sizes", "test_sizes", "max_size", "max_targets")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+  """What a detection dataset holds: its native sizes (None: any, by resizing) and the most
+  objects in one image (None: unknown; an example over `max_targets` then raises)."""
+
+  sizes: tuple[int, ...] | None = None
+  max_objects: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Detection:
+  """`config.data.detection`, checked (`create`).
+
+  Attributes:
+    train_sizes: longer image side in pixels; each training example draws one (uniform).
+    test_sizes: evaluation sees every example once at each of these sizes.
+    max_size: the canvas side every image is padded to (static shapes for jit), the same
+      in training and evaluation.
+    max_targets: T, the number of target slots.
+    name: the dataset, for error messages.
+  """
+
+  train_sizes: tuple[int, ...]
+  test_sizes: tuple[int, ...]
+  max_size: int
+  max_targets: int
+  name: str = ""
+
+  @classmethod
+  def create(cls, cfg, name: str, limits: Limits) -> Detection:
+    """From `data.detection` (a mapping of `FIELDS`); ValueError naming the bad field."""
+    unknown = set(cfg) - set(FIELDS)
+    if unknown:
+      raise ValueError(f"`data.detection` has unknown fields {sorted(unknown)}; use {FIELDS}.")
+    sizes = {k: _sizes(k, cfg.get(k), limits, name) for k in FIELDS[:2]}
+    largest = max(sizes["train_sizes"] + sizes["test_sizes"])
+    max_size = largest if cfg.get("max_size") is None else _positive("max_size", cfg["max_size"])
+    if max_size < largest:
+      raise ValueError(f"`data.detection.max_size`={max_size} is below the largest size {largest}.")
+    max_targets = _positive("max_targets", cfg.get("max_targets"))
+    if limits.max_objects and max_targets < limits.max_objects:
+      raise ValueError(
+        f"`data.detection.max_targets`={max_targets}: {name} has up to {limits.max_objects} "
+        "objects per image; use at least that."
+      )
+    return cls(**sizes, max_size=max_size, max_targets=max_targets, name=name)
+
+  def ops(self, train: bool, preprocess: list) -> list:
+    """One example's transforms, `preprocess` (value ops) before the padding."""
+    sizes = [RandomSize(self.train_sizes)] if train else []
+    return [*sizes, Targets(self.max_targets, self.name), AtSize(), *preprocess, Pad(self.max_size)]
+
+
+def _positive(field: str, value) -> int:
+  if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+    raise ValueError(f"`data.detection.{field}`={value!r} must be a positive int.")
+  return value
+
+
+def _sizes(field: str, value, limits: Limits, name: str) -> tuple[int, ...]:
+  if not isinstance(value, list | tuple) or not value:
+    raise ValueError(f"`data.detection.{field}`={value!r} must be a non-empty tuple of sizes.")
+  sizes = tuple(_positive(field, v) for v in value)
+  missing = sorted(set(sizes) - set(limits.sizes or sizes))
+  if missing:
+    raise ValueError(
+      f"`data.detection.{field}`={value!r}: {name} is not drawn at {missing}; it has sizes "
+      f"{limits.sizes} (rebuild it with more sizes to use others)."
+    )
+  return sizes
+
+
+class AtSizes(Sequence):
+  """Evaluation: every record of `source` once per size (size-major), with its `size`."""
+
+  def __init__(self, source: Sequence, sizes: tuple[int, ...]):
+    self._source, self._sizes = source, sizes
+
+  def __len__(self) -> int:
+    return len(self._source) * len(self._sizes)
+
+  def __getitem__(self, index: int) -> dict:
+    size, row = divmod(index, len(self._source))
+    return {**self._source[row], "size": np.int32(self._sizes[size])}
+
+
+@dataclasses.dataclass
+class RandomSize(grain.transforms.RandomMap):
+  """Training: this example's `size` [] int32, drawn uniformly from `sizes`."""
+
+  sizes: tuple[int, ...]
+
+  def random_map(self, element, rng: np.random.Generator):
+    return {**element, "size": np.int32(rng.choice(self.sizes))}
+
+
+def check_boxes(bbox: np.ndarray, where: str) -> None:
+  """`bbox [n, 4]` (ymin, xmin, ymax, xmax): inside [0, 1], positive height and width."""
+  ymin, xmin, ymax, xmax = bbox.T
+  bad = ~((ymin >= 0) & (xmin >= 0) & (ymax <= 1) & (xmax <= 1) & (ymax > ymin) & (xmax > xmin))
+  if bad.any():
+    i = int(np.flatnonzero(bad)[0])
+    raise ValueError(
+      f"{where}: box {i} (ymin, xmin, ymax, xmax)={bbox[i].tolist()} is not inside the image "
+      f"with a positive height and width ({int(bad.sum())} bad boxes of {len(bbox)})."
+    )
+
+
+@dataclasses.dataclass
+class Targets(grain.transforms.Map):
+  """`objects`, `image/id` -> `boxes [T, 4]` (cx, cy, w, h), `labels [T]`, `target_valid [T]`,
+  `image_id`. Boxes are normalised by the image, so they hold at every size."""
+
+  max_targets: int
+  name: str = ""
+
+  def map(self, element):
+    out = dict(element)
+    objects, image_id = out.pop("objects"), int(out.pop("image/id"))
+    where = f"example image/id={image_id}" + (f" of {self.name}" if self.name else "")
+    bbox = np.asarray(objects["bbox"], np.float32).reshape(-1, 4)
+    labels = np.asarray(objects["label"], np.int64).reshape(-1)
+    crowd = np.asarray(objects.get("is_crowd", np.zeros(len(labels))), bool).reshape(-1)
+    bbox, labels = bbox[~crowd], labels[~crowd]
+    check_boxes(bbox, where)
+    n, t = len(bbox), self.max_targets
+    if n > t:
+      raise ValueError(f"{where} has {n} boxes, more than `data.detection.max_targets`={t}.")
+    ymin, xmin, ymax, xmax = bbox.T
+    out["boxes"] = np.zeros((t, 4), np.float32)
+    out["boxes"][:n] = np.stack(
+      [(xmin + xmax) / 2, (ymin + ymax) / 2, xmax - xmin, ymax - ymin], -1
+    )
+    out["labels"] = np.zeros((t,), np.int32)
+    out["labels"][:n] = labels
+    out["target_valid"] = np.arange(t) < n
+    out["image_id"] = np.int64(image_id)
+    return out
+
+
+class AtSize(grain.transforms.Map):
+  """`image` at the example's `size` (longer side) and `image_size [2]` (h, w).
+
+  `image_{size}` when the dataset draws that size natively (the other sizes are dropped),
+  else `image` resized bilinearly (float32) with its aspect ratio kept.
+  """
+
+  def map(self, element):
+    size = int(element["size"])
+    native = {k for k in element if k.startswith("image_") and k[6:].isdigit()}
+    out = {k: v for k, v in element.items() if k not in native and k != "size"}
+    if f"image_{size}" in element:
+      out["image"] = element[f"image_{size}"]
+    elif "image" in element:
+      h, w = element["image"].shape[:2]
+      ratio = size / max(h, w)
+      shape = (max(1, round(h * ratio)), max(1, round(w * ratio)))
+      out["image"] = image_ops.resize_image(element["image"], shape)
+    else:
+      raise ValueError(f"No image at size {size}: the example has {sorted(native)}.")
+    out["image_size"] = np.asarray(out["image"].shape[:2], np.int32)
+    return out
+
+
+@dataclasses.dataclass
+class Pad(grain.transforms.Map):
+  """Zero-pads `image` at the bottom and right to `[size, size, C]`; adds `mask [size, size]`
+  bool, True on padding (DETR's convention)."""
+
+  size: int
+
+  def map(self, element):
+    image = element["image"]
+    h, w, c = image.shape
+    if max(h, w) > self.size:
+      raise ValueError(f"pad: image {image.shape} is larger than the canvas {self.size}.")
+    padded = np.zeros((self.size, self.size, c), image.dtype)
+    padded[:h, :w] = image
+    mask = np.ones((self.size, self.size), bool)
+    mask[:h, :w] = False
+    return {**element, "image": padded, "mask": mask}

@@ -17,6 +17,10 @@ Slicing: a process reads the rows of the global batch its devices hold (`process
 i.e. slice `shard_index` of `shard_count` contiguous, even slices of the split
 (`process_slice`). Batches are `{'image': [B, H, W, C] float32, 'label': [B] int32, ...}`
 as `jax.Array`s sharded over the mesh's `data` axis.
+
+Detection (`data.detection` set): examples are DETR's inputs (`detection_ops.OUTPUT`, with
+the pixel `mask`), each training example at a size drawn from `train_sizes`; evaluation
+passes over the split once per size of `test_sizes`, and marks real examples `valid`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import numpy as np
 from absl import flags
 from jax.experimental import multihost_utils
 
-from lfpe.data import builders, config, ops
+from lfpe.data import builders, config, detection_ops, ops
 
 Batch = dict[str, np.ndarray]
 
@@ -116,7 +120,10 @@ def train_batches(
 
 
 class EvalBatches:
-  """One ordered pass over this process's slice, padded to `len(self)` full batches."""
+  """One ordered pass over this process's slice, padded to `len(self)` full batches.
+
+  `valid_key` names the bool `[B]` that marks real examples (`mask`; detection: `valid`).
+  """
 
   def __init__(
     self,
@@ -126,11 +133,12 @@ class EvalBatches:
     batch_size: int,
     shard_index: int = 0,
     shard_count: int = 1,
+    valid_key: str = "mask",
   ):
     start, stop = process_slice(len(source), shard_index, shard_count)
     largest = -(-len(source) // shard_count)  # Every process yields as many batches.
     self._num_batches = -(-largest // batch_size)
-    self._batch_size = batch_size
+    self._batch_size, self._valid_key = batch_size, valid_key
     self._template = ops.apply(transforms, source[0])
     dataset = grain.MapDataset.source(source)[start:stop]
     for op in transforms:
@@ -153,7 +161,7 @@ class EvalBatches:
       out[k] = np.zeros((self._batch_size, *np.shape(v)), np.asarray(v).dtype)
       if n:
         out[k][:n] = batch[k]
-    out["mask"] = np.arange(self._batch_size) < n
+    out[self._valid_key] = np.arange(self._batch_size) < n
     return out
 
 
@@ -237,6 +245,8 @@ def make_loader(
   source = _data_source(resolved.spec.name, split, resolved.data_dir)
   if resolved.cache:  # Decode once; later reads are list lookups.
     source = [source[i] for i in range(len(source))]
+  if resolved.detection and not train:
+    source = detection_ops.AtSizes(source, resolved.detection.test_sizes)
   source = NamedSource(source, f"{resolved.spec.name}:{split}")
   transforms = resolved.ops(train)
   check_image_size(resolved, ops.apply(transforms, source[0], np.random.default_rng(seed)))
@@ -254,7 +264,9 @@ def make_loader(
       **kwargs,
     )
     return TrainIterator(local, sharding, global_batch_size)
-  return EvalLoader(EvalBatches(source, transforms, **kwargs), sharding, global_batch_size)
+  valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
+  local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)
+  return EvalLoader(local, sharding, global_batch_size)
 
 
 def check_image_size(resolved: config.Resolved, example: dict) -> None:
