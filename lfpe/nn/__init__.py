@@ -1,10 +1,11 @@
 """lfpe.nn: attention with position hooks and the transformer blocks every model shares."""
 
 from lfpe.nn.attention import Attention, attention_logits, attention_weights, make_mask
+from lfpe.nn.decoder import Decoder, DecoderBlock
 from lfpe.nn.transformer import (
   HOOKS,
   INJECTIONS,
-  DecoderBlock,
+  NORMS,
   Encoder,
   EncoderBlock,
   MlpBlock,
@@ -16,7 +17,9 @@ from lfpe.nn.transformer import (
 __all__ = [
   "HOOKS",
   "INJECTIONS",
+  "NORMS",
   "Attention",
+  "Decoder",
   "DecoderBlock",
   "Encoder",
   "EncoderBlock",

@@ -1,4 +1,4 @@
-"""Pre-LN transformer blocks and an encoder that injects positions where a config says.
+"""Transformer blocks (pre- or post-LN) and an encoder that injects positions where a config says.
 
 `Encoder` puts an encoding from `lfpe.encodings` into the model in one of these ways
 (`pos_injection`):
@@ -15,13 +15,16 @@
 Sequences may start with `num_prefix` extra tokens (a class token): absolute encodings give
 them their own learned rows; relative biases and logits are zero for them and rotary
 embeddings leave them unrotated.
+
+Blocks are pre-LN (`norm="pre"`, ViT: `x + f(LN(x))`, the stack ends in a LayerNorm) or
+post-LN (`norm="post"`, the original Transformer and DETR: `LN(x + f(x))`, no final norm).
+The decoder (DETR's) is in `lfpe.nn.decoder`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -35,6 +38,7 @@ Array = jnp.ndarray
 INJECTIONS = ("auto", "stem", "every_layer", "every_layer_shared", "attention", "attention_shared")
 QKV_HOOKS = ("q", "k", "v", "qk", "qv", "kv", "qkv")
 HOOKS = (*QKV_HOOKS, "concat")
+NORMS = ("pre", "post")
 _ADD = "add"
 
 
@@ -100,7 +104,37 @@ def encoding_context(
   )  # `ndim` sizes the sinusoidal axes; a spec may override it
 
 
-def _norm(name: str, dtype) -> nn.LayerNorm:
+def check_norm(norm: str, owner: str) -> None:
+  """ValueError naming `norm` unless it is one of NORMS."""
+  if norm not in NORMS:
+    raise ValueError(
+      f"{owner}: norm={norm!r} is unknown; use one of {NORMS} ('pre': ViT, 'post': DETR)."
+    )
+
+
+def residual(
+  x: Array,
+  sublayer: Callable[[Array], Array],
+  *,
+  norm: str,
+  name: str,
+  dropout: float,
+  deterministic: bool,
+  dtype,
+) -> Array:
+  """One residual sub-layer: `x + f(LN(x))` (`norm='pre'`) or `LN(x + f(x))` (`'post'`).
+
+  Called inside a compact module: the LayerNorm `name` and `f`'s modules belong to it.
+  """
+  check_norm(norm, "residual")
+  drop = lambda y: nn.Dropout(dropout)(y, deterministic=deterministic)
+  if norm == "pre":
+    return x + drop(sublayer(layer_norm(name, dtype)(x)))
+  return layer_norm(name, dtype)(x + drop(sublayer(x)))
+
+
+def layer_norm(name: str, dtype) -> nn.LayerNorm:
+  """LayerNorm over the channels, parameters on the `embed` axis."""
   return nn.LayerNorm(
     dtype=dtype,
     name=name,
@@ -207,13 +241,14 @@ class MlpBlock(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-  """Pre-LN block: `x + Attention(LN(x), **hooks)`, then `x + MLP(LN(x))`."""
+  """Self-attention then MLP, each a `residual` sub-layer (pre-LN by default, `norm='post'`)."""
 
   num_heads: int
   mlp_dim: int
   dropout: float = 0.0
   attention_dropout: float = 0.0
   causal: bool = False
+  norm: str = "pre"
   dtype: Any = None
 
   @nn.compact
@@ -226,73 +261,21 @@ class EncoderBlock(nn.Module):
     deterministic: bool = True,
   ) -> Array:
     """`x` `[B, N, D]` -> `[B, N, D]`; `hooks` are position keyword args of `Attention`."""
-    y = Attention(
+    attention = lambda y: Attention(
       num_heads=self.num_heads, dropout=self.attention_dropout, dtype=self.dtype, name="attention"
     )(
-      _norm("norm1", self.dtype)(x),
+      y,
       **(hooks or {}),
       key_padding_mask=key_padding_mask,
       causal=self.causal,
       deterministic=deterministic,
     )
-    x = x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
-    y = MlpBlock(mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp")(
-      _norm("norm2", self.dtype)(x), deterministic
-    )
-    return x + nn.Dropout(self.dropout)(y, deterministic=deterministic)
-
-
-class DecoderBlock(nn.Module):
-  """Pre-LN decoder block: self-attention, cross-attention to `memory`, MLP.
-
-  Positions follow DETR: `query_pos` (object queries) is added to the queries and keys of
-  self-attention and to the queries of cross-attention; `memory_pos` to its keys only.
-  """
-
-  num_heads: int
-  mlp_dim: int
-  dropout: float = 0.0
-  attention_dropout: float = 0.0
-  causal: bool = False
-  dtype: Any = None
-
-  @nn.compact
-  def __call__(
-    self,
-    x: Array,
-    memory: Array,
-    *,
-    query_pos: Array | None = None,
-    memory_pos: Array | None = None,
-    memory_padding_mask: Array | None = None,
-    deterministic: bool = True,
-  ) -> Array:
-    """`x` `[B, Nq, D]`, `memory` `[B, Nk, D]` (True in `memory_padding_mask` = padding)."""
-    attn = functools.partial(
-      Attention, num_heads=self.num_heads, dropout=self.attention_dropout, dtype=self.dtype
-    )
-    drop = lambda y: nn.Dropout(self.dropout)(y, deterministic=deterministic)
-    y = _norm("norm1", self.dtype)(x)
-    x = x + drop(
-      attn(name="self_attention")(
-        y, pos_q=query_pos, pos_k=query_pos, causal=self.causal, deterministic=deterministic
-      )
-    )
-    y = _norm("norm2", self.dtype)(x)
-    x = x + drop(
-      attn(name="cross_attention")(
-        y,
-        memory,
-        pos_q=query_pos,
-        pos_k=memory_pos,
-        key_padding_mask=memory_padding_mask,
-        deterministic=deterministic,
-      )
-    )
-    y = MlpBlock(mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp")(
-      _norm("norm3", self.dtype)(x), deterministic
-    )
-    return x + drop(y)
+    mlp = lambda y: MlpBlock(
+      mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp"
+    )(y, deterministic)
+    sub = dict(norm=self.norm, dropout=self.dropout, deterministic=deterministic, dtype=self.dtype)
+    x = residual(x, attention, name="norm1", **sub)
+    return residual(x, mlp, name="norm2", **sub)
 
 
 class Encoder(Checked, nn.Module):
@@ -305,6 +288,7 @@ class Encoder(Checked, nn.Module):
     pos_injection, pos_hook, concat_channels, pos_layers: where positions enter.
     num_prefix: tokens before the grid tokens (class token).
     causal: causal self-attention (autoregressive models).
+    norm: `pre` (ViT; the stack ends in `encoder_norm`) or `post` (DETR; no final norm).
   """
 
   depth: int
@@ -319,12 +303,13 @@ class Encoder(Checked, nn.Module):
   pos_layers: int | None = None
   num_prefix: int = 0
   causal: bool = False
+  norm: str = "pre"
   dropout: float = 0.0
   attention_dropout: float = 0.0
   dtype: Any = None
 
   def check(self) -> None:
-    """Position options, then the encoding's own checks (one source, built unbound)."""
+    """Position options, the norm, then the encoding's own checks (one source, unbound)."""
     check_positions(
       posemb=self.posemb,
       pos_injection=self.pos_injection,
@@ -334,6 +319,7 @@ class Encoder(Checked, nn.Module):
       depth=self.depth,
       owner="Encoder",
     )
+    check_norm(self.norm, "Encoder")
     injection = resolve_injection(self.posemb, self.pos_injection)
     self._source(injection, parent=None)
 
@@ -356,9 +342,23 @@ class Encoder(Checked, nn.Module):
       dropout=self.dropout,
       attention_dropout=self.attention_dropout,
       causal=self.causal,
+      norm=self.norm,
       dtype=self.dtype,
       name=f"encoderblock_{i}",
     )
+
+  def _layer_hooks(self, injection: str, grid_shape, coords, given) -> list[dict[str, Any]]:
+    """The position hooks of each block: `given`, one shared source, or one per block."""
+    count = self.pos_layers or self.depth
+    if given is not None:
+      hooks = [given] * count
+    elif injection == "stem":
+      hooks = []
+    elif injection.endswith("_shared"):
+      hooks = [self._source(injection, name="pos")(grid_shape, coords)] * count
+    else:
+      hooks = [self._source(injection, name=f"pos_{i}")(grid_shape, coords) for i in range(count)]
+    return hooks + [{}] * (self.depth - len(hooks))
 
   @nn.compact
   def __call__(
@@ -367,13 +367,17 @@ class Encoder(Checked, nn.Module):
     grid_shape: Sequence[int] | None = None,
     *,
     coords: Array | None = None,
+    hooks: dict[str, Any] | None = None,
     key_padding_mask: Array | None = None,
     deterministic: bool = True,
   ) -> Array:
-    """`x` `[B, P + prod(grid_shape), D]` -> normalised `[B, P + N, D]`.
+    """`x` `[B, P + prod(grid_shape), D]` -> `[B, P + N, D]` (normalised if pre-LN).
 
     `grid_shape` defaults to the training grid; `coords` `[B, N, M]` replaces the grid
-    coordinates of absolute encodings per example (e.g. `coords.detr(mask)`).
+    coordinates of absolute encodings per example (e.g. `coords.detr(mask)`). `hooks`
+    (what a `PositionSource` returns) are given to every block instead of this encoder's
+    own encoding, whose `posemb` must then be `none`: DETR computes one table for its
+    encoder and its decoder's memory keys.
     """
     grid_shape = tuple(grid_shape or self.grid_shape)
     if x.shape[1] != self.num_prefix + math.prod(grid_shape) or x.shape[-1] != self.width:
@@ -381,26 +385,21 @@ class Encoder(Checked, nn.Module):
         f"Encoder: got tokens {tuple(x.shape)}, expected [B, num_prefix={self.num_prefix}"
         f" + prod(grid_shape={grid_shape}), width={self.width}]; pass the grid of the input."
       )
+    if hooks is not None and encodings.kind(self.posemb) != "none":
+      raise ValueError(
+        f"Encoder: got position hooks and posemb={self.posemb!r}; give one of them "
+        "(posemb='none' with hooks)."
+      )
     injection = resolve_injection(self.posemb, self.pos_injection)
     if injection == "stem":
       x = _add_table(x, self._source(injection, name="pos")(grid_shape, coords))
     x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
-    shared = None
-    if injection.endswith("_shared"):
-      shared = self._source(injection, name="pos")(grid_shape, coords)
-    for i in range(self.depth):
-      hooks = {}
-      if injection != "stem" and i < (self.pos_layers or self.depth):
-        hooks = (
-          shared
-          if shared is not None
-          else self._source(injection, name=f"pos_{i}")(grid_shape, coords)
-        )
-      x = _add_table(x, hooks)
+    for i, layer_hooks in enumerate(self._layer_hooks(injection, grid_shape, coords, hooks)):
+      x = _add_table(x, layer_hooks)
       x = self._block(i)(
         x,
-        hooks={k: v for k, v in hooks.items() if k != _ADD},
+        hooks={k: v for k, v in layer_hooks.items() if k != _ADD},
         key_padding_mask=key_padding_mask,
         deterministic=deterministic,
       )
-    return _norm("encoder_norm", self.dtype)(x)
+    return layer_norm("encoder_norm", self.dtype)(x) if self.norm == "pre" else x

@@ -1,4 +1,4 @@
-"""Encoder / decoder blocks and where the Encoder injects positions."""
+"""Encoder blocks (pre- and post-LN) and where the Encoder injects positions."""
 
 import flax.linen as nn
 import jax
@@ -8,7 +8,7 @@ import pytest
 
 from lfpe import encodings
 from lfpe.nn.attention import Attention
-from lfpe.nn.transformer import DecoderBlock, Encoder, EncoderBlock, PositionSource
+from lfpe.nn.transformer import Encoder, EncoderBlock, PositionSource
 
 B, D, HEADS, MLP = 2, 8, 2, 16
 GRID = (2, 3)
@@ -61,6 +61,20 @@ def test_encoder_block_passes_hooks_to_attention():
   variables = block.init(jax.random.key(0), x)
   out = block.apply(variables, x, hooks={"pos_q": pos, "pos_k": pos})
   ref = _block_reference(_params(variables), x, pos_q=pos, pos_k=pos)
+  np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_post_norm_encoder_block_normalises_after_each_residual():
+  x, pos = _x(), _x(1, b=1)[0]
+  block = EncoderBlock(num_heads=HEADS, mlp_dim=MLP, norm="post")
+  variables = block.init(jax.random.key(0), x)
+  p = _params(variables)
+  y = Attention(HEADS).apply({"params": p["attention"]}, x, pos_q=pos, pos_k=pos)
+  y = _layer_norm(x + np.asarray(y), p["norm1"])
+  fc1, fc2 = p["mlp"]["fc1"], p["mlp"]["fc2"]
+  h = _gelu(y @ np.asarray(fc1["kernel"]) + np.asarray(fc1["bias"]))
+  ref = _layer_norm(y + h @ np.asarray(fc2["kernel"]) + np.asarray(fc2["bias"]), p["norm2"])
+  out = block.apply(variables, x, hooks={"pos_q": pos, "pos_k": pos})
   np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -216,45 +230,29 @@ def test_encoder_rejects_a_token_count_that_does_not_match_the_grid():
     _encoder(posemb="sine_2d").init(jax.random.key(0), _x(n=5))
 
 
-def test_decoder_block_positions_and_memory_padding():
-  x, memory = _x(0, n=3), _x(1, n=N)
-  query_pos, memory_pos = _x(2, n=3, b=1)[0], _x(3, b=1)[0]
-  pad = np.zeros((B, N), bool)
-  pad[:, -2:] = True
-  block = DecoderBlock(HEADS, MLP)
-  variables = block.init(jax.random.key(0), x, memory)
-  run = lambda m, mp=memory_pos: block.apply(
-    variables, x, m, query_pos=query_pos, memory_pos=mp, memory_padding_mask=pad
-  )
-  out = run(memory)
-  assert out.shape == (B, 3, D)
-  memory2 = memory.copy()
-  memory2[:, -2:] = 50.0  # padded memory tokens cannot matter
-  np.testing.assert_allclose(out, run(memory2), rtol=1e-5, atol=1e-5)
-  assert not np.allclose(out, run(memory, None), atol=1e-4)  # keys see memory_pos
-  # By hand: DETR's positions (query_pos on self q, k and cross q; memory_pos on cross k).
-  p = _params(variables)
-  attn = lambda name, q, kv, **kw: np.asarray(
-    Attention(HEADS).apply({"params": p[name]}, q, kv, **kw)
-  )
-  y = _layer_norm(x, p["norm1"])
-  y = x + attn("self_attention", y, None, pos_q=query_pos, pos_k=query_pos)
-  y = y + attn(
-    "cross_attention",
-    _layer_norm(y, p["norm2"]),
-    memory,
-    pos_q=query_pos,
-    pos_k=memory_pos,
-    key_padding_mask=pad,
-  )
-  np.testing.assert_allclose(out, _mlp_residual(p, y, "norm3"), rtol=1e-5, atol=1e-5)
+def test_post_norm_encoder_has_no_final_norm():
+  x = _x()
+  enc = _encoder(norm="post")
+  variables = enc.init(jax.random.key(0), x)
+  params = _params(variables)
+  assert "encoder_norm" not in params
+  for i in range(2):
+    x = EncoderBlock(HEADS, MLP, norm="post").apply({"params": params[f"encoderblock_{i}"]}, x)
+  np.testing.assert_allclose(enc.apply(variables, _x()), x, rtol=1e-5, atol=1e-5)
 
 
-def test_causal_decoder_self_attention_ignores_later_queries():
-  x, memory = _x(0, n=4), _x(1, n=N)
-  block = DecoderBlock(HEADS, MLP, causal=True)
-  variables = block.init(jax.random.key(0), x, memory)
-  x2 = x.copy()
-  x2[:, 2:] = 7.0
-  out, out2 = block.apply(variables, x, memory), block.apply(variables, x2, memory)
-  np.testing.assert_allclose(out[:, :2], out2[:, :2], rtol=1e-5, atol=1e-5)
+def test_given_hooks_enter_every_block_like_a_shared_source():
+  x = _x()
+  coords = jnp.stack([encodings.coords.grid(GRID), 2 * encodings.coords.grid(GRID)])
+  shared = _encoder(posemb="sine_2d", pos_injection="attention_shared")
+  variables = shared.init(jax.random.key(0), x, coords=coords)
+  hooks = PositionSource("sine_2d", GRID, D, HEADS, "qk").apply({}, GRID, coords)
+  given = _encoder().apply(variables, x, hooks=hooks)
+  np.testing.assert_allclose(given, shared.apply(variables, x, coords=coords), rtol=1e-6)
+  with pytest.raises(ValueError, match="got position hooks and posemb='sine_2d'"):
+    shared.apply(variables, x, hooks=hooks)
+
+
+def test_encoder_rejects_an_unknown_norm():
+  with pytest.raises(ValueError, match="Encoder: norm='postnorm' is unknown"):
+    _encoder(norm="postnorm")

@@ -1,0 +1,339 @@
+"""DETR-lite: DETR (Carion et al.) with any absolute `lfpe.encodings` position encoding.
+
+`DETR(images [B, H, W, 3], mask [B, H, W], *, train) -> {"logits": [L, B, Q, K + 1],
+"boxes": [L, B, Q, 4]}`, one entry per decoder layer (DETR's auxiliary losses; the last is
+the prediction). `mask` is True on padding (DETR's convention); logit `K` (the last) is
+"no object"; boxes are (cx, cy, w, h) in (0, 1) relative to the unpadded image.
+
+The parts are DETR's: a CNN backbone (`lfpe.models.backbones`: `small`, or `resnet50` with
+frozen batch norms), the padding mask downsampled to the feature map by nearest
+interpolation, a 1x1 projection to `width`, a transformer encoder and decoder
+(`lfpe.nn`, post-LN as DETR or pre-LN: `norm`), `num_queries` learned query positions
+with zero decoder inputs, and a class head and a 3-layer box MLP shared by all decoder
+layers. Positions enter as in DETR (001 Sec. 4.2): one table of the feature map (`posemb`)
+is added to the queries and keys of every encoder self-attention and to the keys of every
+cross-attention, the query positions to the queries and keys of decoder self-attention and
+the queries of cross-attention; never to values.
+
+Feature-map coordinates come from the padding mask (`coords.detr`, `feature_positions`):
+`normalize_positions=True` divides them by the valid size, (0, 1] per axis (002 Sec. 4.2,
+Table 1; (0, 2π] for `detr_sine`, as DETR), `False` keeps the 1-based counts (DETR's
+`normalize=False`, 002 Table 2: larger images reach positions never seen in training).
+Learned tables (`embed_2d`, `embed_1d`) always read 0-based indices (002: "all the methods
+except Embed-2D leverage position normalization"); their size is `max_grid`, the feature
+map of the largest padded image, and rows beyond the training images keep their init.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+from lfpe import encodings
+from lfpe.checked import Checked
+from lfpe.encodings import coords as coords_lib
+from lfpe.models.backbones import BACKBONES, feature_grid
+from lfpe.nn.decoder import Decoder
+from lfpe.nn.transformer import NORMS, Encoder, PositionSource, encoding_context
+
+Array = jnp.ndarray
+DTYPES = ("float32", "bfloat16", "float16")
+TABLES = (encodings.Embed1D, encodings.EmbedND)  # looked up by integer index
+# name: the fields it sets (R50: DETR's defaults, 41M parameters; tiny: CPU tests).
+VARIANTS = {
+  "R50": dict(
+    backbone="resnet50",
+    width=256,
+    encoder_depth=6,
+    decoder_depth=6,
+    num_heads=8,
+    mlp_dim=2048,
+    num_queries=100,
+    max_grid=(42, 42),
+  ),
+  "tiny": dict(
+    backbone="small",
+    width=64,
+    encoder_depth=2,
+    decoder_depth=2,
+    num_heads=4,
+    mlp_dim=256,
+    num_queries=20,
+    max_grid=(16, 16),
+  ),
+}
+
+
+def downsample_mask(mask: Array, shape: tuple[int, int]) -> Array:
+  """DETR's nearest interpolation of a mask `[B, H, W]` to `[B, h, w]`: cell i reads i·H/h."""
+  rows, cols = (
+    np.minimum(np.floor(np.arange(n) * (size / n)).astype(np.int32), size - 1)
+    for n, size in zip(shape, mask.shape[1:], strict=True)
+  )
+  return mask[:, rows][:, :, cols]
+
+
+def feature_positions(mask: Array, encoding: Any, normalize: bool) -> Array:
+  """The coordinates `encoding` reads on a feature map with padding `mask` `[B, h, w]`.
+
+  2-D encodings get (y, x) from `coords.detr` (normalised with scale 2π for `DetrSine`,
+  else 1); 1-D ones (`flatten`) the raster index of the valid region; learned tables
+  0-based indices. Padded cells get 0 (they are never attended to). Returns `[B, h·w, M]`
+  (`[B, h·w, 1, M]` for encodings that read a group axis, e.g. `fourier`).
+  """
+  table = isinstance(encoding, TABLES)
+  scale = 2 * math.pi if isinstance(encoding, encodings.DetrSine) else 1.0
+  pos = coords_lib.detr(mask, normalize=normalize and not table, scale=scale)  # [B, h, w, 2]
+  if encoding.flatten:
+    pos = _raster_positions(coords_lib.detr(mask, normalize=False), normalize and not table)
+  pos = jnp.where(mask[..., None], 0.0, pos - 1 if table else pos)
+  b, h, w, m = pos.shape
+  groups = encoding.grid_coords((1, 1)).ndim - 2  # 1 for `[..., G, M]` encodings
+  return pos.reshape(b, h * w, *(1,) * groups, m)
+
+
+def _raster_positions(counts: Array, normalize: bool) -> Array:
+  """1-based raster index `[B, h, w, 1]` of the valid region from 1-based (y, x) counts
+  (divided by the number of valid cells when `normalize`)."""
+  size = counts.max(axis=(1, 2), keepdims=True)  # [B, 1, 1, 2]: valid (rows, cols)
+  index = (counts[..., :1] - 1) * size[..., 1:] + counts[..., 1:]
+  return index / jnp.maximum(size[..., :1] * size[..., 1:], 1.0) if normalize else index
+
+
+class DETR(Checked, nn.Module):
+  """DETR-lite (module docstring); defaults are DETR-R50's (`VARIANTS['R50']`).
+
+  Attributes:
+    backbone: `small` or `resnet50` (`lfpe.models.backbones.BACKBONES`).
+    width, encoder_depth, decoder_depth, num_heads, mlp_dim: the transformer's sizes.
+    num_queries: object queries Q (learned positions, zero inputs).
+    norm: `post` (DETR) or `pre` (ViT) LayerNorm blocks.
+    posemb: an absolute `lfpe.encodings` spec for the feature-map positions.
+    normalize_positions: (0, 1] coordinates (002 Table 1) or raw counts (Table 2).
+    max_grid: (rows, cols) of the largest feature map: the size of learned tables.
+    dropout, attention_dropout: DETR's 0.1 on residual branches and attention weights.
+    dtype: compute dtype of backbone and transformer; the heads compute in float32.
+  """
+
+  num_classes: int
+  backbone: str = "resnet50"
+  width: int = 256
+  encoder_depth: int = 6
+  decoder_depth: int = 6
+  num_heads: int = 8
+  mlp_dim: int = 2048
+  num_queries: int = 100
+  norm: str = "post"
+  posemb: Any = "detr_sine"
+  normalize_positions: bool = True
+  max_grid: Any = (42, 42)
+  dropout: float = 0.1
+  attention_dropout: float = 0.1
+  dtype: str = "float32"
+
+  @property
+  def no_object_class(self) -> int:
+    """Index of the "no object" logit: the last, `num_classes`."""
+    return self.num_classes
+
+  def check(self) -> None:
+    """ValueError naming the `model.*` field that is wrong, before anything is traced."""
+    _check_fields(self)
+    try:
+      self._positions(parent=None)  # the encoding's own checks
+    except ValueError as e:
+      raise ValueError(f"model.posemb={self.posemb!r}: {e}") from None
+    self._encoder(parent=None)
+    self._decoder(parent=None)
+
+  def _encoding(self):
+    context = encoding_context(self.width, tuple(self.max_grid), self.num_heads, "qk")
+    return encodings.build(self.posemb, **context, parent=None)
+
+  def _positions(self, **kwargs) -> PositionSource:
+    return PositionSource(
+      posemb=self.posemb,
+      grid_shape=tuple(self.max_grid),
+      dim=self.width,
+      num_heads=self.num_heads,
+      hook="qk",
+      **kwargs,
+    )
+
+  def _encoder(self, **kwargs) -> Encoder:
+    return Encoder(
+      depth=self.encoder_depth,
+      width=self.width,
+      num_heads=self.num_heads,
+      mlp_dim=self.mlp_dim,
+      grid_shape=tuple(self.max_grid),
+      norm=self.norm,
+      dropout=self.dropout,
+      attention_dropout=self.attention_dropout,
+      dtype=jnp.dtype(self.dtype),
+      **kwargs,
+    )
+
+  def _decoder(self, **kwargs) -> Decoder:
+    return Decoder(
+      depth=self.decoder_depth,
+      num_heads=self.num_heads,
+      mlp_dim=self.mlp_dim,
+      norm=self.norm,
+      dropout=self.dropout,
+      attention_dropout=self.attention_dropout,
+      dtype=jnp.dtype(self.dtype),
+      **kwargs,
+    )
+
+  @nn.compact
+  def __call__(self, images: Array, mask: Array, *, train: bool) -> dict[str, Array]:
+    """`images` `[B, H, W, C]`, `mask` `[B, H, W]` (True = padding) -> `{"logits":
+    [L, B, Q, K + 1], "boxes": [L, B, Q, 4]}` (cx, cy, w, h in (0, 1)), L = decoder_depth."""
+    _check_inputs(images, mask)
+    dtype = jnp.dtype(self.dtype)
+    features = BACKBONES[self.backbone](dtype=dtype, name="backbone")(images.astype(dtype), mask)
+    x = nn.Conv(features=self.width, kernel_size=(1, 1), dtype=dtype, name="input_proj")(features)
+    b, h, w, d = x.shape
+    pad = downsample_mask(mask, (h, w))  # [B, h, w]
+    encoding = self._encoding()
+    self._check_table_size(encoding, (h, w), images.shape[1:3])
+    coords = feature_positions(pad, encoding, self.normalize_positions)
+    hooks = self._positions(name="pos")((h, w), coords)  # {'pos_q', 'pos_k'}: [B, h·w, D]
+    pad = pad.reshape(b, h * w)
+    memory = self._encoder(name="encoder")(
+      x.reshape(b, h * w, d), (h, w), hooks=hooks, key_padding_mask=pad, deterministic=not train
+    )  # [B, h·w, D]
+    query_pos = self.param(
+      "query_pos",
+      nn.with_logical_partitioning(nn.initializers.normal(1.0), (None, "embed")),
+      (self.num_queries, d),
+    )  # DETR's nn.Embedding: N(0, 1)
+    out = self._decoder(name="decoder")(
+      jnp.zeros((b, self.num_queries, d), dtype),
+      memory,
+      query_pos=query_pos,
+      memory_pos=hooks["pos_k"],
+      memory_padding_mask=pad,
+      deterministic=not train,
+    )  # [L, B, Q, D]
+    return self._heads(out.astype(jnp.float32))
+
+  def _heads(self, x: Array) -> dict[str, Array]:
+    """Class logits `[..., K + 1]` and sigmoid boxes `[..., 4]` of decoder outputs `[..., D]`."""
+    logits = nn.Dense(features=self.num_classes + 1, name="class_head")(x)
+    for i in range(2):
+      x = nn.relu(nn.Dense(features=self.width, name=f"box_head_{i}")(x))
+    boxes = nn.sigmoid(nn.Dense(features=4, name="box_head_2")(x))
+    return {"logits": logits, "boxes": boxes}
+
+  def _check_table_size(self, encoding, grid: tuple[int, int], image_hw) -> None:
+    if isinstance(encoding, TABLES) and any(
+      g > m for g, m in zip(grid, self.max_grid, strict=True)
+    ):
+      raise ValueError(
+        f"DETR: images {tuple(image_hw)} give a feature map {grid} larger than "
+        f"model.max_grid={tuple(self.max_grid)}, the size of the {self.posemb!r} tables; "
+        "set model.max_grid to the feature map of the largest padded image."
+      )
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(DETR) if f.name not in ("parent", "name"))
+
+
+def Model(
+  num_classes: int, *, variant: str | None = None, image_size: Any = None, **kwargs: Any
+) -> DETR:
+  """The DETR of `config.model` in one call: `Model(num_classes, **config.model)`.
+
+  `variant` (`'R50'`, `'tiny'`) sets sizes once; explicit `kwargs` override them.
+  `image_size` (the largest padded image, what a task knows, as for ViT) sets `max_grid` to
+  its feature map unless `max_grid` is given. A key that is not a DETR field fails with a
+  message naming it.
+  """
+  unknown = sorted(set(kwargs) - set(FIELDS))
+  if unknown:
+    raise ValueError(
+      f"model.{unknown[0]} is not a DETR field; valid fields: variant, image_size, "
+      f"{', '.join(FIELDS[1:])}."
+    )
+  if variant is not None and (not isinstance(variant, str) or variant not in VARIANTS):
+    raise ValueError(f"model.variant={variant!r} is unknown; use one of {tuple(VARIANTS)}.")
+  fields = {**VARIANTS.get(variant, {}), **kwargs}
+  if image_size is not None and "max_grid" not in kwargs:
+    backbone = fields.get("backbone", DETR.backbone)
+    if backbone in BACKBONES:  # else check() names model.backbone
+      fields["max_grid"] = feature_grid(backbone, _image_hw(image_size))
+  return DETR(num_classes=num_classes, **fields)
+
+
+def _image_hw(value) -> tuple[int, int]:
+  hw = (value, value) if isinstance(value, int) else tuple(value)
+  if len(hw) != 2 or not all(map(_positive_int, hw)):
+    raise ValueError(f"image_size must be a positive int or a pair of them, got {value!r}.")
+  return hw
+
+
+def _positive_int(value) -> bool:
+  return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_fields(model: DETR) -> None:
+  if not _positive_int(model.num_classes):
+    raise ValueError(f"num_classes must be a positive int, got {model.num_classes!r}.")
+  for key in ("width", "encoder_depth", "decoder_depth", "num_heads", "mlp_dim", "num_queries"):
+    if not _positive_int(getattr(model, key)):
+      raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
+  if model.width % model.num_heads:
+    raise ValueError(
+      f"model.num_heads={model.num_heads} must divide model.width={model.width}; "
+      "change one of them."
+    )
+  choices = {"backbone": tuple(BACKBONES), "norm": NORMS, "dtype": DTYPES}
+  for key, valid in choices.items():
+    if getattr(model, key) not in valid:
+      raise ValueError(f"model.{key}={getattr(model, key)!r} is unknown; use one of {valid}.")
+  grid = model.max_grid
+  if isinstance(grid, str) or len(tuple(grid)) != 2 or not all(map(_positive_int, grid)):
+    raise ValueError(f"model.max_grid must be a (rows, cols) pair of positive ints, got {grid!r}.")
+  if not isinstance(model.normalize_positions, bool):
+    raise ValueError(
+      f"model.normalize_positions must be True or False, got {model.normalize_positions!r}."
+    )
+  for key in ("dropout", "attention_dropout"):
+    value = getattr(model, key)
+    if not isinstance(value, (int, float)) or not 0 <= value < 1:
+      raise ValueError(f"model.{key} must be a rate in [0, 1), got {value!r}.")
+  _check_posemb(model.posemb)
+
+
+def _check_posemb(posemb) -> None:
+  try:
+    name, options = encodings.parse(posemb)
+    kind = encodings.kind(posemb)
+  except ValueError as e:
+    raise ValueError(f"model.posemb: {e}") from None
+  if kind != "absolute":
+    absolute = [n for n in encodings.NAMES if encodings.kind(n) == "absolute"]
+    raise ValueError(
+      f"model.posemb={posemb!r} is a {kind!r} encoding; DETR adds positions to queries "
+      f"and keys, so use an absolute one: {', '.join(absolute)}."
+    )
+  if "normalize" in options:
+    raise ValueError(
+      f"model.posemb={posemb!r} sets 'normalize'; set model.normalize_positions instead "
+      f"(it applies to every encoding)."
+    )
+
+
+def _check_inputs(images: Array, mask: Array) -> None:
+  if images.ndim != 4 or mask.shape != images.shape[:3] or mask.dtype != jnp.bool_:
+    raise ValueError(
+      f"DETR: expected images [B, H, W, C] and a boolean mask [B, H, W] (True = padding), "
+      f"got images {tuple(images.shape)} and mask {mask.dtype}{tuple(mask.shape)}."
+    )
