@@ -12,8 +12,12 @@ from typing import Any
 
 from lfpe.tasks.base import Task
 from lfpe.tasks.classification import Classification
+from lfpe.tasks.detection import Detection
 
-REGISTRY: dict[str, Callable[..., Task]] = {"classification": Classification}
+REGISTRY: dict[str, Callable[..., Task]] = {
+  "classification": Classification,
+  "detection": Detection,
+}
 
 
 def register(name: str, factory: Callable[..., Task]) -> None:
@@ -33,4 +37,4 @@ def get(task_config: Any) -> Task:
     raise ValueError(f"`task`: bad options {sorted(kwargs)} for task {name!r}: {e}") from e
 
 
-__all__ = ["REGISTRY", "Classification", "Task", "get", "register"]
+__all__ = ["REGISTRY", "Classification", "Detection", "Task", "get", "register"]

@@ -1,0 +1,180 @@
+"""Object detection with DETR-lite: the set loss over every decoder layer, COCO evaluation.
+
+Batches hold `image [B, H, W, 3]` (padded to the largest size), `mask [B, H, W]` (True =
+padding, DETR's convention), `boxes [B, T, 4]` (normalised cx, cy, w, h of the unpadded
+image), `labels [B, T]`, `target_valid [B, T]`, `image_size [B, 2]` (h, w unpadded) and
+`image_id [B]`; eval batches also `valid [B]` marking real examples (the loader pads the
+last batch). The model (`config.model_name='detr'`) returns `logits [L, B, Q, K+1]` and
+`boxes [L, B, Q, 4]`, one entry per decoder layer.
+
+Training loss (DETR): `set_loss` of every decoder layer, each matched again, summed
+(`aux_loss=False`: the last layer only); losses are normalised by the number of target
+boxes in the global batch (the batch is one global array under jit, so the plain sum is
+already the count across all devices). Evaluation: COCO AP of the last layer's scored
+boxes in pixels (`lfpe.tasks.coco_eval`), with COCO's small / medium / large area ranges
+scaled from 640-pixel images to the largest evaluated image side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lfpe.tasks import coco_eval
+from lfpe.tasks.detection_ops import (
+  box_cxcywh_to_xyxy,
+  box_iou,
+  generalized_box_iou,
+  hungarian_match,
+  matching_cost,
+  postprocess,
+  set_loss,
+)
+
+MODELS = ("detr",)
+MATCHERS = ("scipy", "optax")
+LOSS_KEYS = ("loss_ce", "loss_bbox", "loss_giou")
+
+
+@dataclasses.dataclass(frozen=True)
+class Detection:
+  """The detection task (see lfpe/tasks/base.py for the interface)."""
+
+  eos_coef: float = 0.1
+  class_weight: float = 1.0
+  bbox_weight: float = 5.0
+  giou_weight: float = 2.0
+  matcher: str = "scipy"
+  aux_loss: bool = True
+
+  def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:
+    """(num_classes, padded (H, W), max targets T) of `config.data`."""
+    from lfpe.data import detection_info  # noqa: PLC0415 (tasks importable without data)
+
+    return detection_info(config.data)
+
+  def validate(self, config: Any) -> None:
+    """The task's fields; the model checks `config.model` when it is created."""
+    for name in ("eos_coef", "class_weight", "bbox_weight", "giou_weight"):
+      value = getattr(self, name)
+      if not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"config.task.{name} must be a number >= 0, got {value!r}.")
+    if self.matcher not in MATCHERS:
+      raise ValueError(f"config.task.matcher={self.matcher!r} is unknown; use one of {MATCHERS}.")
+    if config.model_name not in MODELS:
+      raise ValueError(
+        f"config.model_name={config.model_name!r} is not a detection model; use one of {MODELS}."
+      )
+
+  def create_model(self, config: Any) -> nn.Module:
+    """`Model(num_classes, **config.model)`, computing in config.compute_dtype (one hop)."""
+    from lfpe.models import MODELS as FAMILIES  # noqa: PLC0415
+
+    num_classes, size, _ = self.data_info(config)
+    model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
+    return FAMILIES[config.model_name](num_classes, image_size=size, **model_config)
+
+  def example_batch(self, config: Any) -> dict[str, np.ndarray]:
+    _, (h, w), t = self.data_info(config)
+    return {
+      "image": np.zeros((1, h, w, 3), np.float32),
+      "mask": np.zeros((1, h, w), np.bool_),
+      "boxes": np.full((1, t, 4), 0.5, np.float32),
+      "labels": np.zeros((1, t), np.int32),
+      "target_valid": np.zeros((1, t), np.bool_),
+      "image_size": np.array([[h, w]], np.int32),
+      "image_id": np.zeros((1,), np.int32),
+    }
+
+  def init_variables(self, model: nn.Module, rng: jax.Array, batch: dict[str, Any]) -> Any:
+    return model.init({"params": rng, "dropout": rng}, batch["image"], batch["mask"], train=False)
+
+  def forward(self, model, variables, batch, *, train: bool, rng: jax.Array | None) -> Any:
+    rngs = {"dropout": rng} if train else {}
+    return model.apply(variables, batch["image"], batch["mask"], train=train, rngs=rngs)
+
+  def layer_losses(self, outputs: dict[str, jax.Array], batch: dict[str, jax.Array]) -> list:
+    """`set_loss` of each decoder layer (the last one only without `aux_loss`)."""
+    layers = range(outputs["logits"].shape[0]) if self.aux_loss else [-1]
+    num_boxes = jnp.maximum(jnp.sum(batch["target_valid"]), 1)
+    return [
+      set_loss(
+        outputs["logits"][i].astype(jnp.float32),
+        outputs["boxes"][i].astype(jnp.float32),
+        batch["labels"],
+        batch["boxes"],
+        batch["target_valid"],
+        eos_coef=self.eos_coef,
+        class_weight=self.class_weight,
+        bbox_weight=self.bbox_weight,
+        giou_weight=self.giou_weight,
+        method=self.matcher,
+        num_boxes=num_boxes,
+      )
+      for i in layers
+    ]
+
+  def loss(self, outputs, batch) -> tuple[jax.Array, dict[str, jax.Array]]:
+    losses = self.layer_losses(outputs, batch)
+    total = sum(layer["loss"] for layer in losses)
+    return total, {k: losses[-1][k] for k in LOSS_KEYS}
+
+  def eval_sums(self, outputs, batch) -> dict[str, jax.Array]:
+    """Loss sums and the last layer's detections (per example, for COCO evaluation)."""
+    valid = batch.get("valid", jnp.ones(batch["image"].shape[:1], jnp.bool_))
+    last = {"logits": outputs["logits"][-1:], "boxes": outputs["boxes"][-1:]}
+    losses = dataclasses.replace(self, aux_loss=False).layer_losses(last, batch)[-1]
+    scores, labels, boxes = postprocess(
+      outputs["logits"][-1].astype(jnp.float32),
+      outputs["boxes"][-1].astype(jnp.float32),
+      batch["image_size"],
+    )
+    count = jnp.sum(valid)
+    return {
+      **{k: losses[k] * count for k in LOSS_KEYS},
+      "count": count,
+      "valid": valid,
+      "scores": scores,
+      "pred_labels": labels,
+      "pred_boxes": boxes,
+      "boxes": batch["boxes"],
+      "labels": batch["labels"],
+      "target_valid": batch["target_valid"],
+      "image_size": batch["image_size"],
+    }
+
+  def finalize(self, sums: dict[str, Any]) -> dict[str, float]:
+    """Mean losses over examples and COCO AP of the real (non-padding) examples."""
+    keep = np.asarray(sums["valid"], bool)
+    pick = lambda k: np.asarray(sums[k])[keep]
+    count = max(float(sums["count"]), 1.0)
+    size = pick("image_size")
+    targets_xyxy = np.asarray(box_cxcywh_to_xyxy(jnp.asarray(pick("boxes"))))
+    scale = np.concatenate([size[:, ::-1], size[:, ::-1]], axis=-1)[:, None, :]  # (w, h, w, h)
+    metrics = coco_eval.coco_evaluate(
+      pick("scores"),
+      pick("pred_labels"),
+      pick("pred_boxes"),
+      pick("labels"),
+      targets_xyxy * scale,
+      pick("target_valid"),
+      image_size=float(size.max()) if len(size) else 1.0,
+    )
+    return {**{k: float(sums[k]) / count for k in LOSS_KEYS}, **metrics, "count": count}
+
+
+__all__ = [
+  "Detection",
+  "box_cxcywh_to_xyxy",
+  "box_iou",
+  "generalized_box_iou",
+  "hungarian_match",
+  "matching_cost",
+  "postprocess",
+  "set_loss",
+]
