@@ -34,7 +34,7 @@ import numpy as np
 from absl import logging
 
 from lfpe import tasks
-from lfpe.errors import ConfigError
+from lfpe.errors import ConfigError, WorkdirError
 from lfpe.train import checkpoint, program, sharding, validate
 from lfpe.train.metrics import MetricWriter
 
@@ -86,13 +86,7 @@ def train_and_evaluate(
     train=True,
     mesh=data_sharding,
   )
-  eval_data = make_loader(
-    config.data,
-    global_batch_size=config.get("eval_batch_size", config.batch_size),
-    seed=config.seed,
-    train=False,
-    mesh=data_sharding,
-  )
+  eval_data = _eval_loader(config, make_loader, data_sharding)
 
   # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
   # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
@@ -137,6 +131,48 @@ def train_and_evaluate(
       wall_s = time.perf_counter() - start_time
       writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
   return {"step": config.total_steps, **writer.latest}
+
+
+def evaluate(
+  config: Any, workdir: str, *, make_loader: LoaderFn | None = None, devices: list | None = None
+) -> dict[str, float]:
+  """The task's eval metrics of the newest readable checkpoint in `workdir`.
+
+  Re-scores a trained model on the eval data that `config.data` describes now (e.g. one
+  test image size at a time); nothing is written.
+  """
+  devices = list(jax.devices() if devices is None else devices)
+  try:
+    validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
+    model = tasks.get(config.task).create_model(config)
+  except ValueError as e:
+    raise ConfigError(str(e)) from e
+  mesh = sharding.make_mesh(config.mesh, devices)
+  prog = program.build(config, mesh, model=model)
+  eval_data = _eval_loader(config, make_loader or default_loader, sharding.batch_sharding(mesh))
+  target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
+  with checkpoint.make_manager(workdir, keep=config.keep_checkpoints, async_save=False) as manager:
+    restored = checkpoint.restore_latest(manager, target, _IgnoredPosition())
+  if restored is None:
+    raise WorkdirError(f"{workdir} holds no checkpoint to evaluate; train it first.")
+  return _evaluate(prog.task, prog.eval_step, eval_data, restored[1].variables())
+
+
+class _IgnoredPosition:
+  """Takes the data position a checkpoint restores: evaluation does not need it."""
+
+  def set_state(self, state: Any) -> None:
+    del state
+
+
+def _eval_loader(config: Any, make_loader: LoaderFn, data_sharding: Any) -> Any:
+  return make_loader(
+    config.data,
+    global_batch_size=config.get("eval_batch_size", config.batch_size),
+    seed=config.seed,
+    train=False,
+    mesh=data_sharding,
+  )
 
 
 def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, Any]:
