@@ -1,9 +1,13 @@
 """Optimizers and learning-rate schedules from the config (optax).
 
 config.optim:    name ('adamw' | 'sgd'), lr (peak), weight_decay, b1, b2, eps (adamw),
-                 momentum, nesterov (sgd), grad_clip_norm (0 disables clipping).
-config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant'), warmup_steps,
-                 end_lr_factor (cosine: final lr / peak lr), timescale (rsqrt).
+                 momentum, nesterov (sgd), grad_clip_norm (0 disables clipping),
+                 lr_multipliers ({top-level module: factor}, e.g. DETR's backbone at
+                 1e-5 / 1e-4 = 0.1 of the transformer's rate).
+config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant' | 'warmup_step'),
+                 warmup_steps, end_lr_factor (cosine: final lr / peak lr), timescale
+                 (rsqrt), decay_steps and decay_factor (step: multiply the rate by
+                 decay_factor at each of the decay_steps, DETR's drop at epoch 200).
 
 Weight decay applies to matrices only (ndim > 1): biases, norm scales and other
 vectors are not decayed. AdamW's decay is decoupled (Loshchilov & Hutter: `lr * wd * p`
@@ -19,7 +23,7 @@ import jax.numpy as jnp
 import optax
 
 OPTIMIZERS = ("adamw", "sgd")
-SCHEDULES = ("warmup_cosine", "warmup_rsqrt", "constant")
+SCHEDULES = ("warmup_cosine", "warmup_rsqrt", "constant", "warmup_step")
 
 
 def make_schedule(schedule_config: Any, peak_lr: float, total_steps: int) -> optax.Schedule:
@@ -44,6 +48,11 @@ def make_schedule(schedule_config: Any, peak_lr: float, total_steps: int) -> opt
     return _with_warmup(decay, peak_lr, warmup)
   if name == "constant":
     return _with_warmup(lambda t: jnp.full((), peak_lr, jnp.float32), peak_lr, warmup)
+  if name == "warmup_step":
+    factor = float(schedule_config.get("decay_factor", 0.1))
+    bounds = jnp.asarray(tuple(schedule_config.get("decay_steps", ())), jnp.float32) - warmup
+    decay = lambda t: peak_lr * factor ** jnp.sum(jnp.maximum(t, 0) >= bounds)
+    return _with_warmup(decay, peak_lr, warmup)
   raise ValueError(f"`schedule.name`={name!r} is unknown; use one of {SCHEDULES}.")
 
 
@@ -81,7 +90,28 @@ def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Sch
     )
   else:
     raise ValueError(f"`optim.name`={opt.name!r} is unknown; use one of {OPTIMIZERS}.")
+  multipliers = dict(opt.get("lr_multipliers", None) or {})
+  if multipliers:
+    tx = optax.chain(tx, _scale_modules(multipliers))
   clip = opt.get("grad_clip_norm", 0.0)
   if clip:
     tx = optax.chain(optax.clip_by_global_norm(clip), tx)
   return tx, schedule
+
+
+def _scale_modules(multipliers: dict[str, float]) -> optax.GradientTransformation:
+  """Multiplies the updates of the parameters under each named top-level module.
+
+  After AdamW (whose update already includes `lr` and the decoupled decay) this is the
+  same as that module's learning rate times the factor.
+  """
+
+  def factor(path) -> float:
+    return multipliers.get(getattr(path[0], "key", str(path[0])), 1.0)
+
+  def update(updates, state, params=None):
+    del params
+    scaled = jax.tree_util.tree_map_with_path(lambda p, u: u * factor(p), updates)
+    return scaled, state
+
+  return optax.GradientTransformation(lambda params: optax.EmptyState(), update)

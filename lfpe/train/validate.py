@@ -133,6 +133,12 @@ def _validate_optimizer(config: Any) -> None:
     for path in ("optim.b1", "optim.b2"):
       if _get(config, path) is not _MISSING:
         _number(config, path, 0.0, 1.0)
+  multipliers = _get(config, "optim.lr_multipliers")
+  if multipliers not in (_MISSING, None):
+    if not hasattr(multipliers, "items") or not all(
+      isinstance(v, (int, float)) and v >= 0 for v in dict(multipliers).values()
+    ):
+      _fail("optim.lr_multipliers", "must map top-level module names to factors >= 0", multipliers)
   schedule = _choice(config, "schedule.name", optim.SCHEDULES)
   if schedule == "warmup_cosine" and _get(config, "schedule.end_lr_factor") is not _MISSING:
     _number(config, "schedule.end_lr_factor", 0.0, 1.0)

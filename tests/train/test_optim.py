@@ -82,3 +82,31 @@ def test_adamw_first_step_is_lr_sized():
 def test_unknown_optimizer():
   with pytest.raises(ValueError, match="optim.name"):
     optim.make_optimizer(_config(name="lamb"))
+
+
+def test_warmup_step_schedule_drops_at_each_boundary():
+  schedule = ml_collections.ConfigDict(
+    dict(name="warmup_step", warmup_steps=10, decay_steps=(60, 80), decay_factor=0.1)
+  )
+  lr = optim.make_schedule(schedule, 1e-3, 100)
+  np.testing.assert_allclose(
+    [float(lr(t)) for t in (0, 5, 10, 59, 60, 79, 80, 99)],
+    [0.0, 5e-4, 1e-3, 1e-3, 1e-4, 1e-4, 1e-5, 1e-5],
+    rtol=1e-5,
+  )
+
+
+def test_lr_multipliers_scale_one_module():
+  """DETR's backbone learns at 0.1 of the rate: its Adam update is exactly 0.1 of the head's."""
+  config = ml_collections.ConfigDict(
+    dict(
+      total_steps=10,
+      optim=dict(name="adamw", lr=1e-3, weight_decay=0.0, lr_multipliers={"backbone": 0.1}),
+      schedule=dict(name="constant", warmup_steps=0),
+    )
+  )
+  tx, _ = optim.make_optimizer(config)
+  params = {"backbone": jnp.ones(3), "head": jnp.ones(3)}
+  updates, _ = tx.update(params, tx.init(params), params)
+  np.testing.assert_allclose(updates["backbone"], 0.1 * updates["head"], rtol=1e-6)
+  assert float(jnp.abs(updates["head"]).max()) > 0

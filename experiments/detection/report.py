@@ -1,0 +1,123 @@
+"""Tables (ours beside 002's) and the AP-vs-size figure of the detection experiment."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import scipy.stats  # noqa: E402
+
+SIZES = (32, 40, 48, 56, 64)
+METRICS = ("AP", "AP50", "AP75")
+NAMES = {
+  "detr_sine": "Sine-2D",
+  "embed_2d": "Embed-2D",
+  "mlp": "MLP",
+  "fourier": "Learnable-Fourier+MLP",
+}
+# 002 Tables 1 and 2 (DETR-R50 on COCO 2017 val, AP in %): AP, AP50, AP75.
+PAPER = {
+  "all": {
+    "detr_sine": (40.1, 60.4, 42.6),
+    "embed_2d": (39.3, 59.8, 41.4),
+    "mlp": (40.0, 60.3, 42.2),
+    "fourier": (40.2, 60.7, 42.7),
+  },
+  "heldout": {
+    "detr_sine": (38.9, 59.6, 40.9),
+    "embed_2d": (36.6, 58.2, 37.7),
+    "mlp": (38.6, 59.5, 40.3),
+    "fourier": (39.5, 60.0, 41.6),
+  },
+}
+
+
+def interval(values) -> tuple[float, float]:
+  """(mean, half-width of the 95 % t-interval) in percent; half-width nan for one seed."""
+  x = 100 * np.asarray(values, np.float64)
+  if len(x) < 2:
+    return float(x.mean()), float("nan")
+  return float(x.mean()), float(
+    scipy.stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / len(x) ** 0.5
+  )
+
+
+def _fmt(values) -> str:
+  mean, half = interval(values)
+  return f"{mean:.1f}" if np.isnan(half) else f"{mean:.1f} ± {half:.1f}"
+
+
+def _runs(results: dict, protocol: str, posemb: str) -> list[dict]:
+  return [v for k, v in sorted(results.items()) if k.startswith(f"{protocol}/{posemb}/")]
+
+
+def table(results: dict, protocol: str) -> list[str]:
+  lines = [
+    "| encoding | seeds | " + " | ".join(f"{m} (002)" for m in METRICS) + " |",
+    "|---|---|" + "---|" * len(METRICS),
+  ]
+  for posemb, name in NAMES.items():
+    runs = _runs(results, protocol, posemb)
+    if not runs:
+      continue
+    cells = [
+      f"{_fmt([r['eval'][m] for r in runs])} ({p})"
+      for m, p in zip(METRICS, PAPER[protocol][posemb], strict=True)
+    ]
+    lines.append(f"| {name} | {len(runs)} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def drops(results: dict) -> list[str]:
+  lines = ["| encoding | AP drop, all -> heldout | 002 |", "|---|---|---|"]
+  for posemb, name in NAMES.items():
+    a, b = _runs(results, "all", posemb), _runs(results, "heldout", posemb)
+    if a and b:
+      drop = interval([r["eval"]["AP"] for r in b])[0] - interval([r["eval"]["AP"] for r in a])[0]
+      paper = PAPER["heldout"][posemb][0] - PAPER["all"][posemb][0]
+      lines.append(f"| {name} | {drop:+.1f} | {paper:+.1f} |")
+  return lines
+
+
+def figure(results: dict, path: str) -> None:
+  """AP against test image size, one line per encoding, one panel per protocol."""
+  fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+  for ax, protocol in zip(axes, ("all", "heldout"), strict=True):
+    for posemb, name in NAMES.items():
+      runs = _runs(results, protocol, posemb)
+      sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
+      if not sizes:
+        continue
+      stats = [interval([r["by_size"][str(s)]["AP"] for r in runs]) for s in sizes]
+      mean, half = np.array(stats).T
+      ax.errorbar(sizes, mean, yerr=np.nan_to_num(half), marker="o", capsize=3, label=name)
+    ax.set(title=f"protocol {protocol}", xlabel="test image size (px)", xticks=SIZES)
+    if protocol == "heldout":
+      ax.axvspan(52, 68, color="0.9", zorder=0)  # sizes never seen in training
+  axes[0].set_ylabel("AP (%)")
+  axes[0].legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def write(results: dict, out: str) -> None:
+  """tables.md and ap_by_size.png from `results` (run.py's results.json)."""
+  lines = ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
+  lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
+  lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
+  with open(os.path.join(out, "tables.md"), "w") as f:
+    f.write("\n".join(lines))
+  figure(results, os.path.join(out, "ap_by_size.png"))
+
+
+if __name__ == "__main__":
+  import sys
+
+  out = sys.argv[1] if len(sys.argv) > 1 else "experiments/detection"
+  write(json.load(open(os.path.join(out, "results.json"))), out)
