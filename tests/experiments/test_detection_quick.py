@@ -1,0 +1,19 @@
+"""`python -m experiments.detection.run --quick`: the whole detection pipeline, tiny sizes."""
+
+import pytest
+
+from experiments.detection import run
+
+
+@pytest.mark.slow
+def test_quick_detection_experiment_runs_every_protocol_and_encoding(tmp_path):
+  results = run.main(["--quick", f"--out={tmp_path}"])
+  assert len(results) == len(run.PROTOCOLS) * len(run.ENCODINGS)
+  for key, value in results.items():
+    assert 0.0 <= value["eval"]["AP"] <= 1.0, key
+    assert value["by_size"], key
+  tables = (tmp_path / "tables.md").read_text()
+  assert "002 Table 1" in tables and "Learnable-Fourier+MLP" in tables
+  assert (tmp_path / "ap_by_size.png").stat().st_size > 0
+  again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
+  assert again == results
