@@ -67,11 +67,7 @@ def train_and_evaluate(
   """
   # 1. Config, and the model it describes (`config.model` is checked once, as it is built).
   devices = list(jax.devices() if devices is None else devices)
-  try:
-    validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
-    model = tasks.get(config.task).create_model(config)
-  except ValueError as e:
-    raise ConfigError(str(e)) from e
+  model = checked_model(config, len(devices), check_data=make_loader is None)
   make_loader = make_loader or default_loader
 
   # 2. Mesh; batches split over its 'data' axis.
@@ -133,6 +129,18 @@ def train_and_evaluate(
   return {"step": config.total_steps, **writer.latest}
 
 
+def checked_model(config: Any, num_devices: int, *, check_data: bool = True) -> Any:
+  """The model of a checked `config`: its fields, then `config.model` as the model is built.
+
+  Any of their ValueErrors becomes a ConfigError (a user error: `lfpe.main` exits 2).
+  """
+  try:
+    validate.validate_config(config, num_devices=num_devices, check_data=check_data)
+    return tasks.get(config.task).create_model(config)
+  except ValueError as e:
+    raise ConfigError(str(e)) from e
+
+
 def evaluate(
   config: Any, workdir: str, *, make_loader: LoaderFn | None = None, devices: list | None = None
 ) -> dict[str, float]:
@@ -142,11 +150,7 @@ def evaluate(
   test image size at a time); nothing is written.
   """
   devices = list(jax.devices() if devices is None else devices)
-  try:
-    validate.validate_config(config, num_devices=len(devices), check_data=make_loader is None)
-    model = tasks.get(config.task).create_model(config)
-  except ValueError as e:
-    raise ConfigError(str(e)) from e
+  model = checked_model(config, len(devices), check_data=make_loader is None)
   mesh = sharding.make_mesh(config.mesh, devices)
   prog = program.build(config, mesh, model=model)
   eval_data = _eval_loader(config, make_loader or default_loader, sharding.batch_sharding(mesh))
