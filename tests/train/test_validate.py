@@ -52,7 +52,7 @@ BAD = [  # (field, bad value, what the message must name)
   ("optim.grad_clip_norm", -1.0, "config.optim.grad_clip_norm"),
   ("schedule.name", "step", "config.schedule.name"),
   ("schedule.warmup_steps", 100, "config.schedule.warmup_steps"),
-  ("task.name", "detection", "config.task.name"),
+  ("task.name", "segmentation", "config.task.name"),
   ("task.label_smoothing", 1.5, "config.task.label_smoothing"),
   ("model.patch_size", 3, "model.patch_size"),
   ("model.num_heads", 3, "model.num_heads"),
