@@ -6,7 +6,6 @@ the recorded numbers come from the full run (experiments/position_study/README.m
 
 import json
 import os
-import time
 
 import numpy as np
 
@@ -15,9 +14,7 @@ from experiments.position_study import plan, run
 
 def test_quick_study_runs_every_part(tmp_path):
   out, data_dir = str(tmp_path / "out"), str(tmp_path / "tfds")
-  start = time.perf_counter()
   results = run.main(["--quick", f"--out={out}", f"--data_dir={data_dir}"])
-  assert time.perf_counter() - start < 300
 
   with open(os.path.join(out, "results.json")) as f:
     assert json.load(f)["timing"].keys() >= set(run.RUNNERS)
