@@ -8,10 +8,12 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from experiments.position_study import plan, run
 
 
+@pytest.mark.slow  # 2-6 min: every part of the study at tiny sizes
 def test_quick_study_runs_every_part(tmp_path):
   out, data_dir = str(tmp_path / "out"), str(tmp_path / "tfds")
   results = run.main(["--quick", f"--out={out}", f"--data_dir={data_dir}"])
