@@ -1,11 +1,20 @@
-"""The Quickstart job: ViTs with embed_1d, sine_2d and fourier on digits, compared.
+"""The Quickstart job: ViTs with embed_1d, sine_2d and fourier on digits, over seeds.
 
-  python -m experiments.digits_demo.run [--seeds 1] [--out experiments/digits_demo]
+  python -m experiments.digits_demo.run [--seeds 3] [--steps 600] [--quick] [--out DIR]
 
-Builds the embedded digits dataset (offline, once), trains and evaluates one ViT per
-encoding and seed with `configs/vit_digits.py` through the regular trainer, then
-prints a Markdown table (test accuracy mean ± std over seeds, wall time) and writes
-`results.md` and `digits_demo.png` (test accuracy and training loss curves).
+Trains the recipe of `configs/vit_digits.py` (its model, AdamW with clipping, warmup-cosine,
+label smoothing, dropout, batch 64) for `--steps` steps (default 600, so that 3 seeds of 3
+encodings fit in 5 minutes on 2 cores; `--steps 1000` is the config's length) from digits
+held in memory (preprocessed by the dataset's own ops; each seed is one jitted `lax.scan`),
+prints test accuracy as mean ± 95 % t-interval over seeds and writes `results.json`,
+`results.md` and `digits_demo.png` into `--out`.
+
+Why seeds and intervals: a run's accuracy moves by 1-3 points with the seed and also with the
+CPU (XLA:CPU's code differs per instruction set and thread count; rounding differences of
+1e-6 at the first step grow over the run), so one number does not reproduce on another
+machine. Results are kept per setting and step count: rerun under e.g.
+`XLA_FLAGS=--xla_cpu_max_isa=AVX2` to add that setting. Seed s here is not seed s of
+`python -m lfpe.main` (other random streams; same recipe).
 """
 
 from __future__ import annotations
@@ -13,93 +22,319 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import sys
 import time
 
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
+from scipy import stats
 
 from configs import vit_digits
-from lfpe.train import trainer
+from lfpe.data import config as data_config
+from lfpe.data import digits
+from lfpe.models import MODELS
+from lfpe.tasks.classification import cross_entropy
+from lfpe.train.optim import make_optimizer
 
 ENCODINGS = ("embed_1d", "sine_2d", "fourier")
+CURVE_POINTS = 20  # training-loss curve: means over this many equal blocks of steps
+SEEDS, STEPS = 3, 600  # the default run: within 5 minutes on 2 cores
+RECIPE_STEPS = 1000  # configs/vit_digits.py
 
 
-def run_one(posemb: str, seed: int, workdir: str) -> dict:
-  """Trains one config and returns its summary plus the training-loss curve."""
-  config = vit_digits.get_config(f"posemb={posemb}")
-  with config.unlocked():
-    config.seed = seed
-    config.progress = False
+def load(config) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+  """Train and test digits `(images [N, H, W, 1] float32, labels [N])` after the config's ops."""
+  images, labels = digits.load()
+  preprocess = data_config.resolve(config.data).preprocess
+  out = {}
+  for split, rows in digits.split_indices(labels).items():
+    done = []
+    for image in images[rows]:
+      element = {"image": image}
+      for op in preprocess:
+        element = op.map(element)
+      done.append(element["image"])
+    out[split] = (np.stack(done).astype(np.float32), labels[rows].astype(np.int32))
+  return out
+
+
+def seed_program(config, n_train: int) -> jax.stages.Wrapped:
+  """`(key, data) -> (test accuracy, training loss [steps])`: one seed, one jitted program.
+
+  The key gives the init, the data order (a fresh permutation of the training set every
+  epoch, batches running across epoch ends, as in the trainer) and the dropout. Seeds run
+  one after another through this one compiled program: vmapping them was about 10 % slower
+  on 2 CPU cores (the step is compute-bound) and made a seed's rounding depend on how
+  many seeds ran beside it.
+  """
+  model = MODELS[config.model_name](10, image_size=config.data.image_size, **config.model)
+  tx, _ = make_optimizer(config)
+  steps, batch, smoothing = config.total_steps, config.batch_size, config.task.label_smoothing
+  epochs = -(-steps * batch // n_train)
+
+  def one_seed(key, data):
+    (images, labels), (test_images, test_labels) = data["train"], data["test"]
+    init_key, order_key, drop_key = jax.random.split(key, 3)
+    params = nn.meta.unbox(model.init(init_key, test_images[:1], train=False)["params"])
+    perms = jax.vmap(lambda k: jax.random.permutation(k, n_train))(
+      jax.random.split(order_key, epochs)
+    )
+    order = perms.reshape(-1)[: steps * batch].reshape(steps, batch)
+
+    def step(carry, xs):
+      params, opt_state = carry
+      idx, key = xs
+
+      def loss_fn(p):
+        logits = model.apply({"params": p}, images[idx], train=True, rngs={"dropout": key})
+        return jnp.mean(cross_entropy(logits, labels[idx], smoothing))
+
+      loss, grads = jax.value_and_grad(loss_fn)(params)
+      updates, opt_state = tx.update(grads, opt_state, params)
+      return (optax.apply_updates(params, updates), opt_state), loss
+
+    xs = (order, jax.random.split(drop_key, steps))
+    (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), xs)
+    logits = model.apply({"params": params}, test_images, train=False)
+    return jnp.mean(jnp.argmax(logits, -1) == test_labels), losses
+
+  return jax.jit(one_seed)
+
+
+def demo_config(posemb: str, steps: int, quick: bool):
+  """`configs/vit_digits.py` for `posemb`; `steps` updates with a 10 % warmup (the recipe's)."""
+  config = vit_digits.get_config(f"posemb={posemb},small={int(quick)}")
+  if not quick:
+    with config.unlocked():
+      config.total_steps, config.schedule.warmup_steps = steps, steps // 10
+  return config
+
+
+def train_encoding(config, seeds: int) -> dict:
+  """Test accuracies of seeds `0..seeds-1` of one config, their mean loss curve, wall time."""
   start = time.perf_counter()
-  trainer.train_and_evaluate(config, workdir)
-  seconds = time.perf_counter() - start
-  with open(os.path.join(workdir, "summary.json")) as f:
-    summary = json.load(f)
-  with open(os.path.join(workdir, "metrics.jsonl")) as f:
-    train = [r for r in map(json.loads, f) if r.get("split") == "train"]
+  data = jax.tree.map(jnp.asarray, load(config))
+  program = seed_program(config, len(data["train"][0]))
+  runs = [program(jax.random.key(s), data) for s in range(seeds)]
+  blocks = np.array_split(np.arange(config.total_steps), min(CURVE_POINTS, config.total_steps))
+  losses = np.mean([np.asarray(loss) for _, loss in runs], axis=0)
   return {
-    "accuracy": summary["eval"]["accuracy"],
-    "seconds": seconds,
-    "curve": [(r["step"], r["loss"]) for r in train],
+    "accuracy": [float(accuracy) for accuracy, _ in runs],
+    "curve": {
+      "step": [int(b[-1]) + 1 for b in blocks],
+      "loss": [float(losses[b].mean()) for b in blocks],
+    },
+    "seconds": time.perf_counter() - start,
   }
 
 
-def table(results: dict[str, list[dict]]) -> str:
-  lines = ["| encoding | test accuracy (mean ± std) | seeds | s / run |", "|---|---|---|---|"]
-  for name, runs in results.items():
-    acc = np.array([r["accuracy"] for r in runs]) * 100
-    sec = np.mean([r["seconds"] for r in runs])
-    lines.append(f"| `{name}` | {acc.mean():.2f} ± {acc.std():.2f} % | {len(runs)} | {sec:.0f} |")
+def interval(values) -> tuple[float, float]:
+  """Mean and half-width of its 95 % confidence interval (Student t over seeds), in %."""
+  x = 100 * np.asarray(values, np.float64)
+  if len(x) < 2:
+    return float(x.mean()), float("nan")
+  half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+  return float(x.mean()), float(half)
+
+
+def difference(a, b) -> tuple[float, float]:
+  """Mean of `a` minus mean of `b` and its 95 % half-width (Welch), in points."""
+  a, b = 100 * np.asarray(a, np.float64), 100 * np.asarray(b, np.float64)
+  va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+  if va + vb == 0:
+    return float(a.mean() - b.mean()), 0.0
+  dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+  return float(a.mean() - b.mean()), float(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
+
+
+def machine() -> dict:
+  """The XLA:CPU setting of this run: max ISA (XLA_FLAGS), AVX-512 on the host, cores."""
+  match = re.search(r"--xla_cpu_max_isa=(\w+)", os.environ.get("XLA_FLAGS", ""))
+  with open("/proc/cpuinfo") as f:
+    cpuinfo = f.read()
+  model = re.search(r"model name\s*:\s*(.*)", cpuinfo)
+  return {
+    "isa": match.group(1) if match else "default",
+    "avx512": " avx512f" in cpuinfo,
+    "cores": len(os.sched_getaffinity(0)),
+    "cpu": model.group(1).strip() if model else "unknown",
+  }
+
+
+def setting_name(m: dict) -> str:
+  isa = f"max ISA {m['isa']}" if m["isa"] != "default" else "default ISA"
+  return f"{isa} ({'AVX-512' if m['avx512'] else 'no AVX-512'} host, {m['cores']} cores)"
+
+
+def verdict(results: dict) -> str:
+  """`fourier` against `sine_2d`: the difference of means with its interval, in words."""
+  if not {"fourier", "sine_2d"} <= set(results) or min(len(r) for r in results.values()) < 2:
+    return ""
+  diff, half = difference(results["fourier"], results["sine_2d"])
+  word = "beats" if diff - half > 0 else "trails" if diff + half < 0 else "matches"
+  return (
+    f"`fourier` − `sine_2d`: {diff:+.2f} ± {half:.2f} points (95 % CI, Welch): "
+    f"`fourier` {word} `sine_2d`"
+    + (" (the interval holds 0: no difference shown)." if word == "matches" else ".")
+  )
+
+
+def table(accuracies: dict[str, list[float]], seconds: dict[str, float] | None = None) -> str:
+  """Markdown: test accuracy per encoding as mean ± 95 % CI, range and seeds (and seconds)."""
+  head = "| encoding | test accuracy (mean ± 95 % CI) | min – max | runs |"
+  lines = [head + (" s |" if seconds else ""), "|---|---|---|---|" + ("---|" if seconds else "")]
+  for name, acc in accuracies.items():
+    mean, half = interval(acc)
+    row = f"| `{name}` | {mean:.2f} ± {half:.2f} % | {100 * min(acc):.2f} – {100 * max(acc):.2f} %"
+    lines.append(row + f" | {len(acc)} |" + (f" {seconds[name]:.0f} |" if seconds else ""))
   return "\n".join(lines)
 
 
-def plot(results: dict[str, list[dict]], path: str) -> None:
+def setting_section(entry: dict) -> str:
+  """One setting's heading, machine line, table and verdict."""
+  acc = {k: v["accuracy"] for k, v in entry["encodings"].items()}
+  sec = {k: v["seconds"] for k, v in entry["encodings"].items()}
+  return "\n\n".join(
+    [
+      f"### {entry['setting']}",
+      f"{entry['machine']['cpu']}; {entry['seeds']} seeds per encoding; "
+      f"{entry['seconds']:.0f} s in all (`{entry['command']}`).",
+      table(acc, sec),
+      verdict(acc),
+    ]
+  )
+
+
+def pooled_section(group: dict) -> list[str]:
+  """All settings of one step count pooled: the spread to expect on an unknown machine."""
+  pooled = {}
+  for entry in group.values():
+    for k, v in entry["encodings"].items():
+      pooled.setdefault(k, []).extend(v["accuracy"])
+  return [f"### All {len(group)} settings pooled", table(pooled), verdict(pooled)]
+
+
+def markdown(settings: dict) -> str:
+  """results.md: per step count, one section per XLA:CPU setting, then those pooled."""
+  parts = [
+    "# ViT on digits: test accuracy over seeds and XLA:CPU settings",
+    "Written by `experiments/digits_demo/run.py` (the recipe of `configs/vit_digits.py`, "
+    "trained from in-memory data). Mean ± 95 % confidence interval (Student t over seeds). "
+    "One run lands anywhere in the min – max range, and the same seed gives another number "
+    "on another CPU.",
+  ]
+  for steps in sorted({e["steps"] for e in settings.values()}, reverse=True):
+    group = {k: e for k, e in settings.items() if e["steps"] == steps}
+    recipe = " (the recipe's length)" if steps == RECIPE_STEPS else ""
+    batch = next(iter(group.values()))["batch"]
+    parts += [f"## {steps} steps of {batch}{recipe}", *map(setting_section, group.values())]
+    parts += pooled_section(group) if len(group) > 1 else []
+  return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def plot(settings: dict, current: str, path: str) -> None:
+  """Left: runs and mean ± 95 % CI per setting of `current`'s step count; right: its losses."""
   import matplotlib
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
-  fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 3.8))
-  names = list(results)
-  accs = [np.array([r["accuracy"] for r in results[n]]) * 100 for n in names]
-  ax_acc.bar(names, [a.mean() for a in accs], yerr=[a.std() for a in accs], capsize=4)
-  ax_acc.set_ylim(min(a.min() for a in accs) - 5, 100)
-  ax_acc.set_ylabel("test accuracy (%)")
+  steps = settings[current]["steps"]
+  group = [e for e in settings.values() if e["steps"] == steps]
+  names = list(settings[current]["encodings"])
+  fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4))
+  for j, entry in enumerate(group):
+    for i, name in enumerate(names):
+      acc = 100 * np.asarray(entry["encodings"].get(name, {}).get("accuracy", []))
+      if not len(acc):
+        continue
+      x = i + (j - (len(group) - 1) / 2) * 0.7 / len(group)
+      ax_acc.plot([x] * len(acc), acc, ".", color=f"C{j}", alpha=0.5)
+      mean, half = interval(acc / 100)
+      label = entry["setting"] if i == 0 else None
+      ax_acc.errorbar(x, mean, yerr=half, fmt="o", color=f"C{j}", capsize=4, label=label)
+  ax_acc.set_xticks(range(len(names)), names)
+  ax_acc.set_ylabel("test accuracy (%): runs, mean ± 95 % CI")
+  ax_acc.legend(fontsize=7, loc="lower right")
   for name in names:
-    steps, losses = zip(*results[name][0]["curve"], strict=True)
-    ax_loss.plot(steps, losses, label=name)
+    curve = settings[current]["encodings"][name]["curve"]
+    ax_loss.plot(curve["step"], curve["loss"], label=name)
   ax_loss.set_xlabel("step")
-  ax_loss.set_ylabel("training loss (seed 0)")
+  ax_loss.set_ylabel("training loss (mean over seeds)")
+  ax_loss.set_title(settings[current]["setting"], fontsize=9)
   ax_loss.set_yscale("log")
   ax_loss.legend()
-  fig.suptitle("ViT on digits: position encodings compared")
+  fig.suptitle(f"ViT on digits, {steps} steps: position encodings over seeds and CPU settings")
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
 
 
-def main() -> None:
+def parse(argv: list[str] | None) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--seeds", type=int, default=1)
+  parser.add_argument("--seeds", type=int, default=SEEDS, help="seeds per encoding (>= 2)")
+  parser.add_argument("--steps", type=int, default=STEPS, help="steps of 64 (recipe: 1000)")
   parser.add_argument("--encodings", default=",".join(ENCODINGS))
+  parser.add_argument("--quick", action="store_true", help="CI: tiny model, 6 steps, 2 seeds")
   parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-  parser.add_argument("--workdir", default="/tmp/lfpe_digits_demo")
-  args = parser.parse_args()
-  results = {}
-  for name in args.encodings.split(","):
-    results[name] = []
-    for seed in range(args.seeds):
-      run = run_one(name, seed, os.path.join(args.workdir, f"{name}_seed{seed}_{time.time_ns()}"))
-      print(
-        f"{name} seed {seed}: test accuracy {100 * run['accuracy']:.2f} % ({run['seconds']:.0f} s)",
-        flush=True,
-      )
-      results[name].append(run)
-  md = table(results)
-  print("\n" + md)
+  args = parser.parse_args(argv)
+  if args.quick:
+    args.seeds = min(args.seeds, 2)
+  if args.seeds < 2:
+    parser.error("--seeds must be at least 2 (an interval needs two runs)")
+  return args
+
+
+def run_setting(args: argparse.Namespace, command: str) -> dict:
+  """Every encoding over seeds on this machine: one results entry."""
+  start, this = time.perf_counter(), machine()
+  entry = {"setting": setting_name(this), "machine": this, "seeds": args.seeds}
+  print(f"{entry['setting']}: {args.seeds} seeds per encoding", flush=True)
+  encodings = {}
+  for posemb in args.encodings.split(","):
+    config = demo_config(posemb, args.steps, args.quick)
+    encodings[posemb] = train_encoding(config, args.seeds)
+    mean, half = interval(encodings[posemb]["accuracy"])
+    seconds = encodings[posemb]["seconds"]
+    print(f"{posemb}: test accuracy {mean:.2f} ± {half:.2f} % ({seconds:.0f} s)", flush=True)
+  seconds = time.perf_counter() - start
+  return {
+    **entry,
+    "steps": config.total_steps,
+    "batch": config.batch_size,
+    "command": command,
+    "seconds": seconds,
+    "encodings": encodings,
+  }
+
+
+def main(argv: list[str] | None = None) -> dict:
+  """Runs this setting, merges it into `--out/results.json`, rewrites results.md and the PNG."""
+  argv = sys.argv[1:] if argv is None else argv
+  args = parse(argv)
+  flags = os.environ.get("XLA_FLAGS", "")
+  command = " ".join([f"XLA_FLAGS={flags}"] * bool(flags) + ["python -m", __spec__.name, *argv])
+  entry = run_setting(args, command)
+  os.makedirs(args.out, exist_ok=True)
+  path = os.path.join(args.out, "results.json")
+  settings = {}
+  if os.path.exists(path):
+    with open(path) as f:
+      settings = json.load(f)["settings"]
+  key = f"{entry['setting']}, {entry['steps']} steps"
+  settings[key] = entry
+  with open(path, "w") as f:
+    json.dump({"settings": settings}, f, indent=1)
   with open(os.path.join(args.out, "results.md"), "w") as f:
-    f.write(md + "\n")
-  plot(results, os.path.join(args.out, "digits_demo.png"))
-  print(f"\nwrote {args.out}/results.md and {args.out}/digits_demo.png")
+    f.write(markdown(settings))
+  plot(settings, key, os.path.join(args.out, "digits_demo.png"))
+  print(f"\n{entry['steps']} steps of {entry['batch']}\n\n" + setting_section(entry))
+  print(f"\nwrote results.json, results.md and digits_demo.png to {args.out}")
+  return settings
 
 
 if __name__ == "__main__":

@@ -1,0 +1,69 @@
+"""The digits demo (experiments/digits_demo/run.py): data, statistics and a `--quick` run.
+
+The recorded numbers come from `bash scripts/demo.sh` (experiments/digits_demo/results.md);
+this checks the plumbing in about half a minute.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from experiments.digits_demo import run
+from lfpe.data import digits
+
+
+def test_load_is_the_configs_preprocessing_of_sklearn_digits():
+  data = run.load(run.demo_config("fourier", 600, quick=False))
+  images, labels = digits.load()
+  rows = digits.split_indices(labels)
+  train, train_labels = data["train"]
+  assert train.shape == (1437, 16, 16, 1) and data["test"][0].shape == (360, 16, 16, 1)
+  np.testing.assert_array_equal(train_labels, labels[rows["train"]])
+  # Nearest upsampling by 2: every original pixel becomes a 2x2 block, scaled to [0, 1].
+  np.testing.assert_allclose(train[:, ::2, ::2], images[rows["train"]] / 255.0, rtol=1e-6)
+  np.testing.assert_array_equal(train[:, ::2, ::2], train[:, 1::2, 1::2])
+
+
+def test_demo_config_keeps_the_recipe_but_the_length():
+  config = run.demo_config("sine_2d", 600, quick=False)
+  assert (config.total_steps, config.schedule.warmup_steps, config.batch_size) == (600, 60, 64)
+  assert config.model.posemb == "sine_2d" and config.task.label_smoothing == 0.1
+
+
+def test_interval_is_student_t_over_seeds():
+  mean, half = run.interval([0.90, 0.92, 0.94])
+  assert mean == pytest.approx(92.0)
+  assert half == pytest.approx(stats.t.ppf(0.975, 2) * 2.0 / np.sqrt(3))
+
+
+def test_verdict_says_beats_matches_or_trails():
+  low, high = [0.90, 0.91, 0.92], [0.95, 0.96, 0.97]
+  assert "`fourier` beats" in run.verdict({"fourier": high, "sine_2d": low})
+  assert "`fourier` trails" in run.verdict({"fourier": low, "sine_2d": high})
+  assert "`fourier` matches" in run.verdict({"fourier": low, "sine_2d": [0.89, 0.91, 0.93]})
+
+
+def test_quick_run_merges_its_setting_and_pools(tmp_path):
+  other = {
+    "setting": "max ISA AVX2 (AVX-512 host, 2 cores)",
+    "machine": {"cpu": "test CPU"},
+    "seeds": 2,
+    "steps": 6,
+    "batch": 16,
+    "command": "recorded elsewhere",
+    "seconds": 1.0,
+    "encodings": {
+      name: {"accuracy": [0.1, 0.2], "seconds": 1.0, "curve": {"step": [6], "loss": [2.3]}}
+      for name in ("sine_2d", "fourier")
+    },
+  }
+  (tmp_path / "results.json").write_text(json.dumps({"settings": {"other": other}}))
+  settings = run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}"])
+  assert len(settings) == 2
+  mine = next(e for k, e in settings.items() if k != "other")
+  assert mine["steps"] == 6 and all(len(e["accuracy"]) == 2 for e in mine["encodings"].values())
+  md = (tmp_path / "results.md").read_text()
+  assert "### All 2 settings pooled" in md and md.count("`fourier` − `sine_2d`") == 3
+  assert (tmp_path / "digits_demo.png").stat().st_size > 10_000
