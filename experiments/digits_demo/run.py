@@ -71,7 +71,8 @@ def seed_program(config, n_train: int) -> jax.stages.Wrapped:
   on 2 CPU cores (the step is compute-bound) and made a seed's rounding depend on how
   many seeds ran beside it.
   """
-  model = MODELS[config.model_name](10, image_size=config.data.image_size, **config.model)
+  classes, size = digits.SPEC.num_classes, config.data.image_size
+  model = MODELS[config.model_name](classes, image_size=size, **config.model)
   tx, _ = make_optimizer(config)
   steps, batch, smoothing = config.total_steps, config.batch_size, config.task.label_smoothing
   epochs = -(-steps * batch // n_train)
@@ -132,13 +133,14 @@ def train_encoding(config, seeds: int) -> dict:
   }
 
 
-def interval(values) -> tuple[float, float]:
-  """Mean and half-width of its 95 % confidence interval (Student t over seeds), in %."""
+def interval(values, one_run: bool = False) -> tuple[float, float]:
+  """Mean and a 95 % half-width (Student t over seeds), in %: of the mean (confidence
+  interval) or, with `one_run`, of one more run's accuracy (prediction interval)."""
   x = 100 * np.asarray(values, np.float64)
   if len(x) < 2:
     return float(x.mean()), float("nan")
-  half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-  return float(x.mean()), float(half)
+  scale = np.sqrt(1 + 1 / len(x)) if one_run else np.sqrt(1 / len(x))
+  return float(x.mean()), float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) * scale)
 
 
 def difference(a, b) -> tuple[float, float]:
@@ -184,13 +186,17 @@ def verdict(results: dict) -> str:
 
 
 def table(accuracies: dict[str, list[float]], seconds: dict[str, float] | None = None) -> str:
-  """Markdown: test accuracy per encoding as mean ± 95 % CI, range and seeds (and seconds)."""
-  head = "| encoding | test accuracy (mean ± 95 % CI) | min – max | runs |"
-  lines = [head + (" s |" if seconds else ""), "|---|---|---|---|" + ("---|" if seconds else "")]
+  """Markdown per encoding: mean ± 95 % CI, where one more run lands (95 % prediction
+  interval), the runs' range and count (and seconds)."""
+  head = "| encoding | test accuracy (mean ± 95 % CI) | one run (95 % PI) | min – max | runs |"
+  lines = [head + " s |" * bool(seconds), "|---|---|---|---|---|" + "---|" * bool(seconds)]
   for name, acc in accuracies.items():
-    mean, half = interval(acc)
-    row = f"| `{name}` | {mean:.2f} ± {half:.2f} % | {100 * min(acc):.2f} – {100 * max(acc):.2f} %"
-    lines.append(row + f" | {len(acc)} |" + (f" {seconds[name]:.0f} |" if seconds else ""))
+    (mean, half), (_, one) = interval(acc), interval(acc, one_run=True)
+    lines.append(
+      f"| `{name}` | {mean:.2f} ± {half:.2f} % | {mean - one:.1f} – {mean + one:.1f} % "
+      f"| {100 * min(acc):.2f} – {100 * max(acc):.2f} % | {len(acc)} |"
+      + (f" {seconds[name]:.0f} |" if seconds else "")
+    )
   return "\n".join(lines)
 
 
@@ -223,9 +229,11 @@ def markdown(settings: dict) -> str:
   parts = [
     "# ViT on digits: test accuracy over seeds and XLA:CPU settings",
     "Written by `experiments/digits_demo/run.py` (the recipe of `configs/vit_digits.py`, "
-    "trained from in-memory data). Mean ± 95 % confidence interval (Student t over seeds). "
-    "One run lands anywhere in the min – max range, and the same seed gives another number "
-    "on another CPU.",
+    "trained from in-memory data). Mean ± 95 % confidence interval of the mean, and the 95 % "
+    "prediction interval of one more run (Student t over seeds): one run, such as "
+    "`python -m lfpe.main` with one seed, lands anywhere in it, and the same seed gives "
+    "another number on another CPU. Pooled settings share seeds (same init and data order), "
+    "but their runs drift apart within the first 100 steps. s: wall seconds (load-dependent).",
   ]
   for steps in sorted({e["steps"] for e in settings.values()}, reverse=True):
     group = {k: e for k, e in settings.items() if e["steps"] == steps}

@@ -32,10 +32,12 @@ def test_demo_config_keeps_the_recipe_but_the_length():
   assert config.model.posemb == "sine_2d" and config.task.label_smoothing == 0.1
 
 
-def test_interval_is_student_t_over_seeds():
+def test_intervals_are_student_t_over_seeds():
   mean, half = run.interval([0.90, 0.92, 0.94])
   assert mean == pytest.approx(92.0)
   assert half == pytest.approx(stats.t.ppf(0.975, 2) * 2.0 / np.sqrt(3))
+  _, one_run = run.interval([0.90, 0.92, 0.94], one_run=True)  # where a 4th run would land
+  assert one_run == pytest.approx(stats.t.ppf(0.975, 2) * 2.0 * np.sqrt(4 / 3))
 
 
 def test_verdict_says_beats_matches_or_trails():
