@@ -39,7 +39,8 @@ from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
 from lfpe.models.backbones import BACKBONES, feature_grid
 from lfpe.nn.decoder import Decoder
-from lfpe.nn.transformer import NORMS, Encoder, PositionSource, encoding_context
+from lfpe.nn.positions import PositionSource, encoding_context
+from lfpe.nn.transformer import NORMS, Encoder
 
 Array = jnp.ndarray
 DTYPES = ("float32", "bfloat16", "float16")

@@ -2,17 +2,14 @@
 
 from lfpe.nn.attention import Attention, attention_logits, attention_weights, make_mask
 from lfpe.nn.decoder import Decoder, DecoderBlock
-from lfpe.nn.transformer import (
+from lfpe.nn.positions import (
   HOOKS,
   INJECTIONS,
-  NORMS,
-  Encoder,
-  EncoderBlock,
-  MlpBlock,
   PositionSource,
   check_positions,
   resolve_injection,
 )
+from lfpe.nn.transformer import NORMS, Encoder, EncoderBlock, MlpBlock
 
 __all__ = [
   "HOOKS",

@@ -16,7 +16,7 @@ import numpy as np
 
 from lfpe import encodings
 from lfpe.models.vit import ViT, grid_shape
-from lfpe.nn.transformer import encoding_context
+from lfpe.nn.positions import encoding_context
 
 _ENC = "Transformer"
 

@@ -14,7 +14,8 @@ from ml_collections import config_flags
 
 from lfpe import encodings, tasks
 from lfpe.models import vit
-from lfpe.nn.transformer import Encoder, PositionSource
+from lfpe.nn.positions import PositionSource
+from lfpe.nn.transformer import Encoder
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 CONFIGS = sorted(

@@ -8,7 +8,8 @@ import pytest
 
 from lfpe import encodings
 from lfpe.nn.attention import Attention
-from lfpe.nn.transformer import Encoder, EncoderBlock, PositionSource
+from lfpe.nn.positions import PositionSource
+from lfpe.nn.transformer import Encoder, EncoderBlock
 
 B, D, HEADS, MLP = 2, 8, 2, 16
 GRID = (2, 3)
