@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 
-from lfpe.data import base, detection_ops, digits, redgreen, shapes
+from lfpe.data import base, crops, detection_ops, digits, redgreen, shapes
 from lfpe.errors import DatasetMissingError
 
 _BUILD = (
@@ -52,7 +52,7 @@ _CATALOG = (
     instructions=_BUILD,
   ),
 )
-_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS)
+_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS)
 
 DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}
 # Detection datasets (`data.detection` by default), with the sizes and most objects they hold.
