@@ -2,6 +2,7 @@
 
 from lfpe.nn.attention import Attention, attention_logits, attention_weights, make_mask
 from lfpe.nn.decoder import Decoder, DecoderBlock
+from lfpe.nn.lsh import CausalSelfAttention, full_self_attention, lsh_self_attention
 from lfpe.nn.positions import (
   HOOKS,
   INJECTIONS,
@@ -16,6 +17,7 @@ __all__ = [
   "INJECTIONS",
   "NORMS",
   "Attention",
+  "CausalSelfAttention",
   "Decoder",
   "DecoderBlock",
   "Encoder",
@@ -25,6 +27,8 @@ __all__ = [
   "attention_logits",
   "attention_weights",
   "check_positions",
+  "full_self_attention",
+  "lsh_self_attention",
   "make_mask",
   "resolve_injection",
 ]

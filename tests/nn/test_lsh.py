@@ -1,0 +1,194 @@
+"""LSH self-attention against dense shared-QK attention (one bucket) and a numpy reference
+that builds every query's key set from the buckets; masks, causality, keys; the module."""
+
+from functools import partial
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lfpe.nn import lsh as lsh_lib
+from lfpe.nn.lsh import CausalSelfAttention, full_self_attention, lsh_self_attention
+
+B, H, HD = 2, 2, 4
+_jit_lsh = jax.jit(
+  lsh_self_attention, static_argnames=("chunk_len", "n_buckets", "n_hashes", "causal")
+)
+
+
+def _qkv(length, seed=0):
+  rng = np.random.default_rng(seed)
+  return tuple(jnp.asarray(rng.normal(size=(B, length, H, HD)), jnp.float32) for _ in range(2))
+
+
+def _lsh(qk, v, seed=0, **kwargs):
+  kwargs = {"chunk_len": 4, "n_buckets": 4, "n_hashes": 2, **kwargs}
+  return _jit_lsh(qk, v, jax.random.key(seed), **kwargs)
+
+
+@pytest.mark.parametrize("n_hashes", [1, 2])
+@pytest.mark.parametrize("chunk_len", [6, 12, 15])  # two chunks, one, one padded
+def test_one_bucket_equals_dense_shared_qk(n_hashes, chunk_len):
+  qk, v = _qkv(12)
+  fn = jax.jit(partial(lsh_self_attention, chunk_len=chunk_len, n_buckets=1, n_hashes=n_hashes))
+  dense = full_self_attention(qk, qk, v, shared_qk=True)
+  np.testing.assert_allclose(fn(qk, v, jax.random.key(0)), dense, atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("length", [8, 7])  # a multiple of chunk_len and not
+def test_lengths_pad_to_chunks_and_match_dense(length, causal):
+  qk, v = _qkv(length, seed=1)
+  mask = jnp.ones((B, length), bool).at[1, 2].set(False)
+  out = _lsh(qk, v, n_buckets=1, causal=causal, mask=mask)
+  dense = full_self_attention(qk, None, v, causal=causal, shared_qk=True, mask=mask)
+  assert out.shape == (B, length, H, HD)
+  np.testing.assert_allclose(out, dense, atol=1e-5)
+
+
+def test_first_position_attends_only_to_itself_under_causal_attention():
+  qk, v = _qkv(12)
+  np.testing.assert_allclose(_lsh(qk, v)[:, 0], v[:, 0], atol=1e-6)
+
+
+def test_later_values_do_not_reach_earlier_outputs_nor_their_gradients():
+  """Causal: position t never sees v or qk after t (no change, zero gradient).
+
+  Later qk may still move chunk boundaries (the sort), so changing it is not tested here.
+  """
+  qk, v = _qkv(16, seed=2)
+  t = 6
+  out = _lsh(qk, v)
+  out_changed = _lsh(qk, v.at[:, t + 1 :].add(5.0))
+  np.testing.assert_array_equal(out[:, : t + 1], out_changed[:, : t + 1])
+  loss = lambda qk, v: jnp.sum(_lsh(qk, v)[:, : t + 1] ** 2)
+  grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(qk, v)
+  for g in grads:
+    assert np.all(np.isfinite(g)) and np.abs(g[:, : t + 1]).max() > 0
+    np.testing.assert_array_equal(g[:, t + 1 :], 0.0)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_masked_keys_get_no_weight_and_nothing_is_nan(causal):
+  qk, v = _qkv(12, seed=3)
+  mask = jnp.ones((B, 12), bool).at[:, 0].set(False).at[0, 5].set(False)
+  v_changed = v.at[:, 0].add(7.0).at[0, 5].add(7.0)
+  runs = [
+    lambda v: _lsh(qk, v, causal=causal, mask=mask),
+    lambda v: full_self_attention(qk, qk, v, causal=causal, shared_qk=True, mask=mask),
+    lambda v: full_self_attention(qk, v, v, causal=causal, mask=mask),
+  ]
+  for run in runs:
+    out, out_changed = run(v), run(v_changed)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out[mask], out_changed[mask], atol=1e-6)
+  grad = jax.jit(jax.grad(lambda qk: jnp.sum(_lsh(qk, v, causal=causal, mask=mask))))(qk)
+  assert np.all(np.isfinite(grad))
+
+
+def test_same_key_same_output_other_key_other_output():
+  qk, v = _qkv(16, seed=4)
+  np.testing.assert_array_equal(_lsh(qk, v, seed=0), _lsh(qk, v, seed=0))
+  assert np.abs(_lsh(qk, v, seed=0) - _lsh(qk, v, seed=1)).max() > 1e-3
+
+
+def _numpy_lsh(qk, v, rotations, chunk_len, causal):
+  """One batch element, one hash round, straight from the definition: `[L, H, d]`.
+
+  Query i sees key j iff j shares its bucket, sits in i's chunk or the one before it in the
+  (bucket, position) order, j <= i if causal, and j != i; itself if it sees nothing else.
+  Returns the output and how many queries lost keys of their bucket to the chunking.
+  """
+  length, heads, d = qk.shape
+  num_chunks = length // chunk_len
+  out, cut = np.zeros_like(v), 0
+  for h in range(heads):
+    unit = qk[:, h] / np.linalg.norm(qk[:, h], axis=-1, keepdims=True)
+    rotated = unit @ rotations[h, 0]
+    bucket = np.argmax(np.concatenate([rotated, -rotated], -1), -1)
+    order = np.argsort(bucket * length + np.arange(length), kind="stable")
+    chunk = np.empty(length, int)
+    chunk[order] = np.arange(length) // chunk_len
+    for i in range(length):
+      mates = [j for j in range(length) if bucket[j] == bucket[i] and j != i]
+      mates = [j for j in mates if j <= i or not causal]
+      window = (chunk[i], (chunk[i] - 1) % num_chunks)
+      keys = [j for j in mates if chunk[j] in window] or [i]
+      cut += len(keys) < len(mates)
+      logits = np.array([qk[i, h] @ unit[j] for j in keys]) / np.sqrt(d)
+      w = np.exp(logits - logits.max())
+      out[i, h] = (w / w.sum()) @ v[keys, h]
+  return out, cut
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_matches_numpy_reference_built_from_buckets(causal):
+  length, chunk_len, n_buckets = 12, 4, 2
+  qk, v = _qkv(length, seed=5)
+  key = jax.random.key(3)
+  out = lsh_self_attention(
+    qk, v, key, chunk_len=chunk_len, n_buckets=n_buckets, n_hashes=1, causal=causal
+  )
+  rotations = np.asarray(lsh_lib._rotations(key, H, HD, n_buckets, 1), np.float64)
+  qk64, v64 = np.asarray(qk, np.float64), np.asarray(v, np.float64)
+  total_cut = 0
+  for b in range(B):
+    ref, cut = _numpy_lsh(qk64[b], v64[b], rotations, chunk_len, causal)
+    np.testing.assert_allclose(out[b], ref, atol=1e-5)
+    total_cut += cut
+  assert total_cut > 0  # the chunking, not only the buckets, shaped some key sets
+
+
+def test_dense_separate_qk_is_causal_softmax_attention():
+  q, v = _qkv(6, seed=6)
+  k = q[:, ::-1]
+  expected = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+  np.testing.assert_allclose(full_self_attention(q, k, v), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("attention", lsh_lib.ATTENTIONS)
+def test_module_shapes_and_parameters(attention):
+  x = jnp.asarray(np.random.default_rng(7).normal(size=(B, 10, 8)), jnp.float32)
+  module = CausalSelfAttention(num_heads=H, attention=attention, chunk_len=4, n_buckets=2)
+  key = jax.random.key(1)
+  variables = module.init(jax.random.key(0), x, key=key)
+  out = module.apply(variables, x, key=key, mask=jnp.ones((B, 10), bool))
+  assert out.shape == x.shape and np.all(np.isfinite(out))
+  names = {"full": {"query", "key"}}.get(attention, {"qk"}) | {"value", "out"}
+  assert set(nn.meta.unbox(variables)["params"]) == names
+
+
+def test_module_draws_hashes_and_dropout_only_from_key():
+  x = jnp.asarray(np.random.default_rng(8).normal(size=(B, 12, 8)), jnp.float32)
+  module = CausalSelfAttention(num_heads=H, chunk_len=4, n_buckets=4, dropout=0.5)
+  variables = module.init(jax.random.key(0), x, key=jax.random.key(0))
+  run = lambda seed, det: module.apply(variables, x, key=jax.random.key(seed), deterministic=det)
+  np.testing.assert_array_equal(run(1, False), run(1, False))
+  assert np.abs(run(1, False) - run(2, False)).max() > 1e-3
+  assert np.abs(run(1, True) - run(1, False)).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+  "fields, match",
+  [
+    ({"attention": "sparse"}, "attention='sparse'"),
+    ({"n_buckets": 3}, "n_buckets=3"),
+    ({"n_buckets": 0}, "n_buckets=0"),
+    ({"chunk_len": 0}, "chunk_len=0"),
+    ({"n_hashes": 0}, "n_hashes=0"),
+    ({"num_heads": 3}, "num_heads=3"),
+  ],
+)
+def test_module_rejects_bad_fields(fields, match):
+  module = CausalSelfAttention(**{"num_heads": H, **fields})
+  x = jnp.zeros((1, 4, 8))
+  with pytest.raises(ValueError, match=match):
+    module.init(jax.random.key(0), x, key=jax.random.key(0))
+
+
+def test_module_lsh_needs_a_key():
+  module = CausalSelfAttention(num_heads=H)
+  with pytest.raises(ValueError, match="pass key="):
+    module.init(jax.random.key(0), jnp.zeros((1, 4, 8)), key=None)
