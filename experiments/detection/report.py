@@ -10,9 +10,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import scipy.stats  # noqa: E402
+
+from experiments.stats import difference, fmt, interval  # noqa: E402
 
 SIZES = (32, 40, 48, 56, 64)
+PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}  # test sizes (configs/detr_shapes.py)
 METRICS = ("AP", "AP50", "AP75")
 NAMES = {
   "detr_sine": "Sine-2D",
@@ -37,21 +39,6 @@ PAPER = {
 }
 
 
-def interval(values) -> tuple[float, float]:
-  """(mean, half-width of the 95 % t-interval) in percent; half-width nan for one seed."""
-  x = 100 * np.asarray(values, np.float64)
-  if len(x) < 2:
-    return float(x.mean()), float("nan")
-  return float(x.mean()), float(
-    scipy.stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / len(x) ** 0.5
-  )
-
-
-def _fmt(values) -> str:
-  mean, half = interval(values)
-  return f"{mean:.1f}" if np.isnan(half) else f"{mean:.1f} ± {half:.1f}"
-
-
 def _runs(results: dict, protocol: str, posemb: str) -> list[dict]:
   return [v for k, v in sorted(results.items()) if k.startswith(f"{protocol}/{posemb}/")]
 
@@ -66,7 +53,7 @@ def table(results: dict, protocol: str) -> list[str]:
     if not runs:
       continue
     cells = [
-      f"{_fmt([r['eval'][m] for r in runs])} ({p})"
+      f"{fmt([r['eval'][m] for r in runs], scale=100)} ({p})"
       for m, p in zip(METRICS, PAPER[protocol][posemb], strict=True)
     ]
     lines.append(f"| {name} | {len(runs)} | " + " | ".join(cells) + " |")
@@ -74,14 +61,31 @@ def table(results: dict, protocol: str) -> list[str]:
 
 
 def drops(results: dict) -> list[str]:
-  lines = ["| encoding | AP drop, all -> heldout | 002 |", "|---|---|---|"]
+  """AP of `heldout` minus AP of `all` (Welch 95 % interval): as 002 (each protocol's own
+  test sizes) and matched (both scored on the held-out sizes only)."""
+  lines = [
+    "| encoding | AP drop, all -> heldout | same test sizes (56, 64 px) | 002 |",
+    "|---|---|---|---|",
+  ]
+  held = [str(s) for s in PROTOCOL_SIZES["heldout"]]
   for posemb, name in NAMES.items():
     a, b = _runs(results, "all", posemb), _runs(results, "heldout", posemb)
-    if a and b:
-      drop = interval([r["eval"]["AP"] for r in b])[0] - interval([r["eval"]["AP"] for r in a])[0]
-      paper = PAPER["heldout"][posemb][0] - PAPER["all"][posemb][0]
-      lines.append(f"| {name} | {drop:+.1f} | {paper:+.1f} |")
+    if not (a and b):
+      continue
+    ap = lambda runs: [r["eval"]["AP"] for r in runs]
+    cells = [_signed(*difference(ap(b), ap(a), scale=100))]
+    if all(s in r["by_size"] for r in a for s in held):
+      at = lambda runs: [np.mean([r["by_size"][s]["AP"] for s in held]) for r in runs]
+      cells.append(_signed(*difference(at(b), at(a), scale=100)))
+    else:
+      cells.append("n/a")
+    paper = PAPER["heldout"][posemb][0] - PAPER["all"][posemb][0]
+    lines.append(f"| {name} | " + " | ".join(cells) + f" | {paper:+.1f} |")
   return lines
+
+
+def _signed(mean: float, half: float) -> str:
+  return f"{mean:+.1f}" if np.isnan(half) else f"{mean:+.1f} ± {half:.1f}"
 
 
 def figure(results: dict, path: str) -> None:
@@ -93,7 +97,7 @@ def figure(results: dict, path: str) -> None:
       sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
       if not sizes:
         continue
-      stats = [interval([r["by_size"][str(s)]["AP"] for r in runs]) for s in sizes]
+      stats = [interval([r["by_size"][str(s)]["AP"] for r in runs], scale=100) for s in sizes]
       mean, half = np.array(stats).T
       ax.errorbar(sizes, mean, yerr=np.nan_to_num(half), marker="o", capsize=3, label=name)
     ax.set(title=f"protocol {protocol}", xlabel="test image size (px)", xticks=SIZES)

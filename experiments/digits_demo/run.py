@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy import stats
 
 from configs import vit_digits
+from experiments.stats import difference, interval
 from lfpe.data import config as data_config
 from lfpe.data import digits
 from lfpe.models import MODELS
@@ -133,26 +133,6 @@ def train_encoding(config, seeds: int) -> dict:
   }
 
 
-def interval(values, one_run: bool = False) -> tuple[float, float]:
-  """Mean and a 95 % half-width (Student t over seeds), in %: of the mean (confidence
-  interval) or, with `one_run`, of one more run's accuracy (prediction interval)."""
-  x = 100 * np.asarray(values, np.float64)
-  if len(x) < 2:
-    return float(x.mean()), float("nan")
-  scale = np.sqrt(1 + 1 / len(x)) if one_run else np.sqrt(1 / len(x))
-  return float(x.mean()), float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) * scale)
-
-
-def difference(a, b) -> tuple[float, float]:
-  """Mean of `a` minus mean of `b` and its 95 % half-width (Welch), in points."""
-  a, b = 100 * np.asarray(a, np.float64), 100 * np.asarray(b, np.float64)
-  va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-  if va + vb == 0:
-    return float(a.mean() - b.mean()), 0.0
-  dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-  return float(a.mean() - b.mean()), float(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
-
-
 def machine() -> dict:
   """The XLA:CPU setting of this run: max ISA (XLA_FLAGS), AVX-512 on the host, cores."""
   match = re.search(r"--xla_cpu_max_isa=(\w+)", os.environ.get("XLA_FLAGS", ""))
@@ -176,7 +156,7 @@ def verdict(results: dict) -> str:
   """`fourier` against `sine_2d`: the difference of means with its interval, in words."""
   if not {"fourier", "sine_2d"} <= set(results) or min(len(r) for r in results.values()) < 2:
     return ""
-  diff, half = difference(results["fourier"], results["sine_2d"])
+  diff, half = difference(results["fourier"], results["sine_2d"], scale=100)
   word = "beats" if diff - half > 0 else "trails" if diff + half < 0 else "matches"
   return (
     f"`fourier` − `sine_2d`: {diff:+.2f} ± {half:.2f} points (95 % CI, Welch): "
@@ -191,7 +171,7 @@ def table(accuracies: dict[str, list[float]], seconds: dict[str, float] | None =
   head = "| encoding | test accuracy (mean ± 95 % CI) | one run (95 % PI) | min – max | runs |"
   lines = [head + " s |" * bool(seconds), "|---|---|---|---|---|" + "---|" * bool(seconds)]
   for name, acc in accuracies.items():
-    (mean, half), (_, one) = interval(acc), interval(acc, one_run=True)
+    (mean, half), (_, one) = interval(acc, scale=100), interval(acc, scale=100, one_run=True)
     lines.append(
       f"| `{name}` | {mean:.2f} ± {half:.2f} % | {mean - one:.1f} – {mean + one:.1f} % "
       f"| {100 * min(acc):.2f} – {100 * max(acc):.2f} % | {len(acc)} |"
@@ -262,7 +242,7 @@ def plot(settings: dict, current: str, path: str) -> None:
         continue
       x = i + (j - (len(group) - 1) / 2) * 0.7 / len(group)
       ax_acc.plot([x] * len(acc), acc, ".", color=f"C{j}", alpha=0.5)
-      mean, half = interval(acc / 100)
+      mean, half = interval(acc / 100, scale=100)
       label = entry["setting"] if i == 0 else None
       ax_acc.errorbar(x, mean, yerr=half, fmt="o", color=f"C{j}", capsize=4, label=label)
   ax_acc.set_xticks(range(len(names)), names)
@@ -306,7 +286,7 @@ def run_setting(args: argparse.Namespace, command: str) -> dict:
   for posemb in args.encodings.split(","):
     config = demo_config(posemb, args.steps, args.quick)
     encodings[posemb] = train_encoding(config, args.seeds)
-    mean, half = interval(encodings[posemb]["accuracy"])
+    mean, half = interval(encodings[posemb]["accuracy"], scale=100)
     seconds = encodings[posemb]["seconds"]
     print(f"{posemb}: test accuracy {mean:.2f} ± {half:.2f} % ({seconds:.0f} s)", flush=True)
   seconds = time.perf_counter() - start

@@ -15,20 +15,11 @@ import argparse
 import json
 import os
 
-import numpy as np
-import scipy.stats
-
 from experiments.position_study import plan
+from experiments.stats import fmt
 from lfpe.studies import sweep
 
 ROWS = [(t, e) for t in ("direction", "color_shift") for e in ("embed_1d", "fourier", "gabor_edge")]
-
-
-def interval(values) -> str:
-  """`mean ± half-width` of the 95 % t-interval, in percent."""
-  x = 100 * np.asarray(values, np.float64)
-  half = scipy.stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-  return f"{x.mean():.1f} ± {half:.1f} %"
 
 
 def main() -> None:
@@ -42,7 +33,8 @@ def main() -> None:
     result = sweep.run(sweep.Config(task, enc), range(mode.seeds), mode.spec, args.data_dir)
     rows[f"{task}/{enc}"] = result.summary()
     old = recorded[f"{task}/{enc}"]["test"]
-    lines.append(f"| {task} | `{enc}` | {interval(old)} | {interval(result.test)} |")
+    now = fmt(result.test, scale=100)
+    lines.append(f"| {task} | `{enc}` | {fmt(old, scale=100)} % | {now} % |")
     print(lines[-1], flush=True)
   with open(os.path.join(args.out, "rerun_init.json"), "w") as f:
     json.dump(rows, f, indent=1)

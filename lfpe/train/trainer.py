@@ -142,24 +142,38 @@ def checked_model(config: Any, num_devices: int, *, check_data: bool = True) -> 
 
 
 def evaluate(
-  config: Any, workdir: str, *, make_loader: LoaderFn | None = None, devices: list | None = None
+  config: Any,
+  workdir: str,
+  *,
+  make_loader: LoaderFn | None = None,
+  devices: list | None = None,
+  edit: Callable[[Any], Any] | None = None,
 ) -> dict[str, float]:
   """The task's eval metrics of the newest readable checkpoint in `workdir`.
 
   Re-scores a trained model on the eval data that `config.data` describes now (e.g. one
-  test image size at a time); nothing is written.
+  test image size at a time), with its variables passed through `edit` if given (e.g. an
+  ablation); nothing is written.
   """
+  prog, variables = restore(config, workdir, devices=devices, check_data=make_loader is None)
+  eval_data = _eval_loader(config, make_loader or default_loader, prog.data_sharding)
+  return _evaluate(prog.task, prog.eval_step, eval_data, (edit or (lambda v: v))(variables))
+
+
+def restore(
+  config: Any, workdir: str, *, devices: list | None = None, check_data: bool = True
+) -> tuple[program.Program, Any]:
+  """The program of `config` and the model variables of the newest readable checkpoint."""
   devices = list(jax.devices() if devices is None else devices)
-  model = checked_model(config, len(devices), check_data=make_loader is None)
+  model = checked_model(config, len(devices), check_data=check_data)
   mesh = sharding.make_mesh(config.mesh, devices)
   prog = program.build(config, mesh, model=model)
-  eval_data = _eval_loader(config, make_loader or default_loader, sharding.batch_sharding(mesh))
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
   with checkpoint.make_manager(workdir, keep=config.keep_checkpoints, async_save=False) as manager:
     restored = checkpoint.restore_latest(manager, target, _IgnoredPosition())
   if restored is None:
     raise WorkdirError(f"{workdir} holds no checkpoint to evaluate; train it first.")
-  return _evaluate(prog.task, prog.eval_step, eval_data, restored[1].variables())
+  return prog, restored[1].variables()
 
 
 class _IgnoredPosition:
