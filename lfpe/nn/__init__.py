@@ -10,6 +10,14 @@ from lfpe.nn.positions import (
   check_positions,
   resolve_injection,
 )
+from lfpe.nn.reversible import (
+  ChunkedFeedForward,
+  ReversibleStack,
+  layer_keys,
+  merge_streams,
+  reversible_apply,
+  reversible_inverse,
+)
 from lfpe.nn.transformer import NORMS, Encoder, EncoderBlock, MlpBlock
 
 __all__ = [
@@ -18,17 +26,23 @@ __all__ = [
   "NORMS",
   "Attention",
   "CausalSelfAttention",
+  "ChunkedFeedForward",
   "Decoder",
   "DecoderBlock",
   "Encoder",
   "EncoderBlock",
   "MlpBlock",
   "PositionSource",
+  "ReversibleStack",
   "attention_logits",
   "attention_weights",
   "check_positions",
   "full_self_attention",
+  "layer_keys",
   "lsh_self_attention",
   "make_mask",
+  "merge_streams",
   "resolve_injection",
+  "reversible_apply",
+  "reversible_inverse",
 ]
