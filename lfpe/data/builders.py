@@ -43,6 +43,15 @@ _CATALOG = (
     "imagenet_resized/64x64", 1000, (64, 64, 3), eval_split="validation", instructions=_BUILD
   ),
   base.DatasetSpec(
+    "downsampled_imagenet/64x64",
+    256,  # sub-pixel values: the vocabulary of autoregressive generation
+    (64, 64, 3),
+    fields=("image",),
+    eval_split="validation",
+    preprocess="",
+    instructions=_BUILD,
+  ),
+  base.DatasetSpec(
     "coco/2017",
     80,
     None,

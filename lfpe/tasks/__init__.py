@@ -13,10 +13,12 @@ from typing import Any
 from lfpe.tasks.base import Task
 from lfpe.tasks.classification import Classification
 from lfpe.tasks.detection import Detection
+from lfpe.tasks.generation import Generation
 
 REGISTRY: dict[str, Callable[..., Task]] = {
   "classification": Classification,
   "detection": Detection,
+  "generation": Generation,
 }
 
 
@@ -37,4 +39,4 @@ def get(task_config: Any) -> Task:
     raise ValueError(f"`task`: bad options {sorted(kwargs)} for task {name!r}: {e}") from e
 
 
-__all__ = ["REGISTRY", "Classification", "Detection", "Task", "get", "register"]
+__all__ = ["REGISTRY", "Classification", "Detection", "Generation", "Task", "get", "register"]

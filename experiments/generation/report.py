@@ -1,0 +1,141 @@
+"""Tables, the orderings of 002 Sec. 4.1 checked with intervals, curves and samples."""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from experiments.stats import difference, fmt, interval  # noqa: E402
+
+NAMES = {
+  "embed_2d": "Embed-2D",
+  "embed_1d": "Embed-1D",
+  "sine_2d": "Sine-2D",
+  "sine_1d": "Sine-1D",
+  "fourier": "Learnable-Fourier+MLP",
+  "fourier_no_mlp": "Learnable-Fourier",
+  "mlp": "MLP",
+}
+FIGURES = {
+  "fig3a": ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier"),
+  "fig3b": ("fourier", "fourier_no_mlp", "mlp"),
+}
+# 002 Sec. 4.1's statements: (a, b, relation), "<": a ends with lower bits/dim than b.
+ORDERINGS = (
+  ("fourier", "embed_2d", "<"),
+  ("embed_2d", "sine_2d", "<"),
+  ("embed_2d", "sine_1d", "<"),
+  ("embed_2d", "embed_1d", "<"),
+  ("sine_2d", "sine_1d", "<"),
+  ("embed_1d", "sine_1d", "~"),
+  ("fourier", "fourier_no_mlp", "<"),
+  ("fourier", "mlp", "<"),
+)
+
+
+def _runs(results: dict, attention: str, posemb: str) -> list[dict]:
+  return [v for k, v in sorted(results.items()) if k.startswith(f"{attention}/{posemb}/")]
+
+
+def _attentions(results: dict) -> list[str]:
+  return sorted({k.split("/")[0] for k in results})
+
+
+def table(results: dict) -> list[str]:
+  attentions = _attentions(results)
+  lines = [
+    "| encoding | seeds | " + " | ".join(f"bits/dim, {a} attention" for a in attentions) + " |",
+    "|---|---|" + "---|" * len(attentions),
+  ]
+  for posemb, name in NAMES.items():
+    cells = [fmt([r["final"] for r in _runs(results, a, posemb)], digits=3) for a in attentions]
+    seeds = len(_runs(results, attentions[0], posemb))
+    lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def verdict(mean: float, half: float, relation: str) -> str:
+  """Whether a difference (a - b, bits/dim) agrees with 002's relation between a and b."""
+  if np.isnan(half):
+    return "one seed: no interval"
+  if relation == "~":
+    return "reproduces (interval holds 0)" if abs(mean) <= half else "does not (they differ)"
+  if mean + half < 0:
+    return "reproduces"
+  return "same direction, not significant" if mean < 0 else "does not (opposite direction)"
+
+
+def orderings(results: dict) -> list[str]:
+  lines = ["| 002 says | attention | difference (bits/dim, 95 % CI) | here |", "|---|---|---|---|"]
+  for a, b, relation in ORDERINGS:
+    for attention in _attentions(results):
+      ra, rb = _runs(results, attention, a), _runs(results, attention, b)
+      if not (ra and rb):
+        continue
+      mean, half = difference([r["final"] for r in ra], [r["final"] for r in rb])
+      claim = f"{NAMES[a]} {'<' if relation == '<' else '≈'} {NAMES[b]}"
+      cell = f"{mean:+.3f}" if np.isnan(half) else f"{mean:+.3f} ± {half:.3f}"
+      lines.append(f"| {claim} | {attention} | {cell} | {verdict(mean, half, relation)} |")
+  return lines
+
+
+def ablation(results: dict) -> list[str]:
+  lines = ["| attention | Learnable-Fourier+MLP | attention output zeroed |", "|---|---|---|"]
+  for attention in _attentions(results):
+    runs = [r for r in _runs(results, attention, "fourier") if "zero_attention" in r]
+    if runs:
+      final = fmt([r["final"] for r in runs], digits=3)
+      zeroed = fmt([r["zero_attention"] for r in runs], digits=3)
+      lines.append(f"| {attention} | {final} | {zeroed} |")
+  return lines
+
+
+def figure(results: dict, encodings: tuple[str, ...], path: str) -> None:
+  """Held-out bits per dim against steps, mean and 95 % band over seeds, a panel per attention."""
+  attentions = _attentions(results)
+  fig, axes = plt.subplots(1, len(attentions), figsize=(4.5 * len(attentions), 3.5), sharey=True)
+  for ax, attention in zip(np.atleast_1d(axes), attentions, strict=True):
+    for posemb in encodings:
+      runs = _runs(results, attention, posemb)
+      if not runs:
+        continue
+      steps = [s for s, _ in runs[0]["curve"]]
+      stats = [interval([r["curve"][i][1] for r in runs]) for i in range(len(steps))]
+      mean, half = np.array(stats).T
+      ax.plot(steps, mean, label=NAMES[posemb])
+      ax.fill_between(steps, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.2)
+    ax.set(title=f"{attention} attention", xlabel="training step")
+  np.atleast_1d(axes)[0].set_ylabel("held-out bits per dim")
+  np.atleast_1d(axes)[0].legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def sample_grid(samples: dict[str, np.ndarray], path: str, zoom: int = 6) -> None:
+  """One row of images per attention, each enlarged `zoom` times (nearest), 2 px apart."""
+  rows = []
+  for images in samples.values():
+    big = images.repeat(zoom, axis=1).repeat(zoom, axis=2)
+    pad = np.full((big.shape[0], big.shape[1], 2, 3), 255, np.uint8)
+    rows.append(np.concatenate([x for image in big for x in (image, pad[0])], axis=1))
+  gap = np.full((2, rows[0].shape[1], 3), 255, np.uint8)
+  Image.fromarray(np.concatenate([x for row in rows for x in (row, gap)], axis=0)).save(path)
+
+
+def write(results: dict, samples: dict[str, np.ndarray], out: str) -> None:
+  """tables.md, fig3a.png, fig3b.png and samples.png from run.py's results."""
+  lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
+  lines += ["## 002's orderings, checked", "", *orderings(results), ""]
+  lines += ["## Does the model use its attention?", "", *ablation(results), ""]
+  with open(os.path.join(out, "tables.md"), "w") as f:
+    f.write("\n".join(lines))
+  for name, encodings in FIGURES.items():
+    figure(results, encodings, os.path.join(out, f"{name}.png"))
+  sample_grid(samples, os.path.join(out, "samples.png"))

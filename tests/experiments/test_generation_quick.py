@@ -1,0 +1,25 @@
+"""`python -m experiments.generation.run --quick`: the whole generation pipeline, tiny sizes."""
+
+import json
+
+import pytest
+
+from experiments.generation import run
+
+
+@pytest.mark.slow
+def test_quick_generation_experiment_runs_every_encoding_and_attention(tmp_path):
+  results = run.main(["--quick", f"--out={tmp_path}"])
+  assert len(results) == len(run.ATTENTIONS) * len(run.ENCODINGS)
+  for key, value in results.items():
+    assert 0.0 < value["final"] < 8.0, key  # below uniform after a few steps
+    assert [step for step, _ in value["curve"]] == [3, 6], key
+  for attention in run.ATTENTIONS:
+    fourier = results[f"{attention}/fourier/0"]
+    assert fourier["zero_attention"] > fourier["final"]  # the model uses its attention
+  tables = (tmp_path / "tables.md").read_text()
+  assert "Learnable-Fourier+MLP < Embed-2D" in tables
+  for name in ("fig3a.png", "fig3b.png", "samples.png"):
+    assert (tmp_path / name).stat().st_size > 0
+  again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
+  assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)

@@ -1,0 +1,137 @@
+"""The Reformer-style image model: causality, position vectors, reversible = plain, checks."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lfpe import encodings
+from lfpe.models import MODELS, reformer
+from lfpe.tasks.generation import bits_per_dim
+
+SHAPE = (4, 4, 3)
+L = 48
+SMALL = dict(width=16, channel_dim=4, depth=2, num_heads=2, mlp_dim=32, chunk_len=8)
+
+
+def _model(**kwargs):
+  return MODELS["reformer"](image_shape=SHAPE, **{**SMALL, **kwargs})
+
+
+def _init(model, tokens):
+  return model.init({"params": jax.random.key(0), "lsh": jax.random.key(1)}, tokens, train=False)
+
+
+def _apply(model, variables, tokens, key=2, train=False):
+  return model.apply(variables, tokens, train=train, rngs={"lsh": jax.random.key(key)})
+
+
+def _randomize_head(variables):
+  """The head is zero at init (uniform logits); give it weights so logits depend on inputs."""
+  params = nn.unbox(variables["params"])
+  params["head"]["kernel"] = jax.random.normal(jax.random.key(9), params["head"]["kernel"].shape)
+  return {**variables, "params": params}
+
+
+TOKENS = jax.random.randint(jax.random.key(5), (2, L), 0, 256)
+
+
+def test_a_fresh_model_scores_exactly_eight_bits_per_dim():
+  model = _model()
+  logits = _apply(model, _init(model, TOKENS), TOKENS)
+  assert logits.shape == (2, L, 256)
+  assert float(bits_per_dim(logits, TOKENS)) == pytest.approx(8.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("attention", ["full", "full_shared"])
+def test_logit_t_depends_only_on_tokens_before_t(attention):
+  model = _model(attention=attention)
+  variables = _randomize_head(_init(model, TOKENS))
+  t = 20
+  changed = TOKENS.at[:, t:].set((TOKENS[:, t:] + 17) % 256)
+  before, after = _apply(model, variables, TOKENS), _apply(model, variables, changed)
+  np.testing.assert_array_equal(before[:, : t + 1], after[:, : t + 1])  # logit t sees < t
+  assert not np.allclose(before[:, t + 1 :], after[:, t + 1 :])
+
+
+def test_position_vectors_are_pixel_encoding_beside_channel_embedding():
+  model = _model(posemb="sine_2d")
+  variables = _init(model, TOKENS)
+  vectors = model.apply(variables, method=lambda m: m.position_vectors())
+  pixel_dim = SMALL["width"] - SMALL["channel_dim"]
+  table = encodings.build("sine_2d", dim=pixel_dim, grid_shape=SHAPE[:2], num_heads=2, ndim=2)
+  expected = table.apply({}, SHAPE[:2], method=lambda m, g: m.grid(g))  # [16, pixel_dim]
+  channels = nn.unbox(variables["params"])["channel_embedding"]
+  for token in (0, 1, 2, 3, 29, 47):
+    pixel, channel = divmod(token, 3)
+    np.testing.assert_allclose(vectors[token, :pixel_dim], expected[pixel], atol=1e-6)
+    np.testing.assert_array_equal(vectors[token, pixel_dim:], channels[channel])
+
+
+def test_one_d_encodings_see_the_raster_index_of_the_pixel():
+  model = _model(posemb="sine_1d")
+  vectors = model.apply(_init(model, TOKENS), method=lambda m: m.position_vectors())
+  # Tokens of one pixel share the pixel part; neighbouring pixels differ.
+  np.testing.assert_array_equal(vectors[3, :12], vectors[5, :12])
+  assert not np.allclose(vectors[3, :12], vectors[6, :12])
+
+
+@pytest.mark.parametrize("attention", ["lsh", "full"])
+def test_reversible_stack_gives_the_plain_stacks_logits_and_gradients(attention):
+  rev, plain = (
+    _model(attention=attention, dropout=0.1),
+    _model(attention=attention, dropout=0.1, reversible=False),
+  )
+  variables = _randomize_head(_init(rev, TOKENS))
+
+  def loss(model, params):
+    logits = _apply(model, {**variables, "params": params}, TOKENS, train=True)
+    return bits_per_dim(logits, TOKENS)
+
+  (a, ga), (b, gb) = (
+    jax.value_and_grad(loss, argnums=1)(m, variables["params"]) for m in (rev, plain)
+  )
+  assert float(a) == pytest.approx(float(b), abs=1e-5)
+  for x, y in zip(jax.tree.leaves(ga), jax.tree.leaves(gb), strict=True):
+    np.testing.assert_allclose(x, y, atol=2e-5, rtol=1e-4)
+
+
+def test_training_hashes_change_with_the_key_evaluation_does_not():
+  model = _model(attention="lsh")
+  variables = _randomize_head(_init(model, TOKENS))
+  a, b = _apply(model, variables, TOKENS, key=3), _apply(model, variables, TOKENS, key=4)
+  assert not np.allclose(a, b)
+  np.testing.assert_array_equal(a, _apply(model, variables, TOKENS, key=3))
+
+
+def test_samples_follow_the_model():
+  model = _model(attention="full")
+  variables = _init(model, TOKENS)
+  params = nn.unbox(variables["params"])
+  params["head"]["bias"] = jnp.zeros(256).at[7].set(50.0)  # almost surely value 7
+  images = reformer.sample(model, {**variables, "params": params}, jax.random.key(0), 2)
+  assert images.shape == (2, *SHAPE) and images.dtype == jnp.uint8
+  assert np.all(np.asarray(images) == 7)
+
+
+@pytest.mark.parametrize(
+  "kwargs, field",
+  [
+    ({"posemb": "rel_bias_2d"}, "model.posemb"),
+    ({"channel_dim": 16}, "model.channel_dim"),
+    ({"attention": "sparse"}, "model.attention"),
+    ({"not_a_field": 1}, "model.not_a_field"),
+    ({"variant": "huge"}, "model.variant"),
+    ({"posemb": "fourier(gama=1)"}, "gama"),
+  ],
+)
+def test_bad_fields_fail_when_the_model_is_defined(kwargs, field):
+  with pytest.raises(ValueError, match=field):
+    _model(**kwargs)
+
+
+def test_variants_set_the_papers_sizes():
+  model = MODELS["reformer"](image_shape=(64, 64, 3), variant="imagenet64")
+  assert (model.width, model.depth, model.num_heads, model.mlp_dim) == (1024, 6, 8, 4096)
+  assert model.width - model.channel_dim == 768 and model.chunk_len == 128
