@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--quick", action="store_true", help="tiny: a test of the pipeline")
   parser.add_argument("--out", default="experiments/generation")
   parser.add_argument("--seeds", type=int, default=3)
-  parser.add_argument("--steps", type=int, default=600)
-  parser.add_argument("--eval-every", type=int, default=100)
+  parser.add_argument("--steps", type=int, default=300)
+  parser.add_argument("--eval-every", type=int, default=50)
   args = parser.parse_args(argv)
   if args.quick:
     args.seeds, args.steps, args.eval_every = 1, 6, 3
