@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 
-from lfpe.data import base, crops, detection_ops, digits, redgreen, shapes
+from lfpe.data import base, crops, detection_ops, digits, redgreen, screens, shapes
 from lfpe.errors import DatasetMissingError
 
 _BUILD = (
@@ -61,7 +61,7 @@ _CATALOG = (
     instructions=_BUILD,
   ),
 )
-_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS)
+_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS, *screens.SPECS)
 
 DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}
 # Detection datasets (`data.detection` by default), with the sizes and most objects they hold.
