@@ -11,11 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from lfpe.tasks.base import Task
+from lfpe.tasks.captioning import Captioning
 from lfpe.tasks.classification import Classification
 from lfpe.tasks.detection import Detection
 from lfpe.tasks.generation import Generation
 
 REGISTRY: dict[str, Callable[..., Task]] = {
+  "captioning": Captioning,
   "classification": Classification,
   "detection": Detection,
   "generation": Generation,
@@ -39,4 +41,13 @@ def get(task_config: Any) -> Task:
     raise ValueError(f"`task`: bad options {sorted(kwargs)} for task {name!r}: {e}") from e
 
 
-__all__ = ["REGISTRY", "Classification", "Detection", "Generation", "Task", "get", "register"]
+__all__ = [
+  "REGISTRY",
+  "Captioning",
+  "Classification",
+  "Detection",
+  "Generation",
+  "Task",
+  "get",
+  "register",
+]
