@@ -94,20 +94,26 @@ def main() -> None:
   parser.add_argument("--topology", default=None, help="e.g. v5e:1x1 (default: this CPU)")
   parser.add_argument("--dtype", default="bfloat16")
   parser.add_argument("--depths", default="2,6,12")
+  parser.add_argument("--parts", default="attention,stack", help="attention, stack or both")
+  parser.add_argument("--stacks", default=",".join(STACKS))
   args = parser.parse_args()
   dev = device(args.topology)
   print(
     f"{datetime.date.today()}; jax {jax.__version__}; {dev.device_kind}; {args.dtype}; "
     f"L={LENGTH}, one image\n"
   )
-  print("| attention sub-layer | temps GiB | vs full |\n|---|---|---|")
-  attention = {a: attention_memory(a, dev, args.dtype) for a in ATTENTIONS}
-  for name, gib in attention.items():
-    print(f"| {name} | {gib:.3f} | {gib / attention['full']:.1%} |", flush=True)
+  if "attention" in args.parts:
+    print("| attention sub-layer | temps GiB | vs full |\n|---|---|---|")
+    attention = {a: attention_memory(a, dev, args.dtype) for a in ATTENTIONS}
+    for name, gib in attention.items():
+      print(f"| {name} | {gib:.3f} | {gib / attention['full']:.1%} |", flush=True)
+  if "stack" not in args.parts:
+    return
   depths = [int(d) for d in args.depths.split(",")]
   print("\n| stack | " + " | ".join(f"depth {d} GiB" for d in depths) + " |")
   print("|---|" + "---|" * len(depths))
-  for name, stack in STACKS.items():
+  for name in args.stacks.split(","):
+    stack = STACKS[name]
     cells = [f"{stack_memory(d, stack, dev, args.dtype):.3f}" for d in depths]
     print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 

@@ -54,6 +54,8 @@ def table(results: dict) -> list[str]:
     "|---|---|" + "---|" * len(attentions),
   ]
   for posemb, name in NAMES.items():
+    if not any(_runs(results, a, posemb) for a in attentions):
+      continue
     cells = [fmt([r["final"] for r in _runs(results, a, posemb)], digits=3) for a in attentions]
     seeds = len(_runs(results, attentions[0], posemb))
     lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
@@ -64,11 +66,12 @@ def verdict(mean: float, half: float, relation: str) -> str:
   """Whether a difference (a - b, bits/dim) agrees with 002's relation between a and b."""
   if np.isnan(half):
     return "one seed: no interval"
+  holds_zero = abs(mean) <= half
   if relation == "~":
-    return "reproduces (interval holds 0)" if abs(mean) <= half else "does not (they differ)"
-  if mean + half < 0:
-    return "reproduces"
-  return "same direction, not significant" if mean < 0 else "does not (opposite direction)"
+    return "reproduces (interval holds 0)" if holds_zero else "does not (they differ)"
+  if holds_zero:
+    return "not resolved (interval holds 0)"
+  return "reproduces" if mean < 0 else "does not (significant, opposite)"
 
 
 def orderings(results: dict) -> list[str]:

@@ -110,6 +110,9 @@ def _reversible_bwd(layers, residuals, dy):
   dy1, dy2 = dy
   dparams = []
   for (f, g), layer_params, layer_key in reversed(list(zip(layers, params, keys, strict=True))):
+    # One layer at a time: rebuilding this layer waits for the layer above's cotangents, so
+    # XLA cannot rebuild every layer first and hold all their activations at once.
+    y1, y2, dy1, dy2 = jax.lax.optimization_barrier((y1, y2, dy1, dy2))
     (y1, y2), f_vjp, g_vjp = _undo_layer(f, g, layer_params, layer_key, y1, y2)
     dpg, dy1_g = g_vjp(dy2)
     dy1 = dy1 + dy1_g  # y1 reaches the loss directly and through G
