@@ -1,0 +1,199 @@
+"""Tables 3 and 4 of 002 beside ours, its findings checked with intervals, the example screen."""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from experiments.generation.report import verdict  # noqa: E402
+from experiments.stats import difference, fmt, interval  # noqa: E402
+
+METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr")
+# 002 Table 3 (widget captioning test set, x100): BLEU-1, BLEU-2, ROUGE, CIDEr (METEOR and
+# SPICE are not computed here). Its "SOTA" row, Li et al.'s published model (44.9, 32.2,
+# 44.7, 97.0), has no run of its own here: 002's Embed-4D reproduces it.
+TABLE3 = {
+  "Embed-4D": (45.2, 31.9, 45.0, 97.0),
+  "MLP": (34.0, 23.5, 33.7, 70.3),
+  "Sine-4D": (44.9, 31.9, 43.9, 94.9),
+  "Learnable-Fourier-2/2": (44.9, 31.6, 44.3, 95.3),
+  "Fixed-Fourier+MLP-1/4": (45.0, 32.1, 44.2, 95.4),
+  "Fixed-Fourier+MLP-2/2": (46.1, 32.5, 45.8, 100.2),
+  "Fixed-Fourier+MLP-4/1": (45.5, 32.1, 45.1, 97.2),
+  "Learnable-Fourier+MLP-1/4": (45.6, 32.7, 45.2, 99.1),
+  "Learnable-Fourier+MLP-2/2": (46.1, 32.7, 45.9, 98.0),
+  "Learnable-Fourier+MLP-4/1": (46.8, 33.4, 46.1, 100.7),
+}
+# 002 Table 4: CIDEr on test widgets with seen / unseen positions (three rows only).
+TABLE4 = {
+  "Embed-4D": (123.4, 78.5),
+  "Sine-4D": (121.3, 76.4),
+  "Learnable-Fourier+MLP-4/1": (123.4, 82.2),
+}
+BASELINE = "Embed-4D"
+BEST = "Learnable-Fourier+MLP-4/1"
+# 002's findings as "a > b in metric" (`drop`: CIDEr seen minus unseen of each run).
+FINDINGS = (
+  ("Learnable-Fourier+MLP-4/1 is best: above Embed-4D", BEST, BASELINE, "CIDEr"),
+  ("Learnable-Fourier+MLP-4/1 is best: above the runner-up here", BEST, None, "CIDEr"),
+  ("MLP alone collapses: below Embed-4D", BASELINE, "MLP", "CIDEr"),
+  ("gains largest on unseen positions: Embed-4D drops more", BASELINE, BEST, "drop"),
+  ("gains largest on unseen positions: Sine-4D drops more", "Sine-4D", BEST, "drop"),
+  ("grouping: 4/1 above 1/4", BEST, "Learnable-Fourier+MLP-1/4", "CIDEr"),
+  ("grouping: 2/2 above 1/4", "Learnable-Fourier+MLP-2/2", "Learnable-Fourier+MLP-1/4", "CIDEr"),
+  ("the MLP is needed: Fourier+MLP-2/2 above Fourier-2/2", "Learnable-Fourier+MLP-2/2",
+   "Learnable-Fourier-2/2", "CIDEr"),
+)  # fmt: skip
+IDF_NOTE = (
+  "CIDEr of the seen and unseen subsets takes its document frequencies from the references "
+  "of the whole test split (lfpe/tasks/captioning.py passes every example's references as "
+  "`idf_references`), not from the subset alone; each subset's CIDEr is the mean of its "
+  "examples' CIDEr-D, so the overall CIDEr is their mean weighted by the subset sizes. 002 "
+  "does not say how it took them. A target is unseen when one of its four box coordinates is "
+  "a held-out bin (`lfpe.data.screens.HELD_OUT`), which never occurs in training."
+)
+
+
+def _runs(results: dict, row: str) -> list[dict]:
+  return [r for _, r in sorted(results.items()) if r["row"] == row]
+
+
+def _values(results: dict, row: str, metric: str) -> list[float]:
+  if metric == "drop":
+    return [r["eval"]["CIDEr_seen"] - r["eval"]["CIDEr_unseen"] for r in _runs(results, row)]
+  return [r["eval"][metric] for r in _runs(results, row)]
+
+
+def _signed(mean: float, half: float) -> str:
+  return f"{mean:+.1f}" if np.isnan(half) else f"{mean:+.1f} ± {half:.1f}"
+
+
+def welch_p(a, b) -> float:
+  """Two-sided Welch t-test p-value of `a` against `b` (002's test; nan below 2 seeds each)."""
+  if len(a) < 2 or len(b) < 2:
+    return float("nan")
+  return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def table3(results: dict) -> list[str]:
+  base = _values(results, BASELINE, "CIDEr")
+  lines = [
+    "| method | seeds | " + " | ".join(f"{m} (002)" for m in METRICS) + " | CIDEr p vs Embed-4D |",
+    "|---|---|" + "---|" * (len(METRICS) + 1),
+  ]
+  for row, paper in TABLE3.items():
+    runs = _runs(results, row)
+    if not runs:
+      continue
+    cells = [f"{fmt(_values(results, row, m))} ({p})" for m, p in zip(METRICS, paper, strict=True)]
+    p = welch_p(_values(results, row, "CIDEr"), base) if row != BASELINE else float("nan")
+    cells.append("–" if np.isnan(p) else f"{p:.3f}")
+    lines.append(f"| {row} | {len(runs)} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def table4(results: dict) -> list[str]:
+  lines = [
+    "| method | seeds | seen CIDEr (002) | unseen CIDEr (002) | drop, seen - unseen (002) |",
+    "|---|---|---|---|---|",
+  ]
+  for row in TABLE3:
+    runs = _runs(results, row)
+    if not runs:
+      continue
+    seen, unseen = (_values(results, row, f"CIDEr_{s}") for s in ("seen", "unseen"))
+    drop = _values(results, row, "drop")
+    paper = TABLE4.get(row)
+    notes = [f" ({v:.1f})" for v in (*paper, paper[0] - paper[1])] if paper else [""] * 3
+    cells = [fmt(seen) + notes[0], fmt(unseen) + notes[1], _signed(*interval(drop)) + notes[2]]
+    lines.append(f"| {row} | {len(runs)} | " + " | ".join(cells) + " |")
+  total = sorted({r["eval"]["count"] for r in results.values()})
+  unseen = sorted({r["eval"]["count_unseen"] for r in results.values()})
+  lines += ["", f"Test targets per run: {total} in all, {unseen} of them unseen."]
+  return lines
+
+
+def runner_up(results: dict) -> str | None:
+  """The row other than `BEST` with the highest mean CIDEr."""
+  others = [r for r in TABLE3 if r != BEST and _runs(results, r)]
+  return max(others, key=lambda r: np.mean(_values(results, r, "CIDEr")), default=None)
+
+
+def findings(results: dict) -> list[str]:
+  lines = ["| 002 says | here: a - b (95 % CI) | verdict |", "|---|---|---|"]
+  for claim, a, b, metric in FINDINGS:
+    b = b or runner_up(results)
+    va, vb = _values(results, a, metric), _values(results, b, metric) if b else []
+    if not (va and vb):
+      continue
+    mean, half = difference(va, vb)
+    what = "CIDEr seen - unseen" if metric == "drop" else metric
+    cell = f"{a} - {b}, {what}: {_signed(mean, half)}"
+    lines.append(f"| {claim} | {cell} | {verdict(-mean, half, '<')} |")
+  return lines
+
+
+def checks_section(checks: dict) -> list[str]:
+  embed, example = checks["embed_4d_held_out"], checks["example"]
+  lines = [
+    f"Embed-4D (seed 0), rows of the held-out bins of {', '.join(embed['tables'])}: largest "
+    f"change from the init {embed['held_out_max_change']:.3g} (other bins: "
+    f"{embed['seen_max_change']:.3g}): {'passed' if embed['passed'] else 'FAILED'}.",
+    "",
+    f"{example['row']} (seed 0) on test screen {example['test_index']} (unseen target, box "
+    f"{example['target_box']}; `screen.png`, target in red):",
+    "",
+    f"* generated: {example['generated'] or '(empty)'}",
+    *(f"* reference: {r}" for r in example["references"]),
+  ]
+  return lines
+
+
+def screen_figure(image: np.ndarray, example: dict, path: str) -> None:
+  """The rendered screen with the generated caption and the references beside it."""
+  fig, (ax, text) = plt.subplots(1, 2, figsize=(7.5, 4.5), width_ratios=(1, 1.4))
+  ax.imshow(image)
+  ax.set_axis_off()
+  text.set_axis_off()
+  generated = example["generated"] or "(empty)"
+  words = [f"{example['row']}, seed 0:", f"  {generated}", "", "references:"]
+  words += [f"  {r}" for r in example["references"]]
+  text.text(0, 1, "\n".join(words), va="top", family="monospace", fontsize=8, wrap=True)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def write(results: dict, checks: dict, image: np.ndarray, out: str) -> None:
+  """tables.md and screen.png from run.py's results and checks."""
+  lines = ["## 002 Table 3: caption scores, x100 (mean ± 95 % CI over seeds; 002's value)", ""]
+  lines += [*table3(results), ""]
+  lines += [
+    "p: two-sided Welch t-test of the row's CIDEr against Embed-4D's over seeds (as 002).",
+    "METEOR and SPICE are not computed (002 Table 3's last two columns).",
+    "",
+    "## 002 Table 4: CIDEr on seen and unseen positions (002 has three of these rows)",
+    "",
+    *table4(results),
+    "",
+    IDF_NOTE,
+    "The drop's interval is over the runs' own seen - unseen differences (one model scores both).",
+    "",
+    "## 002's findings, checked (Welch 95 % intervals of a - b)",
+    "",
+    *findings(results),
+    "",
+    "## Checks",
+    "",
+    *checks_section(checks),
+    "",
+  ]
+  with open(os.path.join(out, "tables.md"), "w") as f:
+    f.write("\n".join(lines))
+  screen_figure(image, checks["example"], os.path.join(out, "screen.png"))

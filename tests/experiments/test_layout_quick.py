@@ -1,0 +1,28 @@
+"""`python -m experiments.layout.run --quick`: the whole widget-captioning pipeline, tiny sizes."""
+
+import json
+import math
+
+import pytest
+
+from experiments.layout import run
+
+METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "CIDEr_seen", "CIDEr_unseen")
+
+
+@pytest.mark.slow
+def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
+  out = run.main(["--quick", f"--out={tmp_path}"])
+  runs = out["runs"]
+  assert sorted(r["row"] for r in runs.values()) == sorted(run.ROWS)
+  for key, value in runs.items():
+    for metric in METRICS:
+      assert math.isfinite(value["eval"][metric]), (key, metric)
+  assert out["checks"]["embed_4d_held_out"]["passed"]
+  assert len(out["checks"]["example"]["references"]) == 4
+  tables = (tmp_path / "tables.md").read_text()
+  assert "Table 3" in tables and "Table 4" in tables and "Learnable-Fourier+MLP-4/1" in tables
+  assert (tmp_path / "screen.png").stat().st_size > 0
+  again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
+  # Compared as JSON text: a metric may be NaN, and NaN != NaN.
+  assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)
