@@ -18,7 +18,8 @@ belong to experiments/layout.
 
 Arguments: posemb=NAME (002 Table 3, `lfpe.models.layout.TABLE3`: `embed_nd` Embed-4D,
 `mlp`, `sine_nd` Sine-4D, `fourier_no_mlp`, `fixed_fourier_mlp`, `fourier`), groups=1|2|4
-(the 1/4, 2/2, 4/1 box partitions of the encodings that take groups; default 4), gamma=G (Fourier
+(the 1/4, 2/2, 4/1 box partitions of the Fourier encodings; default 4; `mlp` reads the box
+as one 4-D group, as 002's MLP), gamma=G (Fourier
 kernel width in unit coordinates; 0.05 ≈ 5 bins: 002 gives none), beam=K (beam search,
 1 = greedy); small=1 for the CI variant (a few steps on `layout_screens/small`; plumbing
 only). Or replace the encoding whole: --config.model.posemb='fourier(groups=2, gamma=0.1)'.
@@ -42,7 +43,7 @@ def get_config(arg: str | None = None):
 
   config.data = data_config("layout_screens/full")
   config.model_name = "layout"
-  config.model = dict(variant="tiny", posemb=spec(arg.posemb, groups=arg.groups, gamma=arg.gamma))
+  config.model = dict(variant="tiny", posemb=spec(arg.posemb, gamma=arg.gamma, **_groups(arg)))
   config.task = dict(name="captioning", beam_size=arg.beam, meteor=False)
   config.optim.update(lr=1e-3, weight_decay=0.0, grad_clip_norm=1.0)
   config.schedule.warmup_steps = 200
@@ -57,3 +58,8 @@ def get_config(arg: str | None = None):
     config.schedule.warmup_steps = 1
   config.lock()
   return config
+
+
+def _groups(arg) -> dict:
+  """`groups` for the Fourier encodings only: 002's MLP reads the 4-D box as one group."""
+  return {"groups": arg.groups} if "fourier" in arg.posemb else {}

@@ -51,7 +51,7 @@ def get_config(arg: str | None = None):
   config.model = dict(
     variant="widget",
     caption_vocab=CAPTION_VOCAB,
-    posemb=spec(arg.posemb, groups=arg.groups, gamma=arg.gamma),
+    posemb=spec(arg.posemb, gamma=arg.gamma, **_groups(arg)),
   )
   config.task = dict(name="captioning", beam_size=4, length_penalty=0.6, meteor=True)
   config.optim.update(lr=128**-0.5 * 2000**-0.5, weight_decay=0.0, grad_clip_norm=5.0)
@@ -68,3 +68,8 @@ def get_config(arg: str | None = None):
     config.schedule.warmup_steps = 1
   config.lock()
   return config
+
+
+def _groups(arg) -> dict:
+  """`groups` for the Fourier encodings only: 002's MLP reads the 4-D box as one group."""
+  return {"groups": arg.groups} if "fourier" in arg.posemb else {}

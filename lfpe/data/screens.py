@@ -363,7 +363,7 @@ def decode(ids) -> str:
 
 COLORS = {
   "text": (60, 60, 60), "image": (120, 170, 220), "icon": (90, 90, 200), "button": (40, 140, 90),
-  "checkbox": (200, 120, 40), "switch": (160, 60, 160), "fab": (220, 60, 60),
+  "checkbox": (200, 120, 40), "switch": (160, 60, 160), "fab": (40, 170, 170),
   "toolbar": (200, 210, 235), "nav_item": (120, 120, 140), "container": (235, 235, 235),
   "dialog": (250, 245, 225),
 }  # fmt: skip
