@@ -119,7 +119,10 @@ class LayoutCaptioner(Checked, nn.Module):
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
     _check_fields(self)
     try:
-      self._encoding(parent=None)  # the encoding's own checks
+      encoding = self._encoding(parent=None)  # the encoding's own checks
+      groups = getattr(encoding, "groups", None)
+      box = jnp.zeros((1, 4) if groups is None else (1, groups, 4 // groups))
+      jax.eval_shape(encoding.init, jax.random.key(0), box)  # it reads 4-D boxes (not Gabor)
     except ValueError as e:
       raise ValueError(f"model.posemb={self.posemb!r}: {e}") from None
     self._encoder(parent=None)
