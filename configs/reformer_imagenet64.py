@@ -11,9 +11,9 @@ lfpe does not ship).
 
   python -m lfpe.main --config=configs/reformer_imagenet64.py:posemb=fourier --workdir=DIR
 
-Expected: 002 Fig. 3a reports about 3.75 bits/dim at 100k steps for Learnable-Fourier+MLP
-(read off the figure); nothing at this scale has been run here. The compiled step's memory
-is checked ahead of time: `python -m benchmarks.reformer_memory`.
+Expected: 002 Fig. 3a plots held-out bits per dim over 100k steps (no table); nothing at
+this scale has been run here. The compiled step's memory is checked ahead of time:
+`python -m benchmarks.reformer_memory --topology v5e:1x1` (benchmarks/README.md).
 
 Arguments: posemb=NAME; attention=lsh|full|full_shared; small=1 (the CI variant: tiny sizes
 on `photo_crops/8x8`, a few steps).
