@@ -9,6 +9,7 @@ import tensorflow_datasets as tfds
 
 from lfpe import data as data_lib
 from lfpe.data import builders
+from lfpe.data import screen_layouts as layouts
 from lfpe.data import screens as sc
 
 TINY = dict(num_train=24, num_test=8)
@@ -122,8 +123,8 @@ def test_captions_follow_from_the_boxes(splits, split):
     for caption in map(sc.decode, d["captions"][i]):
       if m := re.fullmatch(r"(\w+) tab in the bottom bar", caption):
         tabs = np.sort([b[1] for b, k in zip(boxes, types, strict=True) if k == "nav_item"])
-        if m[1] in sc.ORD:
-          assert tabs[sc.ORD.index(m[1])] == box[1]
+        if m[1] in layouts.ORD:
+          assert tabs[layouts.ORD.index(m[1])] == box[1]
         elif m[1] in ("last", "middle"):
           assert tabs[-1 if m[1] == "last" else len(tabs) // 2] == box[1]
         else:  # a label
