@@ -38,12 +38,12 @@ from lfpe import encodings
 from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
 from lfpe.models.backbones import BACKBONES, feature_grid
+from lfpe.models.fields import DTYPES, positive_int, variant_fields
 from lfpe.nn.decoder import Decoder
 from lfpe.nn.positions import PositionSource, encoding_context
 from lfpe.nn.transformer import NORMS, Encoder
 
 Array = jnp.ndarray
-DTYPES = ("float32", "bfloat16", "float16")
 TABLES = (encodings.Embed1D, encodings.EmbedND)  # looked up by integer index
 # name: the fields it sets (R50: DETR's defaults, 41M parameters; tiny: CPU tests).
 VARIANTS = {
@@ -257,15 +257,8 @@ def Model(
   its feature map unless `max_grid` is given. A key that is not a DETR field fails with a
   message naming it.
   """
-  unknown = sorted(set(kwargs) - set(FIELDS))
-  if unknown:
-    raise ValueError(
-      f"model.{unknown[0]} is not a DETR field; valid fields: variant, image_size, "
-      f"{', '.join(FIELDS[1:])}."
-    )
-  if variant is not None and (not isinstance(variant, str) or variant not in VARIANTS):
-    raise ValueError(f"model.variant={variant!r} is unknown; use one of {tuple(VARIANTS)}.")
-  fields = {**VARIANTS.get(variant, {}), **kwargs}
+  shown = ("variant", "image_size", *FIELDS[1:])
+  fields = variant_fields("DETR", variant, VARIANTS, kwargs, FIELDS, shown)
   if image_size is not None and "max_grid" not in kwargs:
     backbone = fields.get("backbone", DETR.backbone)
     if backbone in BACKBONES:  # else check() names model.backbone
@@ -275,20 +268,16 @@ def Model(
 
 def _image_hw(value) -> tuple[int, int]:
   hw = (value, value) if isinstance(value, int) else tuple(value)
-  if len(hw) != 2 or not all(map(_positive_int, hw)):
+  if len(hw) != 2 or not all(map(positive_int, hw)):
     raise ValueError(f"image_size must be a positive int or a pair of them, got {value!r}.")
   return hw
 
 
-def _positive_int(value) -> bool:
-  return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
 def _check_fields(model: DETR) -> None:
-  if not _positive_int(model.num_classes):
+  if not positive_int(model.num_classes):
     raise ValueError(f"num_classes must be a positive int, got {model.num_classes!r}.")
   for key in ("width", "encoder_depth", "decoder_depth", "num_heads", "mlp_dim", "num_queries"):
-    if not _positive_int(getattr(model, key)):
+    if not positive_int(getattr(model, key)):
       raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
   if model.width % model.num_heads:
     raise ValueError(
@@ -300,7 +289,7 @@ def _check_fields(model: DETR) -> None:
     if getattr(model, key) not in valid:
       raise ValueError(f"model.{key}={getattr(model, key)!r} is unknown; use one of {valid}.")
   grid = model.max_grid
-  if isinstance(grid, str) or len(tuple(grid)) != 2 or not all(map(_positive_int, grid)):
+  if isinstance(grid, str) or len(tuple(grid)) != 2 or not all(map(positive_int, grid)):
     raise ValueError(f"model.max_grid must be a (rows, cols) pair of positive ints, got {grid!r}.")
   if not isinstance(model.normalize_positions, bool):
     raise ValueError(

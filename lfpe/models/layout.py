@@ -38,12 +38,12 @@ import jax.numpy as jnp
 from lfpe import encodings
 from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
+from lfpe.models.fields import DTYPES, positive_int, variant_fields
 from lfpe.nn.decoder import Decoder
 from lfpe.nn.positions import encoding_context
 from lfpe.nn.transformer import Encoder
 
 Array = jnp.ndarray
-DTYPES = ("float32", "bfloat16", "float16")
 PAD, BOS, EOS = 0, 1, 2  # caption ids (lfpe.data.screens)
 NEG = -1e9  # log-probability of a dead beam
 INPUTS = ("boxes", "types", "texts", "num_objects", "target")  # what `encode` reads
@@ -247,19 +247,11 @@ def Model(
 
   `variant` (`'widget'`, `'tiny'`) sets sizes once; explicit `kwargs` override them.
   """
-  unknown = sorted(set(kwargs) - set(FIELDS))
-  if unknown:
-    raise ValueError(
-      f"model.{unknown[0]} is not a LayoutCaptioner field; valid fields: variant, "
-      f"{', '.join(FIELDS)}."
-    )
-  if variant is not None and (not isinstance(variant, str) or variant not in VARIANTS):
-    raise ValueError(f"model.variant={variant!r} is unknown; use one of {tuple(VARIANTS)}.")
+  fields = variant_fields(
+    "LayoutCaptioner", variant, VARIANTS, kwargs, FIELDS, ("variant", *FIELDS)
+  )
   return LayoutCaptioner(
-    caption_vocab=caption_vocab,
-    text_vocab=text_vocab,
-    num_types=num_types,
-    **{**VARIANTS.get(variant, {}), **kwargs},
+    caption_vocab=caption_vocab, text_vocab=text_vocab, num_types=num_types, **fields
   )
 
 
@@ -349,14 +341,10 @@ def beam_decode(
   return jnp.take_along_axis(seqs, best[:, None, None], axis=1)[:, 0]
 
 
-def _positive_int(value) -> bool:
-  return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
 def _check_fields(model: LayoutCaptioner) -> None:
   sizes = ("caption_vocab", "text_vocab", "num_types", "bins", "width", "encoder_depth")
   for key in (*sizes, "decoder_depth", "num_heads", "mlp_dim", "caption_len"):
-    if not _positive_int(getattr(model, key)):
+    if not positive_int(getattr(model, key)):
       raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
   if model.width % model.num_heads:
     raise ValueError(

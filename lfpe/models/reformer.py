@@ -30,13 +30,13 @@ import jax.numpy as jnp
 
 from lfpe import encodings
 from lfpe.checked import Checked
+from lfpe.models.fields import DTYPES, positive_int, variant_fields
 from lfpe.nn.lsh import ATTENTIONS, CausalSelfAttention
 from lfpe.nn.positions import PositionSource
 from lfpe.nn.reversible import ChunkedFeedForward, ReversibleStack, merge_streams
 from lfpe.nn.transformer import layer_norm
 
 Array = jnp.ndarray
-DTYPES = ("float32", "bfloat16", "float16")
 VOCAB = 256  # sub-pixel values
 
 # name: the fields it sets. `imagenet64`: 002 / Reformer's ImageNet 64x64 model, with
@@ -186,14 +186,9 @@ def Model(*, image_shape: Any, variant: str | None = None, **kwargs: Any) -> Ref
 
   `variant` (`'imagenet64'`, `'tiny'`) sets sizes once; explicit `kwargs` override them.
   """
-  unknown = sorted(set(kwargs) - set(FIELDS))
-  if unknown:
-    raise ValueError(
-      f"model.{unknown[0]} is not a Reformer field; valid fields: variant, {', '.join(FIELDS[1:])}."
-    )
-  if variant is not None and (not isinstance(variant, str) or variant not in VARIANTS):
-    raise ValueError(f"model.variant={variant!r} is unknown; use one of {tuple(VARIANTS)}.")
-  return Reformer(image_shape=tuple(image_shape), **{**VARIANTS.get(variant, {}), **kwargs})
+  shown = ("variant", *FIELDS[1:])
+  fields = variant_fields("Reformer", variant, VARIANTS, kwargs, FIELDS, shown)
+  return Reformer(image_shape=tuple(image_shape), **fields)
 
 
 def sample(model: Reformer, variables: Any, key: Array, num: int, temperature: float = 1.0):
@@ -213,16 +208,12 @@ def sample(model: Reformer, variables: Any, key: Array, num: int, temperature: f
   return tokens.reshape(num, *model.image_shape).astype(jnp.uint8)
 
 
-def _positive_int(value) -> bool:
-  return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
 def _check_fields(model: Reformer) -> None:
   shape = model.image_shape
-  if not (isinstance(shape, tuple) and len(shape) == 3 and all(map(_positive_int, shape))):
+  if not (isinstance(shape, tuple) and len(shape) == 3 and all(map(positive_int, shape))):
     raise ValueError(f"image_shape must be (H, W, C) positive ints, got {shape!r}.")
   for key in ("width", "channel_dim", "depth", "num_heads", "mlp_dim"):
-    if not _positive_int(getattr(model, key)):
+    if not positive_int(getattr(model, key)):
       raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
   if model.channel_dim >= model.width:
     raise ValueError(

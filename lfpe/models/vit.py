@@ -26,6 +26,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from lfpe.checked import Checked
+from lfpe.models.fields import DTYPES
 from lfpe.nn.transformer import Encoder
 
 # name: (width, depth, num_heads, mlp_dim), as big_vision's ViT (mu, nano: tests, 003).
@@ -40,7 +41,6 @@ VARIANTS = {
   "H": (1280, 32, 16, 5120),
 }
 POOLS = ("token", "gap")
-DTYPES = ("float32", "bfloat16", "float16")
 
 
 def decode_variant(variant: str) -> dict[str, int | None]:
