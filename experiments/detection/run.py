@@ -16,34 +16,23 @@ skips this), and `report.py` writes
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import time
 
+from configs import detr_shapes
 from experiments.detection import report
+from experiments.runs import for_run
 from lfpe.train import trainer
 
 ENCODINGS = ("detr_sine", "embed_2d", "mlp", "fourier")
 PROTOCOLS = ("all", "heldout")
-CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "detr_shapes.py")
 
 
 def load_config(posemb: str, protocol: str, seed: int, args: argparse.Namespace):
   """configs/detr_shapes.py for one run, with the experiment's steps and seed."""
-  spec = importlib.util.spec_from_file_location("detr_shapes", CONFIG)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
   arg = f"posemb={posemb},protocol={protocol}" + (",small=1" if args.quick else "")
-  config = module.get_config(arg)
-  with config.unlocked():
-    config.seed = seed
-    config.progress = False
-    if args.steps:
-      config.total_steps = args.steps
-      config.eval_every = config.checkpoint_every = args.steps
-      config.schedule.warmup_steps = min(config.schedule.warmup_steps, args.steps // 10)
-  return config
+  return for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
 
 
 def run_one(posemb: str, protocol: str, seed: int, args: argparse.Namespace) -> dict:

@@ -26,6 +26,7 @@ import numpy as np
 
 from configs import reformer_crops
 from experiments.generation import report
+from experiments.runs import for_run
 from lfpe.models import reformer
 from lfpe.train import trainer
 
@@ -38,14 +39,9 @@ ATTENTIONS = ("full", "lsh")
 def load_config(posemb: str, attention: str, seed: int, args: argparse.Namespace):
   """configs/reformer_crops.py for one run, with the experiment's steps and seed."""
   config = reformer_crops.get_config(f"posemb={posemb},attention={attention}")
-  with config.unlocked():
-    config.seed = seed
-    config.progress = False
-    config.total_steps = args.steps
-    config.eval_every = args.eval_every
-    config.checkpoint_every = args.steps
-    config.schedule.warmup_steps = min(config.schedule.warmup_steps, args.steps // 10)
-    if args.quick:
+  for_run(config, seed=seed, steps=args.steps, eval_every=args.eval_every)
+  if args.quick:
+    with config.unlocked():
       config.data.eval_split = "test[:128]"
   return config
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from configs import layout_synthetic
 from experiments.layout import report
+from experiments.runs import for_run
 from lfpe import encodings
 from lfpe.data import builders, screens
 from lfpe.models import layout
@@ -47,15 +48,7 @@ def load_config(row: str, seed: int, args: argparse.Namespace):
   config's default of 4 would turn Table 3's `mlp` into a 4/1 MLP)."""
   name, options = encodings.parse(layout.TABLE3[row])
   arg = f"posemb={name},groups={options.get('groups', 1)}" + (",small=1" if args.quick else "")
-  config = layout_synthetic.get_config(arg)
-  with config.unlocked():
-    config.seed = seed
-    config.progress = False
-    if args.steps:
-      config.total_steps = args.steps
-      config.eval_every = config.checkpoint_every = args.steps
-      config.schedule.warmup_steps = min(config.schedule.warmup_steps, args.steps // 10)
-  return config
+  return for_run(layout_synthetic.get_config(arg), seed=seed, steps=args.steps)
 
 
 def workdir(row: str, seed: int, args: argparse.Namespace) -> str:
