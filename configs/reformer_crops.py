@@ -15,7 +15,9 @@ per-encoding record (300 steps, 3 seeds) is in experiments/generation/README.md.
 
 Arguments: posemb=NAME (`embed_2d`, `embed_1d`, `sine_2d`, `sine_1d`, `fourier`,
 `fourier_no_mlp`, `mlp`, or any absolute encoding); gamma=G (given to the encodings that
-take it); attention=lsh|full|full_shared; size=8|16|32 (the crop size);
+take it); attention=lsh|full|full_shared; strict=1 for LSH's strictly causal sliding
+window (`lfpe.nn.lsh`; 0, the default and the record's, is the Reformer paper's chunk pairs,
+whose chunking lets later tokens' hashes shape earlier outputs); size=8|16|32 (the crop size);
 small=1 for the CI variant (a few steps; plumbing only).
 Or replace the encoding whole: --config.model.posemb='fourier(gamma=0.5)'.
 """
@@ -26,7 +28,9 @@ from lfpe.train.config_lib import base_config, parse_arg
 
 
 def get_config(arg: str | None = None):
-  arg = parse_arg(arg, posemb="fourier", gamma=1.0, attention="lsh", size=8, small=False)
+  arg = parse_arg(
+    arg, posemb="fourier", gamma=1.0, attention="lsh", strict=False, size=8, small=False
+  )
   config = base_config()
   config.seed = 0
   config.total_steps = 1000
@@ -39,7 +43,10 @@ def get_config(arg: str | None = None):
   config.data = data_config(f"photo_crops/{arg.size}x{arg.size}")
   config.model_name = "reformer"
   config.model = dict(
-    variant="tiny", posemb=spec(arg.posemb, gamma=arg.gamma), attention=arg.attention
+    variant="tiny",
+    posemb=spec(arg.posemb, gamma=arg.gamma),
+    attention=arg.attention,
+    strictly_causal=bool(arg.strict),
   )
   config.task = dict(name="generation")
   config.optim.update(lr=1e-3, weight_decay=0.0, grad_clip_norm=1.0)

@@ -82,6 +82,8 @@ class Reformer(Checked, nn.Module):
     posemb: an absolute `lfpe.encodings` spec for pixel positions (002 Fig. 3).
     attention: `lsh`, `full_shared` or `full` (`lfpe.nn.lsh.CausalSelfAttention`).
     chunk_len, n_buckets, n_hashes: LSH settings.
+    strictly_causal: LSH's sliding window (`lfpe.nn.lsh`), so that the bits per dim are an
+      exact autoregressive likelihood; False is the Reformer paper's chunk pairs.
     ff_chunk_len: positions per feed-forward chunk (0: all at once).
     dropout: on the attention and feed-forward outputs.
     reversible, remat: the stack's backward pass (`lfpe.nn.reversible.ReversibleStack`).
@@ -99,6 +101,7 @@ class Reformer(Checked, nn.Module):
   chunk_len: int = 32
   n_buckets: int = 4
   n_hashes: int = 2
+  strictly_causal: bool = False
   ff_chunk_len: int = 0
   dropout: float = 0.0
   reversible: bool = True
@@ -127,6 +130,7 @@ class Reformer(Checked, nn.Module):
       chunk_len=self.chunk_len,
       n_buckets=self.n_buckets,
       n_hashes=self.n_hashes,
+      strictly_causal=self.strictly_causal,
       dropout=self.dropout,
       dtype=self.dtype,
       parent=None,
@@ -220,6 +224,8 @@ def _check_fields(model: Reformer) -> None:
       f"model.channel_dim={model.channel_dim} must be below model.width={model.width}: "
       "the pixel encoding gets width - channel_dim channels (002: 1024 = 768 + 256)."
     )
+  if not isinstance(model.strictly_causal, bool):
+    raise ValueError(f"model.strictly_causal must be True or False, got {model.strictly_causal!r}.")
   if model.attention not in ATTENTIONS:
     raise ValueError(f"model.attention={model.attention!r} is unknown; use one of {ATTENTIONS}.")
   if model.dtype not in DTYPES:

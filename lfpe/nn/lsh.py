@@ -22,7 +22,12 @@ two chunks gives dense attention to float precision:
 
 Causality: under causal attention a query never attends to a later position and gets no
 gradient from one, but which earlier keys share its chunk depends on every position's bucket,
-later ones included (the sort), as in Reformer.
+later ones included (the sort), as in the Reformer paper and trax: the output at t can change
+when the inputs after t change, so a teacher-forced likelihood is not exactly autoregressive.
+`strictly_causal=True` fixes this at no cost in memory: a query sees only the `chunk_len`
+sorted positions before it (a sliding window in the (bucket, position) order, always inside
+its chunk and the one before), i.e. the latest `chunk_len` earlier members of its bucket, a
+set fixed by the positions <= t alone.
 """
 
 from __future__ import annotations
@@ -91,7 +96,16 @@ def full_self_attention(
   return out.transpose(0, 2, 1, 3)
 
 
-def _check_lsh(chunk_len: int, n_buckets: int, n_hashes: int, where: str) -> None:
+def _check_lsh(
+  chunk_len: int,
+  n_buckets: int,
+  n_hashes: int,
+  where: str,
+  causal: bool = True,
+  strictly_causal: bool = False,
+) -> None:
+  if strictly_causal and not causal:
+    raise ValueError(f"{where}: strictly_causal=True needs causal=True; set one of them.")
   if n_buckets < 1 or (n_buckets > 1 and n_buckets % 2):
     raise ValueError(
       f"{where}: n_buckets={n_buckets} must be 1 (one bucket) or even (angular LSH takes "
@@ -128,14 +142,17 @@ def lsh_self_attention(
   n_hashes: int,
   causal: bool = True,
   mask: Array | None = None,
+  strictly_causal: bool = False,
 ) -> Array:
   """Reformer's LSH self-attention (module docstring) `[B, L, H, d]`.
 
   `qk`, `v`: `[B, L, H, d]`; `key`: the PRNG key of the rotations; `mask`: `[B, L]`, True =
   valid token. `L` is padded up to a multiple of `chunk_len` inside; the padding sorts after
-  every bucket, is never attended to, and is cropped from the output.
+  every bucket, is never attended to, and is cropped from the output. `strictly_causal`
+  (needs `causal`): the sliding window of the module docstring instead of the paper's chunk
+  pairs, so that the output at t does not depend on the inputs after t.
   """
-  _check_lsh(chunk_len, n_buckets, n_hashes, "lsh_self_attention")
+  _check_lsh(chunk_len, n_buckets, n_hashes, "lsh_self_attention", causal, strictly_causal)
   b, length, _, _ = qk.shape
   padded = -(-length // chunk_len) * chunk_len
   num_chunks, pad = padded // chunk_len, padded - length
@@ -164,6 +181,10 @@ def lsh_self_attention(
   allowed = (q_bucket[..., :, None] == k_bucket[..., None, :]) & k_valid[..., None, :]
   if causal:
     allowed = allowed & (k_pos[..., None, :] <= q_pos[..., :, None])
+  if strictly_causal:  # keys at most `chunk_len` sorted places back
+    q_index = jnp.arange(padded).reshape(num_chunks, chunk_len)
+    k_index = look_back(q_index[None, None, None])[0, 0, 0]  # chunk 0: the last one's
+    allowed = allowed & ((q_index[:, :, None] - k_index[:, None, :]) % padded <= chunk_len)
   is_self = k_pos[..., None, :] == q_pos[..., :, None]
   q, k, vs = chunk(sort(qk)), look_back(chunk(sort(_unit(qk)))), look_back(chunk(sort(v)))
   out, lse = _attend(q, k, vs, allowed, is_self)  # [B, H, R, chunks, chunk_len, (d)]
@@ -185,6 +206,8 @@ class CausalSelfAttention(nn.Module):
       (shared QK, dense) or 'full' (separate q and k, dense).
     chunk_len, n_buckets, n_hashes: the LSH settings (`lsh_self_attention`).
     causal: whether a position may only attend to positions <= its own.
+    strictly_causal: LSH only: the sliding window that keeps the output at t independent of
+      the inputs after t (`lsh_self_attention`); dense attention is strictly causal anyway.
     dropout: dropout rate on the output (after the output projection).
     dtype: compute dtype of the projections (e.g. bfloat16); the softmax runs in float32.
 
@@ -198,6 +221,7 @@ class CausalSelfAttention(nn.Module):
   n_buckets: int = 8
   n_hashes: int = 2
   causal: bool = True
+  strictly_causal: bool = False
   dropout: float = 0.0
   dtype: jnp.dtype | None = None
 
@@ -215,7 +239,14 @@ class CausalSelfAttention(nn.Module):
       raise ValueError(
         f"CausalSelfAttention: attention={self.attention!r} is unknown; use one of {ATTENTIONS}."
       )
-    _check_lsh(self.chunk_len, self.n_buckets, self.n_hashes, "CausalSelfAttention")
+    _check_lsh(
+      self.chunk_len,
+      self.n_buckets,
+      self.n_hashes,
+      "CausalSelfAttention",
+      self.causal,
+      self.strictly_causal,
+    )
     if width % self.num_heads:
       raise ValueError(
         f"CausalSelfAttention: the input width {width} must be a multiple of num_heads="
@@ -259,6 +290,7 @@ class CausalSelfAttention(nn.Module):
         n_hashes=self.n_hashes,
         causal=self.causal,
         mask=mask,
+        strictly_causal=self.strictly_causal,
       )
     out = nn.DenseGeneral(
       features=width,

@@ -14,7 +14,8 @@ from lfpe.nn.lsh import CausalSelfAttention, full_self_attention, lsh_self_atten
 
 B, H, HD = 2, 2, 4
 _jit_lsh = jax.jit(
-  lsh_self_attention, static_argnames=("chunk_len", "n_buckets", "n_hashes", "causal")
+  lsh_self_attention,
+  static_argnames=("chunk_len", "n_buckets", "n_hashes", "causal", "strictly_causal"),
 )
 
 
@@ -94,11 +95,12 @@ def test_same_key_same_output_other_key_other_output():
   assert np.abs(_lsh(qk, v, seed=0) - _lsh(qk, v, seed=1)).max() > 1e-3
 
 
-def _numpy_lsh(qk, v, rotations, chunk_len, causal):
+def _numpy_lsh(qk, v, rotations, chunk_len, causal, strictly_causal=False):
   """One batch element, one hash round, straight from the definition: `[L, H, d]`.
 
   Query i sees key j iff j shares its bucket, sits in i's chunk or the one before it in the
-  (bucket, position) order, j <= i if causal, and j != i; itself if it sees nothing else.
+  (bucket, position) order (strictly causal: is one of the `chunk_len` bucket-mates before
+  i), j <= i if causal, and j != i; itself if it sees nothing else.
   Returns the output and how many queries lost keys of their bucket to the chunking.
   """
   length, heads, d = qk.shape
@@ -115,7 +117,10 @@ def _numpy_lsh(qk, v, rotations, chunk_len, causal):
       mates = [j for j in range(length) if bucket[j] == bucket[i] and j != i]
       mates = [j for j in mates if j <= i or not causal]
       window = (chunk[i], (chunk[i] - 1) % num_chunks)
-      keys = [j for j in mates if chunk[j] in window] or [i]
+      keys = [j for j in mates if chunk[j] in window]
+      if strictly_causal:
+        keys = mates[-chunk_len:]
+      keys = keys or [i]
       cut += len(keys) < len(mates)
       logits = np.array([qk[i, h] @ unit[j] for j in keys]) / np.sqrt(d)
       w = np.exp(logits - logits.max())
@@ -123,22 +128,50 @@ def _numpy_lsh(qk, v, rotations, chunk_len, causal):
   return out, cut
 
 
-@pytest.mark.parametrize("causal", [True, False])
-def test_matches_numpy_reference_built_from_buckets(causal):
+@pytest.mark.parametrize("causal, strict", [(True, False), (False, False), (True, True)])
+def test_matches_numpy_reference_built_from_buckets(causal, strict):
   length, chunk_len, n_buckets = 12, 4, 2
   qk, v = _qkv(length, seed=5)
   key = jax.random.key(3)
   out = lsh_self_attention(
-    qk, v, key, chunk_len=chunk_len, n_buckets=n_buckets, n_hashes=1, causal=causal
+    qk,
+    v,
+    key,
+    chunk_len=chunk_len,
+    n_buckets=n_buckets,
+    n_hashes=1,
+    causal=causal,
+    strictly_causal=strict,
   )
   rotations = np.asarray(lsh_lib._rotations(key, H, HD, n_buckets, 1), np.float64)
   qk64, v64 = np.asarray(qk, np.float64), np.asarray(v, np.float64)
   total_cut = 0
   for b in range(B):
-    ref, cut = _numpy_lsh(qk64[b], v64[b], rotations, chunk_len, causal)
+    ref, cut = _numpy_lsh(qk64[b], v64[b], rotations, chunk_len, causal, strict)
     np.testing.assert_allclose(out[b], ref, atol=1e-5)
     total_cut += cut
   assert total_cut > 0  # the chunking, not only the buckets, shaped some key sets
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_later_inputs_change_earlier_outputs_only_without_strict_causality(strict):
+  """Values after t never reach t; later qk move earlier outputs through the chunking
+  (Reformer's property), unless the window is strictly causal."""
+  length, t = 37, 20
+  qk, v = _qkv(length, seed=9)
+  noise_qk, noise_v = _qkv(length, seed=10)
+  later = (jnp.arange(length) > t)[None, :, None, None]
+  run = lambda qk, v: _lsh(qk, v, chunk_len=4, n_buckets=4, n_hashes=2, strictly_causal=strict)
+  base = run(qk, v)[:, : t + 1]
+  np.testing.assert_allclose(run(qk, jnp.where(later, noise_v, v))[:, : t + 1], base, atol=1e-6)
+  moved = np.abs(run(jnp.where(later, noise_qk, qk), v)[:, : t + 1] - base).max()
+  assert (moved < 1e-6) if strict else (moved > 1e-3)
+
+
+def test_strictly_causal_needs_causal():
+  qk, v = _qkv(8)
+  with pytest.raises(ValueError, match="strictly_causal=True needs causal=True"):
+    _lsh(qk, v, causal=False, strictly_causal=True)
 
 
 def test_dense_separate_qk_is_causal_softmax_attention():
