@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 
-from lfpe.data import base, crops, detection_ops, digits, redgreen, screens, shapes
+from lfpe.data import base, crops, detection_ops, digits, redgreen, screens, shapes, widget_caption
 from lfpe.errors import DatasetMissingError
 
 _BUILD = (
@@ -62,6 +62,7 @@ _CATALOG = (
   ),
 )
 _LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS, *screens.SPECS)
+_LOCAL += (widget_caption.SPEC,)  # built offline from a manual download (its message if missing)
 
 DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}
 # Detection datasets (`data.detection` by default), with the sizes and most objects they hold.
@@ -90,10 +91,11 @@ def prepared_version(name: str, data_dir: str) -> str | None:
 def prepare(name: str, data_dir: str) -> str:
   """Makes `name` readable from `data_dir`; returns the prepared version.
 
-  Local datasets are built when missing (idempotent: an existing build is reused). Catalog
-  datasets raise DatasetMissingError (a FileNotFoundError) with the commands that prepare
-  them. Several processes sharing one `data_dir` should call this on one process first (or
-  use per-host dirs).
+  Local datasets are built when missing (idempotent: an existing build is reused;
+  `widget_caption` is built from a manual download, and raises DatasetMissingError saying
+  where to put it when that is missing). Catalog datasets raise DatasetMissingError (a
+  FileNotFoundError) with the commands that prepare them. Several processes sharing one
+  `data_dir` should call this on one process first (or use per-host dirs).
   """
   spec = get_spec(name)
   if spec.builder is not None:

@@ -1,12 +1,16 @@
 """Widget captioning (002 Sec. 4.4, Tables 3-4): teacher-forced cross-entropy, caption metrics.
 
-Batches (`layout_screens`, lfpe.data.screens) hold per example a screen's objects (`boxes
-[N, 4]` bins, `types [N]`, `texts [N, K]`, `num_objects`), the `target` row and `captions
-[R, L]` (R references, `<bos> words <eos>` then padding 0); eval batches also `unseen` and
-`mask` (real rows). The model (`config.model_name='layout'`, lfpe.models.layout) gets its
+Batches (`layout_screens`, lfpe.data.screens, or `widget_caption`, lfpe.data.widget_caption:
+the same features) hold per example a screen's objects (`boxes [N, 4]` bins, `types [N]`,
+`texts [N, K]`, `num_objects`), the `target` row and `captions [R, L]` (R references, `<bos>
+words <eos>` then padding 0; an all-padding row is no reference); eval batches also `unseen`
+and `mask` (real rows). The model (`config.model_name='layout'`, lfpe.models.layout) gets its
 vocabularies from the data: `caption_vocab` is the dataset's `num_classes` (unless
 `config.model.caption_vocab` asks for more, e.g. 002's 10,000), the text and type
-vocabularies are those of lfpe.data.screens.
+vocabularies are those of lfpe.data.screens (`widget_caption`: its types, and texts in the
+caption vocabulary). Captions are decoded for the metrics with the vocabulary of the dataset
+`data_name` in `data_dir` (a `widget_caption` build's; lfpe.data.screens' otherwise), which
+configs link to `config.data` (`config.data.get_ref('name')`).
 
 Training: every reference is a sequence (inputs `captions[:, r, :-1]`, targets
 `captions[:, r, 1:]`, the screen encoded once for its R references); cross-entropy masked on
@@ -33,6 +37,7 @@ import numpy as np
 
 MODELS = ("layout",)
 FIELDS = ("boxes", "types", "texts", "num_objects", "target", "captions")
+DATASETS = ("layout_screens/", "widget_caption/")  # the screen datasets (name prefixes)
 METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr")
 
 
@@ -50,23 +55,36 @@ class Captioning:
 
   beam_size: 1 decodes greedily; more runs beam search with `length_penalty` (GNMT's α).
   meteor: also score METEOR (needs `java`).
+  data_name, data_dir: the dataset whose vocabulary decodes captions (module doc); must be
+    `config.data`'s for `widget_caption` (its vocabulary is built with the data).
   """
 
   beam_size: int = 1
   length_penalty: float = 0.6
   meteor: bool = False
+  data_name: str = ""
+  data_dir: str = ""
 
   def data_sizes(self, config: Any) -> dict[str, int]:
     """Vocabulary sizes and coordinate bins of `config.data` (`config.model` may raise them)."""
-    from lfpe.data import get_spec, screens  # noqa: PLC0415 (tasks importable without data)
+    from lfpe.data import get_spec, screens, widget_caption  # noqa: PLC0415 (tasks need no data)
 
     spec = get_spec(config.data.name)
+    widget = spec.name.startswith("widget_caption/")
     return dict(
       caption_vocab=spec.num_classes,
-      text_vocab=len(screens.TEXT_VOCAB),
-      num_types=len(screens.TYPES),
+      text_vocab=spec.num_classes if widget else len(screens.TEXT_VOCAB),
+      num_types=len(widget_caption.TYPES if widget else screens.TYPES),
       bins=screens.BINS,
     )
+
+  def vocabulary(self) -> tuple[str, ...]:
+    """The words of the caption ids (`data_name`'s; lfpe.data.screens' by default)."""
+    from lfpe.data import screens, widget_caption  # noqa: PLC0415
+
+    if self.data_name.startswith("widget_caption/"):
+      return widget_caption.vocabulary(self.data_name, self.data_dir)
+    return screens.CAPTION_VOCAB
 
   def validate(self, config: Any) -> None:
     """The task's fields, the dataset, and vocabularies at least the data's."""
@@ -92,10 +110,18 @@ class Captioning:
         f"config.model_name={config.model_name!r} is not a captioning model; use one of {MODELS}."
       )
     spec = get_spec(config.data.name)
-    if not spec.name.startswith("layout_screens/") or set(FIELDS) - set(spec.fields):
+    if not spec.name.startswith(DATASETS) or set(FIELDS) - set(spec.fields):
       raise ValueError(
         f"config.data.name={spec.name!r}: captioning reads screens with the vocabularies of "
-        "lfpe.data.screens; use 'layout_screens/full' or 'layout_screens/small'."
+        "lfpe.data.screens or lfpe.data.widget_caption; use 'layout_screens/full', "
+        "'layout_screens/small' or 'widget_caption/full'."
+      )
+    data = (config.data.name, config.data.data_dir)
+    if spec.name.startswith("widget_caption/") and (self.data_name, self.data_dir) != data:
+      raise ValueError(
+        f"config.task.data_name / data_dir = {(self.data_name, self.data_dir)!r} must be "
+        f"config.data's {data!r}: captions are decoded with that build's vocabulary; link them "
+        "with config.task.data_name = config.data.get_ref('name') (and 'data_dir')."
       )
     for key, size in self.data_sizes(config).items():
       value = config.model.get(key, size)
@@ -173,15 +199,16 @@ class Captioning:
     from lfpe.tasks import caption_metrics  # noqa: PLC0415 (pycocoevalcap)
 
     keep = np.asarray(sums["mask"], bool)
-    vocab = screens.CAPTION_VOCAB
+    vocab = self.vocabulary()
 
     def text(ids) -> str:
       ids = np.where(np.asarray(ids) < len(vocab), ids, screens.UNK)  # a larger model vocab
       return caption_metrics.decode_tokens(ids, vocab, screens.EOS, screens.PAD, screens.BOS)
 
     candidates = {i: text(p) for i, p in enumerate(np.asarray(sums["predictions"])[keep])}
-    references = {
-      i: [text(r) for r in refs] for i, refs in enumerate(np.asarray(sums["references"])[keep])
+    references = {  # all-padding rows (widget_caption nodes with fewer captions) are none
+      i: [text(r) for r in refs if r[0] != screens.PAD]
+      for i, refs in enumerate(np.asarray(sums["references"])[keep])
     }
     unseen = np.asarray(sums["unseen"])[keep].astype(bool)
     tokens = max(float(sums["tokens"]), 1.0)

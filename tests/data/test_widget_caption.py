@@ -1,0 +1,335 @@
+"""widget_caption: RICO trees and Li et al.'s captions as layout_screens-like examples."""
+
+import collections
+import csv
+import dataclasses
+import importlib.util
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from lfpe import data as data_lib
+from lfpe import tasks
+from lfpe.data import builders
+from lfpe.data import screens as sc
+from lfpe.data import widget_caption as wc
+from lfpe.errors import DatasetMissingError
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+VIEW = ["android.view.View", "java.lang.Object"]
+GROUP = ["android.view.ViewGroup", *VIEW]
+
+
+def _node(cls, bounds, ancestors=VIEW, children=None, **attrs):
+  node = {"class": cls, "ancestors": ancestors, "bounds": bounds, "clickable": False, **attrs}
+  node.update({"visibility": "visible", "visible-to-user": True})
+  return node if children is None else {**node, "children": children}
+
+
+def _screen(*children):
+  decor = "com.android.internal.policy.PhoneWindow$DecorView"
+  root = _node(decor, [0, 0, 1440, 2560], ["android.widget.FrameLayout", *GROUP], list(children))
+  return {"activity_name": "com.app/.Main", "activity": {"root": root}}
+
+
+SCREENS = {
+  "101": _screen(  # train
+    _node(
+      "android.widget.LinearLayout",
+      [0, 84, 1440, 252],
+      GROUP,
+      [
+        _node(
+          "android.widget.ImageButton", [0, 84, 168, 252], **{"resource-id": "a:id/backButton"}
+        ),
+        _node("android.widget.TextView", [200, 120, 700, 220], text="Settings!"),
+      ],
+    ),
+    None,  # a null child keeps its index: the next one is 0.2
+    _node(
+      "android.support.v7.widget.AppCompatImageView",
+      [1180, 2300, 1500, 2600],  # beyond the screen: clipped
+      ["android.widget.ImageView", *VIEW],
+      **{"content-desc": ["", "Profile photo"]},
+    ),
+  ),
+  "102": _screen(  # train
+    _node(
+      "android.widget.Switch",
+      [1180, 400, 1400, 500],
+      text="",
+      **{"resource-id": "a:id/wifi_switch"},
+    ),
+    _node("android.widget.CheckBox", [60, 600, 700, 700], **{"content-desc": "Remember me"}),
+    _node(
+      "com.foo.CustomWidget",
+      [0, 800, 1440, 900],
+      ["com.foo.Base", "java.lang.Object"],
+      text="Hello",
+    ),
+  ),
+  "103": _screen(_node("android.widget.Button", [100, 2000, 700, 2200], text="Send")),  # dev
+  "104": _screen(  # test
+    _node(
+      "android.support.design.widget.FloatingActionButton",
+      [1180, 2200, 1400, 2400],
+      ["android.widget.ImageButton", "android.widget.ImageView", *VIEW],
+    ),
+    _node("android.widget.ImageButton", [0, 84, 168, 252]),
+  ),
+}
+LONG = "tap here to open the profile of the user in a new window"  # 13 words
+CAPTIONS = [
+  ("101", "0.0.0", "Go back|Navigate to the previous page.|Back!"),
+  ("101", "0.2", "open profile|Profile picture|" + LONG),
+  ("102", "0.0", "turn on wifi"),
+  ("102", "0.9", "ghost"),  # no such node
+  ("102", "0.1", "!!!"),  # no word
+  ("103", "0.0", "send message|Back"),
+  ("104", "0.0", "add new item|add item"),
+  ("104", "0.1", "go back|previous"),
+  ("105", "0.0", "no json"),  # test screen without combined/105.json
+]  # fmt: skip
+# round(99 * (y1 / 2560, x1 / 1440, y2 / 2560, x2 / 1440)) of screen 101's nodes, clipped first
+BOXES_101 = [[0, 0, 99, 99], [3, 0, 10, 99], [3, 0, 10, 12], [5, 14, 9, 48], [89, 81, 99, 99]]
+SPLITS = {"train": ["101", "102"], "dev": ["103"], "test": ["104", "105"]}
+
+
+def write_manual(root):
+  """The download layout: widget_captions.csv, split/*.txt, combined/<id>.json."""
+  os.makedirs(os.path.join(root, "split"))
+  os.makedirs(os.path.join(root, "combined"))
+  with open(os.path.join(root, "widget_captions.csv"), "w", newline="") as f:
+    writer = csv.writer(f)
+    writer.writerow(["screenId", "nodeId", "captions"])
+    writer.writerows(CAPTIONS)
+  for name, ids in SPLITS.items():
+    with open(os.path.join(root, "split", f"{name}.txt"), "w") as f:
+      f.write("\n".join(ids) + "\n")
+  for screen_id, screen in SCREENS.items():
+    with open(os.path.join(root, "combined", f"{screen_id}.json"), "w") as f:
+      json.dump(screen, f)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  """A data_dir with the manual download and `widget_caption/full` built from it."""
+  data_dir = str(tmp_path_factory.mktemp("tfds"))
+  write_manual(os.path.join(data_dir, "downloads", "manual", "widget_caption"))
+  data_lib.prepare("widget_caption/full", data_dir)
+  return data_dir
+
+
+def _split(data_dir, split, name="widget_caption/full"):
+  source = tfds.data_source(name, split=split, data_dir=data_dir)
+  rows = sorted(
+    (source[i] for i in range(len(source))), key=lambda r: (r["screen_id"], r["target"])
+  )
+  return {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+
+
+def _ids(vocab, words):
+  ids = [sc.BOS, *(vocab.index(w) for w in words.split()), sc.EOS]
+  return ids + [sc.PAD] * (sc.CAPTION_LEN - len(ids))
+
+
+def test_node_ids_boxes_and_types_follow_the_format():
+  nodes = wc.preorder(SCREENS["101"]["activity"]["root"])
+  assert [i for i, _ in nodes] == ["0", "0.0", "0.0.0", "0.0.1", "0.2"]
+  boxes = [wc.quantise(n["bounds"]).tolist() for _, n in nodes]
+  assert boxes == BOXES_101
+  types = [wc.TYPES[wc.node_type(n)] for _, n in nodes]
+  assert types == ["VIEW", "VIEW", "IMAGEBUTTON", "VIEW", "IMAGEVIEW"]  # class, else ancestors
+  more = [n for _, n in wc.preorder(SCREENS["102"]["activity"]["root"])[1:]]
+  more += [n for _, n in wc.preorder(SCREENS["104"]["activity"]["root"])[1:2]]
+  assert [wc.TYPES[wc.node_type(n)] for n in more] == [
+    "SWITCH",
+    "CHECKBOX",
+    "UNKNOWN",
+    "FLOATINGACTIONBUTTON",
+  ]
+  assert wc.preorder(None) == []
+
+
+def test_tokens_and_node_words():
+  assert wc.tokenize("Navigate to the previous page.") == "navigate to the previous page".split()
+  assert wc.tokenize("Don't   STOP, café!") == ["don", "t", "stop", "caf"]  # ASCII only
+  assert wc.tokenize("a " + "x" * 31) == ["a"]  # tokens over 30 characters are dropped
+  assert wc.resource_words("com.app:id/backButton") == ["back", "button"]
+  assert wc.resource_words("a:id/btn_send_URLField") == ["btn", "send", "url", "field"]
+  assert wc.resource_words(None) == []
+  nodes = dict(wc.preorder(SCREENS["101"]["activity"]["root"]))
+  assert wc.node_words(nodes["0.0.1"]) == ["settings"]  # text
+  assert wc.node_words(nodes["0.2"]) == ["profile", "photo"]  # content-desc list, "" skipped
+  assert wc.node_words(nodes["0.0.0"]) == ["back", "button"]  # resource-id
+  assert wc.node_words(nodes["0"]) == []
+
+
+def test_vocabulary_is_the_training_words_most_frequent_first(data_dir):
+  vocab = wc.vocabulary("widget_caption/full", data_dir)
+  assert vocab[:4] == wc.SPECIAL == ("<pad>", "<bos>", "<eos>", "<unk>")
+  # profile 4 (1 text, 3 captions), back 3 (1 resource-id, 2 captions), the 3, then 2s.
+  assert vocab[4:10] == ("profile", "back", "the", "open", "to", "wifi")
+  assert vocab[10:13] == ("a", "button", "go")  # then the 1s, alphabetical
+  assert len(vocab) == 4 + 28 and "send" not in vocab and "ghost" not in vocab  # train only
+  meta = json.load(open(os.path.join(data_dir, "widget_caption/full/1.0.0/metadata.json")))
+  assert meta["skipped"] == {
+    "train": {"nodes_not_in_tree": 1, "nodes_without_words": 1},
+    "validation": {},
+    "test": {"screens_without_json": 1},
+  }
+
+
+def test_examples_as_stored(data_dir):
+  vocab = wc.vocabulary("widget_caption/full", data_dir)
+  train = _split(data_dir, "train")
+  assert train["screen_id"].tolist() == [101, 101, 102] and not train["unseen"].any()
+  assert train["num_objects"].tolist() == [5, 5, 4] and train["target"].tolist() == [2, 4, 1]
+  assert train["types"][0].tolist() == [4, 4, 3, 4, 1] + [0] * 27
+  assert train["boxes"][0, :5].tolist() == BOXES_101
+  assert not train["boxes"][0, 5:].any() and not train["texts"][0, 5:].any()
+  back, button, settings = (vocab.index(w) for w in ("back", "button", "settings"))
+  assert train["texts"][0, :4].tolist() == [
+    [0] * 4,
+    [0] * 4,
+    [back, button, 0, 0],
+    [settings, 0, 0, 0],
+  ]
+  first = np.zeros((sc.NUM_REFS, sc.CAPTION_LEN), int)
+  for r, words in enumerate(["go back", "navigate to the previous page", "back"]):
+    first[r] = _ids(vocab, words)
+  np.testing.assert_array_equal(train["captions"][0], first)  # a zero row: only 3 captions
+  long = _ids(vocab, "tap here to open the profile of the user in")  # 10 words kept
+  assert train["captions"][1, 2].tolist() == long
+  assert train["captions"][2, 0].tolist() == _ids(vocab, "turn on wifi")
+  for split in ("train", "validation", "test"):
+    d = _split(data_dir, split)
+    for k, feature in wc.WidgetCaption(data_dir=data_dir).info.features.items():
+      assert d[k].shape[1:] == feature.shape and d[k].dtype.kind == "i"  # scalars: ints
+  dev = _split(data_dir, "validation")  # "send" is not a training word: <unk> in texts
+  assert dev["texts"][0, 1, 0] == sc.UNK and dev["captions"][0, 0].tolist() == _ids(vocab, "back")
+  assert dev["captions"][0, 1:].sum() == 0  # "send message" has no word left
+
+
+def test_features_are_those_of_layout_screens(tmp_path):
+  ours = wc.WidgetCaption(data_dir=str(tmp_path)).info.features
+  theirs = sc.LayoutScreens(config="small", data_dir=str(tmp_path)).info.features
+  assert list(ours) == list(theirs) == list(wc.SPEC.fields)
+  for k in ours:
+    assert (ours[k].shape, ours[k].np_dtype) == (theirs[k].shape, theirs[k].np_dtype)
+  assert (wc.SPEC.num_classes, len(wc.TYPES)) == (10_000, 12)
+
+
+def test_unseen_is_a_target_bin_no_training_target_has(data_dir):
+  test = _split(data_dir, "test")
+  target = test["boxes"][np.arange(2), test["target"]]
+  # the fab's top (85) is no training target's top; the back button's box is one's.
+  assert target.tolist() == [[85, 81, 93, 96], [3, 0, 10, 12]]
+  assert test["unseen"].tolist() == [1, 0]
+  vocab = wc.vocabulary("widget_caption/full", data_dir)
+  assert test["captions"][0, 0].tolist() == _ids(vocab, "new")  # "add", "item": unknown
+  refs = [_ids(vocab, "go back"), _ids(vocab, "previous"), [0] * 12, [0] * 12]
+  assert test["captions"][1].tolist() == refs
+
+
+def test_large_screens_keep_the_target_and_the_first_objects():
+  n = 40
+  screen = wc.Screen(
+    7,
+    np.tile(np.arange(n)[:, None], (1, 4)).astype(np.int32),
+    np.full(n, 4, np.int32),
+    [[] for _ in range(n)],
+    {35: [["x"]]},
+  )
+  example = wc.encode(screen, 35, {"x": 4}, collections.Counter())
+  assert example["num_objects"] == 32 and example["target"] == 31
+  assert example["boxes"][:, 0].tolist() == [*range(31), 35]
+  assert example["captions"][0, :3].tolist() == [sc.BOS, 4, sc.EOS]
+
+
+def test_vocabulary_size_comes_from_the_builder_config(tmp_path):
+  write_manual(str(tmp_path / "downloads" / "manual" / "widget_caption"))
+  cfg = wc.WidgetCaptionConfig(name="tiny", vocab_size=6)
+  wc.WidgetCaption(config=cfg, data_dir=str(tmp_path)).download_and_prepare()
+  vocab = wc.vocabulary("widget_caption/tiny", str(tmp_path))
+  assert vocab == (*wc.SPECIAL, "profile", "back")
+  train = _split(str(tmp_path), "train", "widget_caption/tiny")
+  assert train["screen_id"].tolist() == [101, 101]  # "turn on wifi" has no word left
+  assert train["captions"][0, :2, :3].tolist() == [[sc.BOS, 5, sc.EOS]] * 2  # go back, back
+  assert train["texts"][0, 3, 0] == sc.UNK  # "settings"
+
+
+def test_missing_download_says_where_to_get_it_and_put_it(tmp_path):
+  with pytest.raises(DatasetMissingError) as info:
+    data_lib.prepare("widget_caption/full", str(tmp_path))
+  message = str(info.value)
+  root = os.path.join(str(tmp_path), "downloads", "manual", "widget_caption")
+  for part in (root, "github.com/google-research-datasets/widget-caption", "combined/", "split/"):
+    assert part in message
+  assert "interactionmining.org/rico" in message and "widget_captions.csv" in message
+  assert builders.prepared_version("widget_caption/full", str(tmp_path)) is None
+  with pytest.raises(DatasetMissingError, match="metadata.json"):
+    wc.vocabulary("widget_caption/full", str(tmp_path / "nothing"))
+
+
+def _config_module():
+  path = os.path.join(ROOT, "configs", "widget_caption.py")
+  spec = importlib.util.spec_from_file_location("widget_caption_config", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _config_small():
+  return _config_module().get_config("small=1")  # CI: the synthetic screens
+
+
+def _widget_config(data_dir):
+  config = _config_module().get_config("posemb=fourier")
+  config.unlock()
+  config.data.data_dir = data_dir  # the task's data_dir follows (a reference)
+  config.model.update(width=32, num_heads=2, mlp_dim=64, encoder_depth=1, decoder_depth=1)
+  config.task.update(beam_size=2, meteor=False)
+  return config
+
+
+def test_the_layout_captioner_trains_and_evaluates_on_it(data_dir):
+  config = _widget_config(data_dir)
+  assert (config.data.name, config.task.data_dir) == ("widget_caption/full", data_dir)
+  task = tasks.get(config.task)
+  task.validate(config)
+  model = task.create_model(config)
+  assert (model.caption_vocab, model.text_vocab, model.num_types, model.bins) == (
+    10_000,
+    10_000,
+    12,
+    100,
+  )
+  mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
+  loader = data_lib.make_loader(config.data, global_batch_size=2, seed=0, train=False, mesh=mesh)
+  batch = next(iter(loader))  # the test split: two examples
+  variables = task.init_variables(model, jax.random.key(0), batch)
+  outputs = task.forward(model, variables, batch, train=True, rng=jax.random.key(1))
+  loss, _ = task.loss(outputs, batch)
+  assert np.isfinite(float(loss)) and float(loss) > 0
+  sums = jax.device_get(
+    task.eval_sums(task.forward(model, variables, batch, train=False, rng=None), batch)
+  )
+  for k in ("nll", "hits", "tokens", "count"):
+    sums[k] = float(sums[k])
+  metrics = task.finalize(sums)
+  assert (metrics["count"], metrics["count_unseen"]) == (2, 1)
+  assert np.isfinite(metrics["CIDEr"]) and np.isfinite(metrics["CIDEr_unseen"])
+
+
+def test_task_needs_the_datas_vocabulary(data_dir):
+  config = _widget_config(data_dir)
+  task = tasks.get(config.task)
+  assert task.vocabulary() == wc.vocabulary("widget_caption/full", data_dir)
+  with pytest.raises(ValueError, match="config.task.data_name"):
+    dataclasses.replace(task, data_dir="/elsewhere").validate(config)
+  assert tasks.get(_config_small().task).vocabulary() == sc.CAPTION_VOCAB
