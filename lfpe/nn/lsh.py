@@ -32,6 +32,8 @@ set fixed by the positions <= t alone.
 
 from __future__ import annotations
 
+from functools import partial
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -155,16 +157,42 @@ def lsh_self_attention(
   _check_lsh(chunk_len, n_buckets, n_hashes, "lsh_self_attention", causal, strictly_causal)
   b, length, _, _ = qk.shape
   padded = -(-length // chunk_len) * chunk_len
-  num_chunks, pad = padded // chunk_len, padded - length
+  pad = padded - length
   valid = jnp.ones((b, length), bool) if mask is None else mask.astype(bool)
   valid = jnp.pad(valid, ((0, 0), (0, pad)))[:, None, None, :]  # [B, 1, 1, Lp]
   buckets = _hash(qk, key, n_buckets, n_hashes)  # [B, H, R, L]
   buckets = jnp.pad(buckets, ((0, 0),) * 3 + ((0, pad),), constant_values=n_buckets)
+  qk, v = (jnp.pad(x, ((0, 0), (0, pad), (0, 0), (0, 0))) for x in (qk, v))
+  # One hash round at a time, recomputed in the backward pass: memory of one round's chunks.
+  attend = jax.checkpoint(
+    partial(_attend_rounds, chunk_len=chunk_len, causal=causal, strictly_causal=strictly_causal)
+  )
+  out, lse = jax.lax.map(lambda r: attend(qk, v, valid, r[:, :, None]), jnp.moveaxis(buckets, 2, 0))
+  out, lse = jnp.moveaxis(out[:, :, :, 0], 0, 2), jnp.moveaxis(lse[:, :, :, 0], 0, 2)
+  weights = jax.nn.softmax(lse, axis=2)[..., None].astype(out.dtype)  # over the rounds
+  out = jnp.sum(weights * out, axis=2)  # [B, H, Lp, d]
+  return out.transpose(0, 2, 1, 3)[:, :length]
+
+
+def _attend_rounds(
+  qk: Array,
+  v: Array,
+  valid: Array,
+  buckets: Array,
+  *,
+  chunk_len: int,
+  causal: bool,
+  strictly_causal: bool,
+) -> tuple[Array, Array]:
+  """Steps 2-3 of the module docstring for padded `qk`, `v` `[B, Lp, H, d]`, `valid`
+  `[B, 1, 1, Lp]` and `buckets` `[B, H, R, Lp]`: `(out [B, H, R, Lp, d], lse [B, H, R, Lp])`
+  of every round, back in position order."""
+  padded = qk.shape[1]
+  num_chunks = padded // chunk_len
   order = jnp.argsort(buckets * padded + jnp.arange(padded), axis=-1, stable=True)
 
   def sort(x: Array) -> Array:  # [B, Lp, H, d] -> [B, H, R, Lp, d], sorted per round
-    x = jnp.pad(x, ((0, 0), (0, pad), (0, 0), (0, 0))).transpose(0, 2, 1, 3)[:, :, None]
-    return jnp.take_along_axis(x, order[..., None], axis=3)
+    return jnp.take_along_axis(x.transpose(0, 2, 1, 3)[:, :, None], order[..., None], axis=3)
 
   def chunk(x: Array) -> Array:  # [B, H, R, Lp, ...] -> [B, H, R, chunks, chunk_len, ...]
     return x.reshape(*x.shape[:3], num_chunks, chunk_len, *x.shape[4:])
@@ -191,10 +219,7 @@ def lsh_self_attention(
 
   undo = jnp.argsort(order, axis=-1)  # [B, H, R, Lp]
   out = jnp.take_along_axis(out.reshape(*order.shape, -1), undo[..., None], axis=3)
-  lse = jnp.take_along_axis(lse.reshape(order.shape), undo, axis=-1)
-  weights = jax.nn.softmax(lse, axis=2)[..., None].astype(out.dtype)  # over the rounds
-  out = jnp.sum(weights * out, axis=2)  # [B, H, Lp, d]
-  return out.transpose(0, 2, 1, 3)[:, :length]
+  return out, jnp.take_along_axis(lse.reshape(order.shape), undo, axis=-1)
 
 
 class CausalSelfAttention(nn.Module):
