@@ -201,6 +201,22 @@ def render(example: dict, height: int = 320) -> PIL.Image.Image:
   return image
 
 
+def features(*, screen_id: str, unseen: str) -> dict:
+  """The TFDS features of a screen dataset (`widget_caption` has the same); `screen_id` and
+  `unseen` document what those two mean there."""
+  ints = lambda *shape: tfds.features.Tensor(shape=shape, dtype=np.int32)
+  return {
+    "screen_id": tfds.features.Scalar(np.int64, doc=screen_id),
+    "boxes": ints(MAX_OBJECTS, 4),
+    "types": ints(MAX_OBJECTS),
+    "texts": ints(MAX_OBJECTS, MAX_TEXT),
+    "num_objects": tfds.features.Scalar(np.int32, doc="Real objects (the first rows)."),
+    "target": tfds.features.Scalar(np.int32, doc="Row of the object to caption."),
+    "captions": ints(NUM_REFS, CAPTION_LEN),
+    "unseen": tfds.features.Scalar(np.int32, doc=unseen),
+  }
+
+
 class LayoutScreens(base.ArrayBuilder):
   """TFDS builder of the synthetic screens; one config per dataset size (module doc)."""
 
@@ -215,17 +231,9 @@ class LayoutScreens(base.ArrayBuilder):
   ]
 
   def _features(self):
-    ints = lambda *shape: tfds.features.Tensor(shape=shape, dtype=np.int32)
-    return {
-      "screen_id": tfds.features.Scalar(np.int64, doc="Row in generation order."),
-      "boxes": ints(MAX_OBJECTS, 4),
-      "types": ints(MAX_OBJECTS),
-      "texts": ints(MAX_OBJECTS, MAX_TEXT),
-      "num_objects": tfds.features.Scalar(np.int32, doc="Real objects (the first rows)."),
-      "target": tfds.features.Scalar(np.int32, doc="Row of the object to caption."),
-      "captions": ints(NUM_REFS, CAPTION_LEN),
-      "unseen": tfds.features.Scalar(np.int32, doc="Target has a held-out coordinate."),
-    }
+    return features(
+      screen_id="Row in generation order.", unseen="Target has a held-out coordinate."
+    )
 
   def _load_arrays(self):
     return {split: generate(self.builder_config, split) for split in SPLITS}

@@ -51,7 +51,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from absl import logging
 
-from lfpe.data import base
+from lfpe.data import base, screens
 from lfpe.data.screen_layouts import MAX_OBJECTS
 from lfpe.data.screens import BINS, BOS, CAPTION_LEN, EOS, MAX_TEXT, NUM_REFS, PAD, UNK
 from lfpe.errors import DatasetMissingError
@@ -269,17 +269,7 @@ class WidgetCaption(base.ArrayBuilder):
     )
 
   def _features(self):
-    ints = lambda *shape: tfds.features.Tensor(shape=shape, dtype=np.int32)
-    return {
-      "screen_id": tfds.features.Scalar(np.int64, doc="RICO screen id."),
-      "boxes": ints(MAX_OBJECTS, 4),
-      "types": ints(MAX_OBJECTS),
-      "texts": ints(MAX_OBJECTS, MAX_TEXT),
-      "num_objects": tfds.features.Scalar(np.int32, doc="Real objects (the first rows)."),
-      "target": tfds.features.Scalar(np.int32, doc="Row of the object to caption."),
-      "captions": ints(NUM_REFS, CAPTION_LEN),
-      "unseen": tfds.features.Scalar(np.int32, doc="Target has a bin no train target has."),
-    }
+    return screens.features(screen_id="RICO screen id.", unseen="A bin no train target has.")
 
   def _split_generators(self, dl_manager):
     try:
