@@ -9,7 +9,8 @@
    to the last), a query only to keys of its own bucket, at positions <= its own if causal;
 4. undo the sort; the rounds are weighted by the softmax over rounds of their log-sum-exp
    (each round's share of the total softmax mass).
-Memory is `O(L * 2 chunk_len)` per head and round, never `O(L²)`.
+Memory is `O(L * 2 chunk_len)` per head, never `O(L²)`: the rounds run one after another
+(`lax.map`) and each is recomputed in the backward pass (`jax.checkpoint`).
 
 Conventions shared with `full_self_attention(shared_qk=True)`, so that one bucket with at most
 two chunks gives dense attention to float precision:
