@@ -11,10 +11,10 @@ BLEU-1/2, ROUGE-L, CIDEr, and CIDEr on seen / unseen targets).
 
   python -m lfpe.main --config=configs/layout_synthetic.py:posemb=fourier --workdir=/tmp/lay
 
-Measured: about 7 steps/s on 2 CPU cores (AMD EPYC, batch 64), so 800 steps plus the final
-greedy decoding and scoring of the 2,000 test captions take about 2 minutes; a 300-step
-pilot already scores CIDEr 294 (the captions are templates), an untrained model about 1.
-The Table 3 / Table 4 runs and their record belong to experiments/layout.
+Expected (measured): about 7 steps/s on 2 CPU cores (AMD EPYC, batch 64), so 800 steps
+plus the final greedy decoding and scoring of the 2,000 test captions take 2.5-3 minutes;
+CIDEr about 300 (the captions are templates; an untrained model scores about 1). The
+Table 3 / Table 4 record (3 seeds per row) is in experiments/layout/README.md.
 
 Arguments: posemb=NAME (002 Table 3, `lfpe.models.layout.TABLE3`: `embed_nd` Embed-4D,
 `mlp`, `sine_nd` Sine-4D, `fourier_no_mlp`, `fixed_fourier_mlp`, `fourier`), groups=1|2|4
