@@ -187,7 +187,7 @@ def write(results: dict, checks: dict, image: np.ndarray, out: str) -> None:
   lines += [
     "p: two-sided Welch t-test of the row's CIDEr against Embed-4D's over seeds (as 002).",
     "SPICE (002 Table 3's last column) is not computed: it needs Stanford CoreNLP."
-    + ("" if "METEOR" in scored(results) else " Nor is METEOR (these runs had no java)."),
+    + ("" if "METEOR" in scored(results) else " Nor is METEOR (`--quick` skips it)."),
     "",
     "## 002 Table 4: CIDEr on seen and unseen positions (002 has three of these rows)",
     "",
