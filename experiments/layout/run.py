@@ -124,14 +124,9 @@ def main(argv: list[str] | None = None) -> dict:
       key = f"{slug(row)}/{seed}"
       if key not in results:
         results[key] = run_one(row, seed, args)
-      elif "METEOR" in results[key]["eval"] or args.quick:
-        continue
-      else:  # recorded before METEOR was scored: the trained model, scored again with it
-        config = load_config(row, seed, args)
-        results[key]["eval"] = trainer.evaluate(config, workdir(row, seed, args))
-      print(f"{row} seed {seed}: CIDEr {results[key]['eval']['CIDEr']:.1f}", flush=True)
-      with open(path, "w") as f:
-        json.dump(results, f, indent=1)
+        print(f"{row} seed {seed}: CIDEr {results[key]['eval']['CIDEr']:.1f}", flush=True)
+        with open(path, "w") as f:
+          json.dump(results, f, indent=1)
   example, image = example_caption(args)
   checks = {"embed_4d_held_out": embed_check(args), "example": example}
   with open(os.path.join(args.out, "checks.json"), "w") as f:

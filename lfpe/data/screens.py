@@ -91,13 +91,19 @@ CAPTION_WORDS = (
   "only", "rightmost", "for", "first", "second", "third", "fourth", "fifth", "sixth", "last",
 )  # fmt: skip
 # Captions copy screen words (labels, titles, button texts), so those are caption words too.
-CAPTION_VOCAB = ("<pad>", "<bos>", "<eos>", "<unk>", *dict.fromkeys(CAPTION_WORDS + TEXT_VOCAB[1:]))
-PAD, BOS, EOS, UNK = range(4)
+SPECIAL = ("<pad>", "<bos>", "<eos>", "<unk>")  # the first caption ids (also widget_caption's)
+CAPTION_VOCAB = (*SPECIAL, *dict.fromkeys(CAPTION_WORDS + TEXT_VOCAB[1:]))
+PAD, BOS, EOS, UNK = range(len(SPECIAL))
 _TEXT_ID = {w: i for i, w in enumerate(TEXT_VOCAB)}
 _CAPTION_ID = {w: i for i, w in enumerate(CAPTION_VOCAB)}
 _ALLOWED = np.setdiff1d(np.arange(BINS), HELD_OUT)
 # Training quantisation: each bin to the nearest allowed one, ties downwards (monotone).
 SNAP = _ALLOWED[np.abs(np.arange(BINS)[:, None] - _ALLOWED[None]).argmin(1)]
+
+
+def to_bins(coords) -> np.ndarray:
+  """Coordinates in [0, 1] (clipped) -> the nearest of the `BINS` bins, int32."""
+  return np.rint(np.clip(np.asarray(coords, np.float64), 0, 1) * (BINS - 1)).astype(np.int32)
 
 
 @dataclasses.dataclass(eq=False)
@@ -129,7 +135,7 @@ def sample_example(rng: np.random.Generator, train: bool) -> dict[str, np.ndarra
   order = rng.permutation(len(objects))  # stored order: random
   n = len(objects)
   boxes = np.zeros((MAX_OBJECTS, 4), np.int32)
-  boxes[:n] = np.rint(np.clip([objects[i].box for i in order], 0, 1) * (BINS - 1))
+  boxes[:n] = to_bins([objects[i].box for i in order])
   if train:
     boxes[:n] = SNAP[boxes[:n]]
   types, texts = np.zeros(MAX_OBJECTS, np.int32), np.zeros((MAX_OBJECTS, MAX_TEXT), np.int32)

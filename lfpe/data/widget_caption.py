@@ -53,14 +53,13 @@ from absl import logging
 
 from lfpe.data import base, screens
 from lfpe.data.screen_layouts import MAX_OBJECTS
-from lfpe.data.screens import BINS, BOS, CAPTION_LEN, EOS, MAX_TEXT, NUM_REFS, PAD, UNK
+from lfpe.data.screens import BOS, CAPTION_LEN, EOS, MAX_TEXT, NUM_REFS, PAD, SPECIAL, UNK
 from lfpe.errors import DatasetMissingError
 
 TYPES = (
   "pad", "IMAGEVIEW", "BUTTON", "IMAGEBUTTON", "VIEW", "COMPOUNDBUTTON", "CHECKBOX",
   "RADIOBUTTON", "FLOATINGACTIONBUTTON", "TOGGLEBUTTON", "SWITCH", "UNKNOWN",
 )  # fmt: skip
-SPECIAL = ("<pad>", "<bos>", "<eos>", "<unk>")  # ids PAD, BOS, EOS, UNK as in lfpe.data.screens
 SPLITS = {"train": "train", "validation": "dev", "test": "test"}  # TFDS split -> split file
 SCREEN_SIZE = (1440, 2560)  # RICO's width, height
 MAX_WORDS = CAPTION_LEN - 2  # Li et al.'s max_token_per_label
@@ -124,7 +123,7 @@ def preorder(root: dict | None) -> list[tuple[str, dict]]:
 def quantise(bounds) -> np.ndarray:
   """`[x1, y1, x2, y2]` on RICO's 1440 x 2560 screen -> (top, left, bottom, right) bins."""
   (w, h), (x1, y1, x2, y2) = SCREEN_SIZE, np.asarray(bounds, np.float64)
-  return np.rint(np.clip([y1 / h, x1 / w, y2 / h, x2 / w], 0, 1) * (BINS - 1)).astype(np.int32)
+  return screens.to_bins([y1 / h, x1 / w, y2 / h, x2 / w])
 
 
 @dataclasses.dataclass
@@ -158,10 +157,10 @@ def read_screen(path: str, screen_id: str, labels: dict[str, list[str]], skipped
   )
 
 
-def build_vocabulary(screens: list[Screen], size: int) -> tuple[str, ...]:
-  """`SPECIAL` then the most frequent words of `screens` (ties alphabetical), `size` in all."""
+def build_vocabulary(parsed: list[Screen], size: int) -> tuple[str, ...]:
+  """`SPECIAL` then the most frequent words of `parsed` (ties alphabetical), `size` in all."""
   counts = collections.Counter()
-  for s in screens:
+  for s in parsed:
     counts.update(w for words in s.words for w in words)
     counts.update(w for refs in s.captions.values() for ref in refs for w in ref)
   words = sorted(counts, key=lambda w: (-counts[w], w))
@@ -209,23 +208,23 @@ def load(root: str, vocab_size: int) -> tuple[dict, tuple[str, ...], dict]:
   with open(os.path.join(root, "widget_captions.csv"), newline="") as f:
     for row in csv.DictReader(f):
       labels[row["screenId"].strip()][row["nodeId"].strip()] = row["captions"].split("|")
-  screens, skipped = {}, {}
+  parsed, skipped = {}, {}
   for split, name in SPLITS.items():
     with open(os.path.join(root, "split", f"{name}.txt")) as f:
       ids = [i for i in dict.fromkeys(line.strip() for line in f) if i in labels]
     counts = skipped[split] = collections.Counter()
-    screens[split] = []
+    parsed[split] = []
     for i in ids:
       path = os.path.join(root, "combined", f"{i}.json")
       if not os.path.exists(path):
         counts["screens_without_json"] += 1
         continue
-      screens[split].append(read_screen(path, i, labels[i], counts))
-  vocab = build_vocabulary(screens["train"], vocab_size)
+      parsed[split].append(read_screen(path, i, labels[i], counts))
+  vocab = build_vocabulary(parsed["train"], vocab_size)
   word_id = {w: i for i, w in enumerate(vocab) if i >= len(SPECIAL)}
   arrays, seen = {}, None
   for split in SPLITS:  # train first: `seen` is the bins of its targets, per side
-    rows = [encode(s, t, word_id, skipped[split]) for s in screens[split] for t in s.captions]
+    rows = [encode(s, t, word_id, skipped[split]) for s in parsed[split] for t in s.captions]
     rows = [r for r in rows if r is not None]
     if not rows:
       raise DatasetMissingError(f"widget_caption: no {split} example in {root}: {skipped}.")

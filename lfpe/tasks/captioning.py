@@ -37,7 +37,8 @@ import numpy as np
 
 MODELS = ("layout",)
 FIELDS = ("boxes", "types", "texts", "num_objects", "target", "captions")
-DATASETS = ("layout_screens/", "widget_caption/")  # the screen datasets (name prefixes)
+WIDGET = "widget_caption/"  # prefix of the released data's names (its own vocabularies)
+DATASETS = ("layout_screens/", WIDGET)  # the screen datasets (name prefixes)
 METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr")
 
 
@@ -70,7 +71,7 @@ class Captioning:
     from lfpe.data import get_spec, screens, widget_caption  # noqa: PLC0415 (tasks need no data)
 
     spec = get_spec(config.data.name)
-    widget = spec.name.startswith("widget_caption/")
+    widget = spec.name.startswith(WIDGET)
     return dict(
       caption_vocab=spec.num_classes,
       text_vocab=spec.num_classes if widget else len(screens.TEXT_VOCAB),
@@ -82,7 +83,7 @@ class Captioning:
     """The words of the caption ids (`data_name`'s; lfpe.data.screens' by default)."""
     from lfpe.data import screens, widget_caption  # noqa: PLC0415
 
-    if self.data_name.startswith("widget_caption/"):
+    if self.data_name.startswith(WIDGET):
       return widget_caption.vocabulary(self.data_name, self.data_dir)
     return screens.CAPTION_VOCAB
 
@@ -117,7 +118,7 @@ class Captioning:
         "'layout_screens/small' or 'widget_caption/full'."
       )
     data = (config.data.name, config.data.data_dir)
-    if spec.name.startswith("widget_caption/") and (self.data_name, self.data_dir) != data:
+    if spec.name.startswith(WIDGET) and (self.data_name, self.data_dir) != data:
       raise ValueError(
         f"config.task.data_name / data_dir = {(self.data_name, self.data_dir)!r} must be "
         f"config.data's {data!r}: captions are decoded with that build's vocabulary; link them "
