@@ -156,6 +156,21 @@ def test_object_queries_are_distinct_at_init():
   assert gaps.min() > 1e-3
 
 
+def test_reference_points_offset_each_query_box_in_logit_space():
+  """boxes = sigmoid(head + logit([r, 1/2, 1/2])): with the box head's last layer zeroed,
+  every layer's boxes are the query's own centre r with width and height 1/2."""
+  model = Model(CLASSES, **SMALL, reference_points=True)
+  variables = nn.meta.unbox(model.init(jax.random.key(0), *_inputs()[:2], train=False))
+  centre = np.asarray(variables["params"]["reference_points"])  # [Q, 2]
+  assert centre.shape == (SMALL["num_queries"], 2) and 0.1 <= centre.min() < centre.max() <= 0.9
+  last = variables["params"]["box_head_2"]
+  zeroed = {**variables["params"], "box_head_2": jax.tree.map(jnp.zeros_like, last)}
+  boxes = np.asarray(model.apply({"params": zeroed}, *_inputs()[:2], train=False)["boxes"])
+  expected = np.concatenate([centre, np.full_like(centre, 0.5)], -1)
+  np.testing.assert_allclose(boxes, np.broadcast_to(expected, boxes.shape), atol=1e-6)
+  assert "reference_points" not in _variables("detr_sine")["params"]  # off by default (DETR)
+
+
 def test_no_object_logit_is_the_last():
   model = Model(CLASSES, variant="tiny")
   out = jax.eval_shape(
@@ -286,6 +301,7 @@ def test_image_size_sets_max_grid_to_the_feature_map(variant, size, grid):
     (dict(num_queries=0), "model.num_queries must be a positive int"),
     (dict(dropout=1.5), r"model.dropout must be a rate in \[0, 1\)"),
     (dict(normalize_positions="yes"), "model.normalize_positions must be True or False"),
+    (dict(reference_points=1), "model.reference_points must be True or False"),
     (dict(posemb_kwargs={}), "model.posemb_kwargs is not a DETR field"),
     (dict(variant="R101"), "model.variant='R101' is unknown"),
     (dict(image_size=(0, 32)), r"image_size must be a positive int or a pair"),
