@@ -10,7 +10,8 @@ for testing only, raw positions: Table 2), through the regular trainer (one work
 run under `--out/runs`, so a stopped experiment resumes where it stopped). Then every
 run is scored at each test size alone (`trainer.evaluate`; `--quick` tests one size and
 skips this), and `report.py` writes
-`results.json`, `tables.md` (mean ± 95 % CI beside 002's numbers) and the AP-vs-size plot.
+`results.json`, `tables.md` (mean ± 95 % CI beside 002's numbers) and the AP-vs-size plot;
+`predictions.png` shows Learnable-Fourier+MLP's boxes on test images (`picture.py`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import os
 import time
 
 from configs import detr_shapes
-from experiments.detection import report
+from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.train import trainer
 
 ENCODINGS = ("detr_sine", "embed_2d", "mlp", "fourier")
 PROTOCOLS = ("all", "heldout")
+PICTURED = "fourier"  # whose predictions predictions.png shows (seed 0, each protocol)
 
 
 def load_config(posemb: str, protocol: str, seed: int, args: argparse.Namespace):
@@ -35,10 +37,14 @@ def load_config(posemb: str, protocol: str, seed: int, args: argparse.Namespace)
   return for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
 
 
+def run_dir(args: argparse.Namespace, protocol: str, posemb: str, seed: int) -> str:
+  return os.path.join(args.out, "runs", protocol, posemb, str(seed))
+
+
 def run_one(posemb: str, protocol: str, seed: int, args: argparse.Namespace) -> dict:
   """Trains (or finds trained) one run and scores it at every size of the dataset."""
   config = load_config(posemb, protocol, seed, args)
-  workdir = os.path.join(args.out, "runs", protocol, posemb, str(seed))
+  workdir = run_dir(args, protocol, posemb, seed)
   start = time.perf_counter()
   summary = trainer.train_and_evaluate(config, workdir)
   seconds = time.perf_counter() - start
@@ -62,9 +68,9 @@ def main(argv: list[str] | None = None) -> dict:
     args.seeds, args.steps = 1, args.steps or 4
   path = os.path.join(args.out, "results.json")
   results = json.load(open(path)) if os.path.exists(path) else {}
-  for protocol in PROTOCOLS:
-    for posemb in ENCODINGS:
-      for seed in range(args.seeds):
+  for seed in range(args.seeds):  # seed-major: a stopped record has whole seeds
+    for protocol in PROTOCOLS:
+      for posemb in ENCODINGS:
         key = f"{protocol}/{posemb}/{seed}"
         if key not in results:
           results[key] = run_one(posemb, protocol, seed, args)
@@ -72,6 +78,13 @@ def main(argv: list[str] | None = None) -> dict:
           with open(path, "w") as f:
             json.dump(results, f, indent=1)
   report.write(results, args.out)
+  scenes = {
+    protocol: picture.predictions(
+      load_config(PICTURED, protocol, 0, args), run_dir(args, protocol, PICTURED, 0), count=4
+    )
+    for protocol in PROTOCOLS
+  }
+  picture.draw(scenes, os.path.join(args.out, "predictions.png"))
   return results
 
 

@@ -17,6 +17,7 @@ def test_quick_detection_experiment_runs_every_protocol_and_encoding(tmp_path):
   tables = (tmp_path / "tables.md").read_text()
   assert "002 Table 1" in tables and "Learnable-Fourier+MLP" in tables
   assert (tmp_path / "ap_by_size.png").stat().st_size > 0
+  assert (tmp_path / "predictions.png").stat().st_size > 0
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   # Compared as JSON text: AP at an absent size is NaN, and NaN != NaN.
   assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)
