@@ -9,48 +9,47 @@ a score threshold, so that a weak model's guesses are shown too.
 
 from __future__ import annotations
 
-import jax
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lfpe.data import builders, shapes  # noqa: E402
-from lfpe.tasks.detection_ops import postprocess  # noqa: E402
+from lfpe.data import builders, ops, shapes  # noqa: E402
+from lfpe.data import config as data_config  # noqa: E402
+from lfpe.tasks.detection_ops import box_cxcywh_to_xyxy, postprocess  # noqa: E402
 from lfpe.train import trainer  # noqa: E402
 
 
 def predictions(config, workdir: str, count: int) -> list[dict]:
   """Image, ground truth (xyxy pixels) and scored predictions (xyxy pixels) of the first
-  `count` test scenes drawn at the largest test size of `config`, by the run in `workdir`."""
+  `count` test scenes at the largest test size of `config`, by the run in `workdir`.
+
+  The scenes go through the evaluation pipeline's own ops (`resolve(config.data).ops`:
+  targets, the size, preprocessing, padding), then one forward pass.
+  """
   size = max(config.data.detection.test_sizes)
   prog, variables = trainer.restore(config, workdir)
+  data = data_config.resolve(config.data)
   source = builders.data_source(config.data.name, "test", config.data.data_dir)
-  pad = config.data.detection.max_size
-  apply = jax.jit(lambda v, img, mask: prog.model.apply(v, img, mask, train=False))
-  out = []
-  for i in range(count):
-    example = source[i]
-    image = np.zeros((1, pad, pad, 3), np.float32)
-    image[0, :size, :size] = np.asarray(example[f"image_{size}"], np.float32) / 255
-    mask = np.ones((1, pad, pad), bool)
-    mask[0, :size, :size] = False
-    result = apply(variables, image, mask)
-    scores, labels, boxes = postprocess(
-      result["logits"][-1], result["boxes"][-1], np.array([[size, size]])
-    )
-    ymin, xmin, ymax, xmax = np.asarray(example["objects"]["bbox"]).T * size
-    out.append(
-      {
-        "image": image[0, :size, :size],
-        "true_boxes": np.stack([xmin, ymin, xmax, ymax], -1),
-        "scores": np.asarray(scores[0]),
-        "labels": np.asarray(labels[0]),
-        "boxes": np.asarray(boxes[0]),
-      }
-    )
-  return out
+  examples = [
+    ops.apply(data.ops(train=False), {**source[i], "size": np.int32(size)}) for i in range(count)
+  ]
+  batch = {k: np.stack([e[k] for e in examples]) for k in ("image", "mask", "image_size")}
+  result = prog.model.apply(variables, batch["image"], batch["mask"], train=False)
+  scores, labels, boxes = postprocess(
+    result["logits"][-1], result["boxes"][-1], batch["image_size"]
+  )
+  return [
+    {
+      "image": e["image"][:size, :size],
+      "true_boxes": np.asarray(box_cxcywh_to_xyxy(e["boxes"][e["target_valid"]])) * size,
+      "scores": np.asarray(scores[i]),
+      "labels": np.asarray(labels[i]),
+      "boxes": np.asarray(boxes[i]),
+    }
+    for i, e in enumerate(examples)
+  ]
 
 
 def draw(scenes: dict[str, list[dict]], path: str) -> None:

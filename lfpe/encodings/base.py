@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+import jax
 import jax.numpy as jnp
 
 from lfpe.checked import Checked
@@ -44,6 +45,15 @@ class AbsoluteEncoding(Checked):
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
     """The encoding of every cell of a row-major grid, `[prod(shape), D]`."""
     return self(self.grid_coords(shape))
+
+
+def uniform_init(low: float, high: float):
+  """A Flax initializer drawing uniformly from [low, high] (flax's `uniform` starts at 0)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.uniform(key, shape, dtype, low, high)
+
+  return init
 
 
 def check_positive(name: str, value, owner: str) -> None:

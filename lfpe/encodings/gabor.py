@@ -26,10 +26,9 @@ import math
 from typing import ClassVar
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 
-from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim
+from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim, uniform_init
 
 EDGES = ("left", "right", "top", "bottom")  # 000 Eq. 8 order
 EDGE_TOL = 1e-6
@@ -69,13 +68,6 @@ def gabor_edge(coords: jnp.ndarray, params: dict) -> jnp.ndarray:
     e = edge_markers(coords)  # [..., 4]
     out = out + jnp.sum(e[..., :, None] * params["w_edge"], axis=-2)
   return out  # [..., D]
-
-
-def _uniform(low: float, high: float):
-  def init(key, shape, dtype=jnp.float32):
-    return jax.random.uniform(key, shape, dtype, low, high)
-
-  return init
 
 
 class GaborEdge(AbsoluteEncoding, nn.Module):
@@ -120,9 +112,9 @@ class GaborEdge(AbsoluteEncoding, nn.Module):
     d = self.dim
     params = {"bias": self.param("bias", nn.initializers.zeros, (d,))}
     if self.use_gabor:
-      params["lam"] = self.param("lam", _uniform(*self.wavelength_range), (2, d))
-      params["sigma"] = self.param("sigma", _uniform(*self.sigma_range), (2, d))
-      params["psi"] = self.param("psi", _uniform(-math.pi, math.pi), (2, d))
+      params["lam"] = self.param("lam", uniform_init(*self.wavelength_range), (2, d))
+      params["sigma"] = self.param("sigma", uniform_init(*self.sigma_range), (2, d))
+      params["psi"] = self.param("psi", uniform_init(-math.pi, math.pi), (2, d))
       params["w_gabor"] = self.param("w_gabor", nn.initializers.normal(self.w_std), (2, d))
     if self.use_edge:
       params["w_edge"] = self.param("w_edge", nn.initializers.normal(self.w_std), (4, d))

@@ -39,13 +39,13 @@ import math
 from typing import Any
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lfpe import encodings
 from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
+from lfpe.encodings.base import uniform_init
 from lfpe.models.backbones import BACKBONES, feature_grid
 from lfpe.models.fields import DTYPES, positive_int, variant_fields
 from lfpe.nn.decoder import Decoder
@@ -244,7 +244,7 @@ class DETR(Checked, nn.Module):
       x = nn.relu(nn.Dense(features=self.width, name=f"box_head_{i}")(x))
     boxes = nn.Dense(features=4, name="box_head_2")(x)
     if self.reference_points:
-      centre = self.param("reference_points", _uniform(0.1, 0.9), (self.num_queries, 2))
+      centre = self.param("reference_points", uniform_init(0.1, 0.9), (self.num_queries, 2))
       centre = jnp.log(centre) - jnp.log1p(-centre)  # logit
       boxes = boxes + jnp.concatenate([centre, jnp.zeros_like(centre)], axis=-1)
     return {"logits": logits, "boxes": nn.sigmoid(boxes)}
@@ -258,11 +258,6 @@ class DETR(Checked, nn.Module):
         f"model.max_grid={tuple(self.max_grid)}, the size of the {self.posemb!r} tables; "
         "set model.max_grid to the feature map of the largest padded image."
       )
-
-
-def _uniform(low: float, high: float):
-  """Initializer drawing uniformly from [low, high]."""
-  return lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, low, high)
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(DETR) if f.name not in ("parent", "name"))
