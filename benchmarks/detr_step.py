@@ -1,13 +1,14 @@
 """DETR-lite train-step time with each Hungarian matcher, and matching's share of the step.
 
-  python -m benchmarks.detr_step [--batch 32] [--steps 20]
+  python -m benchmarks.detr_step [--batch 32] [--steps 20] [--groups 1,2,4]
 
 Builds configs/detr_shapes.py (the tiny DETR of the detection experiment, 64 px canvas,
 20 queries, up to 8 targets) on one device, times the jitted train step (donated state)
 with `task.matcher` = scipy and optax on a fixed random batch, and times
 `hungarian_match` alone on the same cost shapes (one call per decoder layer, as the step
-makes), so the matching share = layers x match time / step time. Figures go to
-benchmarks/README.md as ratios against the scipy step measured in the same run.
+makes), so the matching share = layers x match time / step time; then the optax step with
+each number of Group DETR query groups (`model.query_groups`). Figures go to
+benchmarks/README.md as ratios against the scipy (or one-group) step measured in the same run.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from lfpe.train import program, sharding
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "detr_shapes.py")
 
 
-def _config(matcher: str, batch: int):
+def _config(matcher: str, batch: int, groups: int = 1):
   spec = importlib.util.spec_from_file_location("detr_shapes", CONFIG)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   config = module.get_config("posemb=fourier")
   with config.unlocked():
     config.task.matcher, config.batch_size = matcher, batch
+    config.model.query_groups = groups
     config.mesh.data = 1
   return config
 
@@ -54,9 +56,11 @@ def _batch(prog, batch: int, rng: np.random.Generator) -> dict:
   return jax.device_put(out, prog.data_sharding)
 
 
-def time_step(matcher: str, batch: int, steps: int) -> tuple[float, int, tuple[int, ...]]:
+def time_step(
+  matcher: str, batch: int, steps: int, groups: int = 1
+) -> tuple[float, int, tuple[int, ...]]:
   """(seconds per train step, decoder layers, cost shape [B, Q, T]) for `matcher`."""
-  config = _config(matcher, batch)
+  config = _config(matcher, batch, groups)
   mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
   prog = program.build(config, mesh)
   state, data = prog.init_state(), _batch(prog, batch, np.random.default_rng(0))
@@ -88,6 +92,7 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--batch", type=int, default=32)
   parser.add_argument("--steps", type=int, default=20)
+  parser.add_argument("--groups", default="1,2,4", help="query groups to time (optax)")
   args = parser.parse_args()
   print(
     f"Date {datetime.date.today()}; jax {jax.__version__}; {jax.devices()[0].device_kind}; "
@@ -105,6 +110,12 @@ def main() -> None:
       f"{100 * match / seconds:.1f} % |",
       flush=True,
     )
+  print("\n| query groups (optax) | step (ms) | vs one group |\n|---|---|---|")
+  base = None
+  for groups in map(int, args.groups.split(",")):
+    seconds = time_step("optax", args.batch, args.steps, groups)[0]
+    base = base or seconds
+    print(f"| {groups} | {seconds * 1e3:.1f} | {seconds / base:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

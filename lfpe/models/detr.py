@@ -23,6 +23,13 @@ Queries then start spread over the image instead of all predicting the mean box,
 shortens DETR's first plateau on small data (experiments/detection/README.md); positions of
 the feature map enter exactly as above, so the encodings are compared as in DETR.
 
+`query_groups=G > 1` is a second deviation, for training speed, off by default (Group
+DETR, Chen et al. 2023): in training the decoder runs G groups of `num_queries` queries,
+each with its own query positions (and reference points), self-attention only within a
+group (`group_attention_bias`), so `lfpe.tasks.detection` matches every group to the
+targets one-to-one on its own: G times as many queries learn from each object. Evaluation
+and inference run group 0 alone, so the detector that is scored is DETR's size.
+
 Feature-map coordinates come from the padding mask (`coords.detr`, `feature_positions`):
 `normalize_positions=True` divides them by the valid size, (0, 1] per axis (002 Sec. 4.2,
 Table 1; (0, 2π] for `detr_sine`, as DETR), `False` keeps the 1-based counts (DETR's
@@ -88,6 +95,13 @@ def downsample_mask(mask: Array, shape: tuple[int, int]) -> Array:
   return mask[:, rows][:, :, cols]
 
 
+def group_attention_bias(groups: int, size: int) -> Array:
+  """Group DETR's self-attention mask as a logit bias `[G·size, G·size]`: 0 within a group of
+  `size` consecutive queries, -1e9 across groups (no query sees another group)."""
+  group = np.repeat(np.arange(groups), size)
+  return jnp.asarray(np.where(group[:, None] == group[None, :], 0.0, -1e9), jnp.float32)
+
+
 def feature_positions(mask: Array, encoding: Any, normalize: bool) -> Array:
   """The coordinates `encoding` reads on a feature map with padding `mask` `[B, h, w]`.
 
@@ -126,6 +140,7 @@ class DETR(Checked, nn.Module):
     posemb: an absolute `lfpe.encodings` spec for the feature-map positions.
     normalize_positions: (0, 1] coordinates (002 Table 1) or raw counts (Table 2).
     reference_points: boxes relative to learned per-query centres (a deviation; docstring).
+    query_groups: Group DETR's G query groups in training, group 0 at eval (a deviation).
     max_grid: (rows, cols) of the largest feature map: the size of learned tables.
     dropout, attention_dropout: DETR's 0.1 on residual branches and attention weights.
     dtype: compute dtype of backbone and transformer; the heads compute in float32.
@@ -143,6 +158,7 @@ class DETR(Checked, nn.Module):
   posemb: Any = "detr_sine"
   normalize_positions: bool = True
   reference_points: bool = False
+  query_groups: int = 1
   max_grid: Any = (42, 42)
   dropout: float = 0.1
   attention_dropout: float = 0.1
@@ -206,7 +222,8 @@ class DETR(Checked, nn.Module):
   @nn.compact
   def __call__(self, images: Array, mask: Array, *, train: bool) -> dict[str, Array]:
     """`images` `[B, H, W, C]`, `mask` `[B, H, W]` (True = padding) -> `{"logits":
-    [L, B, Q, K + 1], "boxes": [L, B, Q, 4]}` (cx, cy, w, h in (0, 1)), L = decoder_depth."""
+    [L, B, Q, K + 1], "boxes": [L, B, Q, 4]}` (cx, cy, w, h in (0, 1)), L = decoder_depth;
+    in training Q = query_groups · num_queries, group g in queries g·num_queries onwards."""
     _check_inputs(images, mask)
     dtype = jnp.dtype(self.dtype)
     features = BACKBONES[self.backbone](dtype=dtype, name="backbone")(images.astype(dtype), mask)
@@ -221,19 +238,22 @@ class DETR(Checked, nn.Module):
     memory = self._encoder(name="encoder")(
       x.reshape(b, h * w, d), (h, w), hooks=hooks, key_padding_mask=pad, deterministic=not train
     )  # [B, h·w, D]
+    groups = self.query_groups if train else 1
+    num = groups * self.num_queries  # the queries that run: group 0 alone at eval
     query_pos = self.param(
       "query_pos",
       nn.with_logical_partitioning(nn.initializers.normal(1.0), (None, "embed")),
-      (self.num_queries, d),
-    )  # DETR's nn.Embedding: N(0, 1)
+      (self.query_groups * self.num_queries, d),
+    )[:num]  # DETR's nn.Embedding: N(0, 1)
     out = self._decoder(name="decoder")(
-      jnp.zeros((b, self.num_queries, d), dtype),
+      jnp.zeros((b, num, d), dtype),
       memory,
       query_pos=query_pos,
       memory_pos=hooks["pos_k"],
       memory_padding_mask=pad,
+      self_attention_bias=group_attention_bias(groups, self.num_queries) if groups > 1 else None,
       deterministic=not train,
-    )  # [L, B, Q, D]
+    )  # [L, B, num, D]
     return self._heads(out.astype(jnp.float32))
 
   def _heads(self, x: Array) -> dict[str, Array]:
@@ -244,7 +264,8 @@ class DETR(Checked, nn.Module):
       x = nn.relu(nn.Dense(features=self.width, name=f"box_head_{i}")(x))
     boxes = nn.Dense(features=4, name="box_head_2")(x)
     if self.reference_points:
-      centre = self.param("reference_points", uniform_init(0.1, 0.9), (self.num_queries, 2))
+      shape = (self.query_groups * self.num_queries, 2)
+      centre = self.param("reference_points", uniform_init(0.1, 0.9), shape)[: x.shape[-2]]
       centre = jnp.log(centre) - jnp.log1p(-centre)  # logit
       boxes = boxes + jnp.concatenate([centre, jnp.zeros_like(centre)], axis=-1)
     return {"logits": logits, "boxes": nn.sigmoid(boxes)}
@@ -292,7 +313,8 @@ def _image_hw(value) -> tuple[int, int]:
 def _check_fields(model: DETR) -> None:
   if not positive_int(model.num_classes):
     raise ValueError(f"num_classes must be a positive int, got {model.num_classes!r}.")
-  for key in ("width", "encoder_depth", "decoder_depth", "num_heads", "mlp_dim", "num_queries"):
+  keys = ("width", "encoder_depth", "decoder_depth", "num_heads", "mlp_dim", "num_queries")
+  for key in (*keys, "query_groups"):
     if not positive_int(getattr(model, key)):
       raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
   if model.width % model.num_heads:

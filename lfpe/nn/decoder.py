@@ -47,14 +47,22 @@ class DecoderBlock(nn.Module):
     query_pos: Array | None = None,
     memory_pos: Array | None = None,
     memory_padding_mask: Array | None = None,
+    self_attention_bias: Array | None = None,
     deterministic: bool = True,
   ) -> Array:
     """`x` `[B, Nq, D]`, `memory` `[B, Nk, D]` (True in `memory_padding_mask` = padding).
 
-    `query_pos` is `[(B,) Nq, D]`, `memory_pos` `[(B,) Nk, D]`. Returns `[B, Nq, D]`.
+    `query_pos` is `[(B,) Nq, D]`, `memory_pos` `[(B,) Nk, D]`; `self_attention_bias` is
+    added to the self-attention logits (broadcast to `[B, h, Nq, Nq]`; e.g. Group DETR's
+    block mask). Returns `[B, Nq, D]`.
     """
     self_attention = lambda y: self._attention("self_attention")(
-      y, pos_q=query_pos, pos_k=query_pos, causal=self.causal, deterministic=deterministic
+      y,
+      pos_q=query_pos,
+      pos_k=query_pos,
+      logit_bias=self_attention_bias,
+      causal=self.causal,
+      deterministic=deterministic,
     )
     cross_attention = lambda y: self._attention("cross_attention")(
       y,
@@ -104,6 +112,7 @@ class Decoder(Checked, nn.Module):
     query_pos: Array | None = None,
     memory_pos: Array | None = None,
     memory_padding_mask: Array | None = None,
+    self_attention_bias: Array | None = None,
     deterministic: bool = True,
   ) -> Array:
     final_norm = layer_norm("decoder_norm", self.dtype)
@@ -124,6 +133,7 @@ class Decoder(Checked, nn.Module):
         query_pos=query_pos,
         memory_pos=memory_pos,
         memory_padding_mask=memory_padding_mask,
+        self_attention_bias=self_attention_bias,
         deterministic=deterministic,
       )
       outputs.append(final_norm(x))

@@ -10,9 +10,13 @@ last batch). The model (`config.model_name='detr'`) returns `logits [L, B, Q, K+
 Training loss (DETR): `set_loss` of every decoder layer, each matched again, summed
 (`aux_loss=False`: the last layer only); losses are normalised by the number of target
 boxes in the global batch (the batch is one global array under jit, so the plain sum is
-already the count across all devices). Evaluation: COCO AP of the last layer's scored
-boxes in pixels (`lfpe.tasks.coco_eval`), with COCO's small / medium / large area ranges
-scaled from 640-pixel images to the largest evaluated image side.
+already the count across all devices). A model with `query_groups=G > 1` (Group DETR)
+returns G groups of queries in training: `forward` moves them to the batch axis
+(`split_groups`), so each group is matched one-to-one to its image's targets on its own,
+and the loss is the mean over groups (targets counted G times, as Group DETR's code).
+Evaluation: COCO AP of the last layer's scored boxes in pixels (`lfpe.tasks.coco_eval`),
+with COCO's small / medium / large area ranges scaled from 640-pixel images to the largest
+evaluated image side.
 """
 
 from __future__ import annotations
@@ -39,6 +43,20 @@ from lfpe.tasks.detection_ops import (
 MODELS = ("detr",)
 MATCHERS = ("scipy", "optax")
 LOSS_KEYS = ("loss_ce", "loss_bbox", "loss_giou")
+TARGETS = ("labels", "boxes", "target_valid")
+
+
+def split_groups(outputs: dict[str, jax.Array], groups: int) -> dict[str, jax.Array]:
+  """`[L, B, G·Q, ...]` -> `[L, G·B, Q, ...]`, group-major: row g·B + b is group g of image b."""
+  if groups == 1:
+    return outputs
+
+  def split(x):
+    layers, batch, queries, *rest = x.shape
+    x = x.reshape(layers, batch, groups, queries // groups, *rest)
+    return jnp.swapaxes(x, 1, 2).reshape(layers, groups * batch, queries // groups, *rest)
+
+  return {k: split(v) for k, v in outputs.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,20 +113,24 @@ class Detection:
     return model.init({"params": rng, "dropout": rng}, batch["image"], batch["mask"], train=False)
 
   def forward(self, model, variables, batch, *, train: bool, rng: jax.Array | None) -> Any:
+    """The model's outputs; in training, query groups moved to the batch axis (G·B)."""
     rngs = {"dropout": rng} if train else {}
-    return model.apply(variables, batch["image"], batch["mask"], train=train, rngs=rngs)
+    outputs = model.apply(variables, batch["image"], batch["mask"], train=train, rngs=rngs)
+    return split_groups(outputs, model.query_groups) if train else outputs
 
   def layer_losses(self, outputs: dict[str, jax.Array], batch: dict[str, jax.Array]) -> list:
     """`set_loss` of each decoder layer (the last one only without `aux_loss`)."""
     layers = range(outputs["logits"].shape[0]) if self.aux_loss else [-1]
-    num_boxes = jnp.maximum(jnp.sum(batch["target_valid"]), 1)
+    groups = outputs["logits"].shape[1] // batch["labels"].shape[0]  # G·B rows: `split_groups`
+    targets = {k: jnp.tile(batch[k], (groups,) + (1,) * (batch[k].ndim - 1)) for k in TARGETS}
+    num_boxes = jnp.maximum(jnp.sum(targets["target_valid"]), 1)
     return [
       set_loss(
         outputs["logits"][i].astype(jnp.float32),
         outputs["boxes"][i].astype(jnp.float32),
-        batch["labels"],
-        batch["boxes"],
-        batch["target_valid"],
+        targets["labels"],
+        targets["boxes"],
+        targets["target_valid"],
         eos_coef=self.eos_coef,
         class_weight=self.class_weight,
         bbox_weight=self.bbox_weight,

@@ -299,6 +299,7 @@ def test_image_size_sets_max_grid_to_the_feature_map(variant, size, grid):
     (dict(norm="middle"), "model.norm='middle' is unknown"),
     (dict(max_grid=(0, 4)), "model.max_grid must be a"),
     (dict(num_queries=0), "model.num_queries must be a positive int"),
+    (dict(query_groups=0), "model.query_groups must be a positive int"),
     (dict(dropout=1.5), r"model.dropout must be a rate in \[0, 1\)"),
     (dict(normalize_positions="yes"), "model.normalize_positions must be True or False"),
     (dict(reference_points=1), "model.reference_points must be True or False"),
@@ -310,3 +311,34 @@ def test_image_size_sets_max_grid_to_the_feature_map(variant, size, grid):
 def test_check_errors_name_the_field(kwargs, match):
   with pytest.raises(ValueError, match=match):
     Model(CLASSES, **kwargs)
+
+
+def test_query_groups_train_apart_and_eval_runs_group_0_alone():
+  """Group DETR: G·Q queries in training, group g in rows g·Q onwards, no attention across
+  groups (changing group 1's query positions leaves group 0 unchanged); eval runs group 0
+  alone and equals its training output (no dropout)."""
+  q, groups = SMALL["num_queries"], 3
+  model = Model(CLASSES, **SMALL, reference_points=True, query_groups=groups, attention_dropout=0.0)
+  images, mask = _inputs()[:2]
+  variables = nn.meta.unbox(model.init(jax.random.key(0), images, mask, train=False))
+  params = variables["params"]
+  assert params["query_pos"].shape[0] == params["reference_points"].shape[0] == groups * q
+  train = lambda p: model.apply({"params": p}, images, mask, train=True)
+  out = train(params)
+  assert out["logits"].shape[2] == out["boxes"].shape[2] == groups * q
+  evaluated = model.apply(variables, images, mask, train=False)
+  assert evaluated["logits"].shape[2] == q
+  for key in ("logits", "boxes"):
+    np.testing.assert_allclose(evaluated[key], out[key][:, :, :q], atol=1e-5)
+  moved = train({**params, "query_pos": params["query_pos"].at[q : 2 * q].add(1.0)})
+  group = lambda x, g: x["logits"][:, :, g * q : (g + 1) * q]
+  for g in (0, 2):  # unchanged
+    np.testing.assert_allclose(group(moved, g), group(out, g), atol=1e-6)
+  assert np.abs(group(moved, 1) - group(out, 1)).max() > 1e-3
+
+
+def test_group_attention_bias_is_block_diagonal():
+  bias = np.asarray(detr.group_attention_bias(3, 2))
+  blocks = np.kron(np.eye(3), np.ones((2, 2)))
+  np.testing.assert_array_equal(bias == 0, blocks == 1)
+  assert bias.max() == 0 and bias.min() <= -1e9

@@ -10,7 +10,7 @@ import pytest
 
 from lfpe.models import detr
 from lfpe.tasks import coco_eval
-from lfpe.tasks.detection import Detection, box_cxcywh_to_xyxy, postprocess
+from lfpe.tasks.detection import Detection, box_cxcywh_to_xyxy, postprocess, split_groups
 
 SIZE, CLASSES, T = 32, 3, 4
 
@@ -82,3 +82,32 @@ def test_detr_lite_overfits_one_batch_to_ap_1():
   confident = np.asarray(boxes)[0][np.asarray(scores)[0] > 0.5]
   distance = np.abs(confident[:, None] - confident[None]).sum(-1) + np.eye(len(confident)) * 99
   assert len(confident) >= 2 and distance.min() > 1.0
+
+
+def test_split_groups_is_group_major():
+  """[L, B, G·Q, ...] -> [L, G·B, Q, ...]: row g·B + b holds queries g·Q.. of image b."""
+  layers, b, groups, q = 2, 3, 4, 5
+  x = jnp.arange(layers * b * groups * q * 4.0).reshape(layers, b, groups * q, 4)
+  out = split_groups({"boxes": x}, groups)["boxes"]
+  assert out.shape == (layers, groups * b, q, 4)
+  for g in range(groups):
+    np.testing.assert_array_equal(out[:, g * b : (g + 1) * b], x[:, :, g * q : (g + 1) * q])
+  assert split_groups({"boxes": x}, 1)["boxes"] is x
+
+
+def test_group_loss_is_the_mean_over_groups_each_matched_to_its_image():
+  """G identical groups give the one-group loss (mean over groups, targets counted G times);
+  a group with other predictions changes the loss by its own share only."""
+  task = Detection(matcher="optax")
+  batch = jax.tree.map(jnp.asarray, _batch())
+  rng = np.random.default_rng(0)
+  one = {
+    "logits": jnp.asarray(rng.normal(size=(2, 2, 6, CLASSES + 1)), jnp.float32),
+    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(2, 2, 6, 4)), jnp.float32),
+  }
+  other = jax.tree.map(lambda x: x[:, ::-1], one)  # the images swapped: a different group
+  grouped = lambda *groups: {k: jnp.concatenate([g[k] for g in groups], axis=1) for k in one}
+  loss = lambda outputs: float(task.loss(outputs, batch)[0])
+  assert loss(grouped(one, one, one)) == pytest.approx(loss(one), rel=1e-5)
+  expected = (2 * loss(one) + loss(other)) / 3
+  assert loss(grouped(one, other, one)) == pytest.approx(expected, rel=1e-5)
