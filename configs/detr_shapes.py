@@ -5,8 +5,8 @@ Six shape classes, 0-8 objects per image on a textured background, drawn nativel
 80 CPU-seconds). A tiny DETR (small conv backbone of stride 8, 2+2 post-norm layers of
 width 64, 4 heads, 20 queries) with the set loss of DETR (Hungarian matching with class,
 L1 and GIoU costs 1, 5, 2; no-object weight 0.1; auxiliary losses after every decoder
-layer; the in-graph `optax` matcher, whose steps are 2.3x faster than scipy's callback on
-CPU, benchmarks/README.md). Two deviations from DETR, for the CPU budget (both in
+layer; the in-graph `optax` matcher, whose step does not wait on a host callback,
+benchmarks/README.md). Two deviations from DETR, for the CPU budget (both in
 `lfpe.models.detr`, pilots in experiments/detection/README.md): `reference_points=True`
 (boxes relative to learned per-query centres), with learning rate 2e-3 (with DETR's plain
 box head and 3e-4 to 1e-3 the model stays on its first plateau, AP < 0.2 %, for the steps

@@ -16,6 +16,9 @@ from experiments.stats import difference, fmt, interval  # noqa: E402
 SIZES = (32, 40, 48, 56, 64)
 PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}  # test sizes (configs/detr_shapes.py)
 METRICS = ("AP", "AP50", "AP75")
+# The record before Group DETR (query_groups=1, 1,000 steps, commit 8c907fe), kept to
+# measure what the recipe change did.
+BASELINE = "results_one_group.json"
 NAMES = {
   "detr_sine": "Sine-2D",
   "embed_2d": "Embed-2D",
@@ -84,6 +87,32 @@ def drops(results: dict) -> list[str]:
   return lines
 
 
+def ablation(results: dict, baseline: dict) -> list[str]:
+  """AP of `results` against `baseline` (another record, e.g. before a recipe change) per
+  protocol and encoding, the difference with its Welch 95 % interval; last, all runs pooled."""
+  lines = [
+    "| protocol | encoding | AP, baseline | AP, this record | difference |",
+    "|---|---|---|---|---|",
+  ]
+  ap = lambda runs: [r["eval"]["AP"] for r in runs]
+  pooled = ([], [])
+  for protocol in ("all", "heldout"):
+    for posemb, name in NAMES.items():
+      new, old = _runs(results, protocol, posemb), _runs(baseline, protocol, posemb)
+      if not (new and old):
+        continue
+      pooled[0].extend(ap(new))
+      pooled[1].extend(ap(old))
+      cells = (fmt(ap(old), scale=100), fmt(ap(new), scale=100))
+      diff = _signed(*difference(ap(new), ap(old), scale=100))
+      lines.append(f"| {protocol} | {name} | {cells[0]} | {cells[1]} | {diff} |")
+  if pooled[0]:
+    cells = (fmt(pooled[1], scale=100), fmt(pooled[0], scale=100))
+    diff = _signed(*difference(*pooled, scale=100))
+    lines.append(f"| both | all runs | {cells[0]} | {cells[1]} | {diff} |")
+  return lines
+
+
 def _signed(mean: float, half: float) -> str:
   return f"{mean:+.1f}" if np.isnan(half) else f"{mean:+.1f} ± {half:.1f}"
 
@@ -111,10 +140,15 @@ def figure(results: dict, path: str) -> None:
 
 
 def write(results: dict, out: str) -> None:
-  """tables.md and ap_by_size.png from `results` (run.py's results.json)."""
+  """tables.md and ap_by_size.png from `results` (run.py's results.json); with `out/`
+  BASELINE (an earlier record's results), also the AP against it."""
   lines = ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
   lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
+  baseline = os.path.join(out, BASELINE)
+  if os.path.exists(baseline):
+    lines += [f"## AP against the earlier record ({BASELINE})", ""]
+    lines += [*ablation(results, json.load(open(baseline))), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   figure(results, os.path.join(out, "ap_by_size.png"))
