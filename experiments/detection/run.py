@@ -8,8 +8,9 @@ Trains `configs/detr_shapes.py` for `detr_sine` (Sine-2D), `embed_2d`, `mlp` and
 training and testing, normalised positions: Table 1) and `heldout` (the two largest sizes
 for testing only, raw positions: Table 2), through the regular trainer (one workdir per
 run under `--out/runs`, so a stopped experiment resumes where it stopped). Then every
-run is scored at each test size alone (`trainer.evaluate`; `--quick` tests one size and
-skips this), and `report.py` writes
+run is scored at each test size alone (`trainer.evaluate_each`: one restore and one
+compiled eval step for the five sizes; `--quick` tests one size and skips this), and
+`report.py` writes
 `results.json`, `tables.md` (mean ± 95 % CI beside 002's numbers) and the AP-vs-size plot;
 `predictions.png` shows Learnable-Fourier+MLP's boxes on test images (`picture.py`).
 """
@@ -50,11 +51,21 @@ def run_one(posemb: str, protocol: str, seed: int, args: argparse.Namespace) -> 
   seconds = time.perf_counter() - start
   tested = config.data.detection.test_sizes
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
-  for size in [] if args.quick else report.SIZES:
-    with config.unlocked():
-      config.data.detection.test_sizes = (size,)
-    by_size[str(size)] = trainer.evaluate(config, workdir)
+  sizes = [] if args.quick else report.SIZES
+  if sizes:
+    by_size.update(zip(map(str, sizes), trainer.evaluate_each(one_size(config, sizes), workdir)))
   return {"eval": summary["eval"], "by_size": by_size, "seconds": seconds}
+
+
+def one_size(config, sizes) -> list:
+  """`config` once per test image size, each testing that size alone."""
+  configs = []
+  for size in sizes:
+    variant = config.copy_and_resolve_references()
+    with variant.unlocked():
+      variant.data.detection.test_sizes = (size,)
+    configs.append(variant)
+  return configs
 
 
 def main(argv: list[str] | None = None) -> dict:

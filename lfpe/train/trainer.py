@@ -155,9 +155,39 @@ def evaluate(
   test image size at a time), with its variables passed through `edit` if given (e.g. an
   ablation); nothing is written.
   """
-  prog, variables = restore(config, workdir, devices=devices, check_data=make_loader is None)
-  eval_data = _eval_loader(config, make_loader or default_loader, prog.data_sharding)
-  return _evaluate(prog.task, prog.eval_step, eval_data, (edit or (lambda v: v))(variables))
+  return evaluate_each([config], workdir, make_loader=make_loader, devices=devices, edit=edit)[0]
+
+
+def evaluate_each(
+  configs: list[Any],
+  workdir: str,
+  *,
+  make_loader: LoaderFn | None = None,
+  devices: list | None = None,
+  edit: Callable[[Any], Any] | None = None,
+) -> list[dict[str, float]]:
+  """`evaluate` on the eval data of each config in turn, restoring and compiling once.
+
+  The configs may differ in `data` only (e.g. one test image size each, with batches of
+  one padded shape, so the eval step compiles once); each is checked before anything runs.
+  """
+  rest = lambda c: {k: v for k, v in c.to_dict().items() if k != "data"}
+  if any(rest(c) != rest(configs[0]) for c in configs[1:]):
+    raise ConfigError("evaluate_each: the configs must differ in `data` only.")
+  devices = list(jax.devices() if devices is None else devices)
+  for config in configs[1:]:
+    checked_model(config, len(devices), check_data=make_loader is None)
+  prog, variables = restore(configs[0], workdir, devices=devices, check_data=make_loader is None)
+  variables = (edit or (lambda v: v))(variables)
+  return [
+    _evaluate(
+      prog.task,
+      prog.eval_step,
+      _eval_loader(config, make_loader or default_loader, prog.data_sharding),
+      variables,
+    )
+    for config in configs
+  ]
 
 
 def restore(

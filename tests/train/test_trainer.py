@@ -131,3 +131,20 @@ def test_vit_on_digits_eight_devices_match_one(tmp_path):
     losses[name] = _losses(tmp_path / name)
   assert len(losses["one"]) == 20 and losses["one"][-1] < losses["one"][0]
   np.testing.assert_allclose(losses["eight"], losses["one"], rtol=1e-5)
+
+
+def test_evaluate_each_scores_each_data_variant_with_one_restore(single):
+  """evaluate_each re-scores the checkpoint on each config's eval data, as evaluate does one
+  at a time (the first reproduces the run's own final eval); configs that differ beyond
+  `data` are refused."""
+  workdir, summary = single
+  config, fewer = tiny_config(**{"mesh.data": 1}), tiny_config(**{"mesh.data": 1})
+  with fewer.unlocked():
+    fewer.data.num_test = 24
+  kwargs = dict(make_loader=make_array_loader, devices=jax.devices()[:1])
+  each = trainer.evaluate_each([config, fewer], str(workdir), **kwargs)
+  assert each[0]["accuracy"] == summary["eval"]["accuracy"]
+  assert each == [trainer.evaluate(c, str(workdir), **kwargs) for c in (config, fewer)]
+  assert each[0]["count"] == 40 and each[1]["count"] == 24
+  with pytest.raises(trainer.ConfigError, match="differ in `data` only"):
+    trainer.evaluate_each([config, tiny_config(**{"model.width": 4})], str(workdir), **kwargs)
