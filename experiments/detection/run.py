@@ -53,7 +53,8 @@ def run_one(posemb: str, protocol: str, seed: int, args: argparse.Namespace) -> 
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
   sizes = [] if args.quick else report.SIZES
   if sizes:
-    by_size.update(zip(map(str, sizes), trainer.evaluate_each(one_size(config, sizes), workdir)))
+    scores = trainer.evaluate_each(one_size(config, sizes), workdir)
+    by_size.update(zip(map(str, sizes), scores, strict=True))
   return {"eval": summary["eval"], "by_size": by_size, "seconds": seconds}
 
 
