@@ -22,8 +22,8 @@ a lower class loss in fewer steps for 1.6x the step time, hence 600 steps. Two p
 
 Expected: about 2.5 min on 2 CPU cores for 600 steps of batch 32 (4.4 steps/s), then
 evaluation on the first 500 test images at each test size (the seeds' spread, not the
-test sample, limits the AP's precision here, and 24 runs must fit in 1.5 h); eval AP (summary.json, eval.AP) recorded per encoding in
-experiments/detection/README.md.
+test sample, limits the AP's precision here, and 24 runs must fit in 1.5 h); eval AP
+(summary.json, eval.AP) recorded per encoding in experiments/detection/README.md.
 
 Arguments: posemb=NAME (`detr_sine`, `embed_2d`, `mlp`, `fourier`, or any absolute
 encoding); gamma=G (given to the encodings that take it); protocol=all|heldout;
