@@ -313,8 +313,8 @@ def _image_hw(value) -> tuple[int, int]:
 def _check_fields(model: DETR) -> None:
   if not positive_int(model.num_classes):
     raise ValueError(f"num_classes must be a positive int, got {model.num_classes!r}.")
-  keys = ("width", "encoder_depth", "decoder_depth", "num_heads", "mlp_dim", "num_queries")
-  for key in (*keys, "query_groups"):
+  sizes = ("width", "encoder_depth", "decoder_depth", "num_heads", "mlp_dim")
+  for key in (*sizes, "num_queries", "query_groups"):
     if not positive_int(getattr(model, key)):
       raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
   if model.width % model.num_heads:
