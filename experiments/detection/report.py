@@ -16,9 +16,12 @@ from experiments.stats import difference, fmt, interval  # noqa: E402
 SIZES = (32, 40, 48, 56, 64)
 PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}  # test sizes (configs/detr_shapes.py)
 METRICS = ("AP", "AP50", "AP75")
-# The record before Group DETR (query_groups=1, 1,000 steps, commit 8c907fe), kept to
-# measure what the recipe change did.
-BASELINE = "results_one_group.json"
+# Earlier records (their results.json, kept), against which each new record is compared
+# to measure what a recipe change did: file -> what differed from configs/detr_shapes.py.
+EARLIER = {
+  "results_one_group.json": "one query group, 1,000 steps (commit 8c907fe)",
+  "results_600_steps.json": "four query groups, 600 steps (commit 34d7de7)",
+}
 NAMES = {
   "detr_sine": "Sine-2D",
   "embed_2d": "Embed-2D",
@@ -140,15 +143,16 @@ def figure(results: dict, path: str) -> None:
 
 
 def write(results: dict, out: str) -> None:
-  """tables.md and ap_by_size.png from `results` (run.py's results.json); with `out/`
-  BASELINE (an earlier record's results), also the AP against it."""
+  """tables.md and ap_by_size.png from `results` (run.py's results.json), and the AP
+  against each EARLIER record found in `out`."""
   lines = ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
   lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
-  baseline = os.path.join(out, BASELINE)
-  if os.path.exists(baseline):
-    lines += [f"## AP against the earlier record ({BASELINE})", ""]
-    lines += [*ablation(results, json.load(open(baseline))), ""]
+  for name, recipe in EARLIER.items():
+    path = os.path.join(out, name)
+    if os.path.exists(path):
+      lines += [f"## AP against the earlier record `{name}`: {recipe}", ""]
+      lines += [*ablation(results, json.load(open(path))), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   figure(results, os.path.join(out, "ap_by_size.png"))
