@@ -89,11 +89,16 @@ def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.Che
     enable_async_checkpointing=async_save,
     cleanup_tmp_directories=True,
   )
-  return ocp.CheckpointManager(
+  manager = ocp.CheckpointManager(
     os.path.join(os.path.abspath(workdir), "checkpoints"),
     options=options,
     item_names=("state", "data"),
   )
+  # Orbax removes unfinished (tmp) checkpoints in a background thread, which only a save
+  # waits for and `close` does not: a run that stops before saving (no readable
+  # checkpoint, an evaluation) could exit under it and print its traceback.
+  manager._maybe_await_cleanup_tmp_directory()
+  return manager
 
 
 def save(manager: ocp.CheckpointManager, step: int, state: Any, data_iter: Any) -> None:

@@ -57,3 +57,14 @@ def test_fresh_directory_restores_nothing_and_keeps_last_n(tmp_path):
     manager.wait_until_finished()
     assert list(manager.all_steps()) == [3, 4]
   assert sorted(p.name for p in tmp_path.joinpath("checkpoints").iterdir()) == ["3", "4"]
+
+
+def test_unfinished_checkpoints_are_removed_before_the_manager_returns(tmp_path):
+  """Orbax's background removal of tmp checkpoints has ended when `make_manager` returns, so
+  a run that stops before its first save cannot exit under it."""
+  unfinished = [tmp_path / "checkpoints" / f"{step}.orbax-checkpoint-tmp" for step in range(20)]
+  for path in unfinished:
+    (path / "state").mkdir(parents=True)
+  with checkpoint.make_manager(str(tmp_path), keep=2) as manager:
+    assert not any(path.exists() for path in unfinished)
+    assert manager.all_steps() == []
