@@ -20,10 +20,11 @@ a lower class loss in fewer steps for 1.6x the step time; 1,000 steps. Two proto
 
   python -m lfpe.main --config=configs/detr_shapes.py:posemb=fourier --workdir=/tmp/detr
 
-Expected: about 2.3 min on 2 CPU cores for 1,000 steps of batch 32 (7.5 steps/s), then
+Expected: about 2.7 min on 2 quiet CPU cores: 1,000 steps of batch 32 (7.5 steps/s), then
 evaluation on the first 500 test images at each test size (the seeds' spread, not the
 test sample, limits the AP's precision here, and 24 runs must fit in 1.5 h); eval AP
-(summary.json, eval.AP) recorded per encoding in experiments/detection/README.md.
+about 6 % (summary.json, eval.AP; per encoding in experiments/detection/README.md, with
+a 4,000-step run that converges to AP 64.5 %: `--config.total_steps=4000`).
 
 Arguments: posemb=NAME (`detr_sine`, `embed_2d`, `mlp`, `fourier`, or any absolute
 encoding); gamma=G (given to the encodings that take it); protocol=all|heldout;
