@@ -1,5 +1,7 @@
 """The detection report's ablation table: per-run AP of two records, differences, pooling."""
 
+import json
+
 from experiments.detection import report
 
 
@@ -27,8 +29,6 @@ def test_ablation_differences_and_pooled_row():
 
 
 def test_write_compares_with_each_earlier_record_found(tmp_path):
-  import json
-
   new = _record({("all", "fourier"): [0.10, 0.12, 0.14]})
   for name, ap in zip(report.EARLIER, (0.02, 0.05), strict=True):
     (tmp_path / name).write_text(json.dumps(_record({("all", "fourier"): [ap] * 3})))
