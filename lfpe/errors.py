@@ -6,6 +6,15 @@ and keeps its traceback. Each class also derives from the built-in error it used
 be, so existing `except ValueError` / `except FileNotFoundError` still catch it.
 """
 
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+  """' (did you mean 'X'?)' for the closest of `choices` to a misspelled `name`, or ''."""
+  close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+  return f" (did you mean {close[0]!r}?)" if close else ""
+
 
 class UserError(Exception):
   """A problem in what the user gave (config, data, workdir); the message says the fix."""

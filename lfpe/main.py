@@ -2,16 +2,19 @@
 
   python -m lfpe.main --config=configs/vit_digits.py:posemb=fourier --workdir=/tmp/digits
   python -m lfpe.main --config=configs/vit_digits.py --config.total_steps=100 --workdir=...
+  python -m lfpe.main --config=configs/vit_digits.py --config.model.posemb.gamma=0.5 ...
 
-`--config.FIELD=VALUE` overrides any field of the (locked) config. Running again
-with the same workdir resumes from its newest readable checkpoint; a workdir already
-trained to config.total_steps is left as it is. Several processes
-(`config.distributed=True`, or a cluster environment such as JAX_COORDINATOR_ADDRESS,
-SLURM or Open MPI) join with `jax.distributed.initialize()` first.
+`--config=FILE[:ARG]` picks the config, `--config.FIELD=VALUE` overrides any field of it,
+`--config.SPEC.OPTION=VALUE` one option of an encoding spec (lfpe.train.config_cli). Running
+again with the same workdir resumes from its newest readable checkpoint; a workdir already
+trained to config.total_steps is left as it is; a config that differs from the workdir's
+record in a field its checkpoints depend on is refused (lfpe.train.workdir). Several
+processes (`config.distributed=True`, or a cluster environment such as
+JAX_COORDINATOR_ADDRESS, SLURM or Open MPI) join with `jax.distributed.initialize()` first.
 
-User errors (a bad config, a missing dataset, an unusable workdir, a diverged loss)
-print their message alone and exit with status 2; LFPE_TRACEBACK=1 or --verbosity=1
-also prints the traceback. Other exceptions are bugs and keep their traceback.
+User errors (a bad flag or config, a missing dataset, an unusable workdir, a diverged loss)
+print one line, `lfpe.main: <message>`, and exit with status 2; LFPE_TRACEBACK=1 or
+--verbosity=1 also prints the traceback. Other exceptions are bugs and keep their traceback.
 """
 
 from __future__ import annotations
@@ -20,47 +23,89 @@ import os
 import sys
 import traceback
 
-import jax
 from absl import app, flags, logging
-from ml_collections import config_flags
 
-from lfpe.errors import UserError, WorkdirError
-from lfpe.train import sharding, trainer
+from lfpe.errors import ConfigError, UserError, did_you_mean
 
-_CONFIG = config_flags.DEFINE_config_file(
-  "config", None, "Config file, optionally with an argument: configs/NAME.py:k=v,k2=v2."
+_CONFIG = flags.DEFINE_string(
+  "config",
+  None,
+  "Config file, optionally with an argument: configs/NAME.py:k=v,k2=v2. "
+  "Override fields with --config.FIELD=VALUE.",
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, metrics and summary go.")
-flags.mark_flags_as_required(["config", "workdir"])
+_OVERRIDE = "--config."
+
+
+def split_overrides(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+  """(argv without the overrides, [(dotted path, text)]) of `--config.PATH=VALUE` flags
+  (also `--config.PATH VALUE`), in the order given."""
+  rest, overrides, args = [], [], iter(argv)
+  for arg in args:
+    if not arg.startswith(_OVERRIDE):
+      rest.append(arg)
+      continue
+    path, eq, text = arg[len(_OVERRIDE) :].partition("=")
+    if not eq:
+      text = next(args, None)
+      if text is None:
+        raise ConfigError(f"{arg} needs a value: {arg}=VALUE.")
+    overrides.append((path, text))
+  return rest, overrides
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+  """absl's flags from `argv`; returns [program, *encoded overrides] for `main`."""
+  try:
+    rest, overrides = split_overrides(argv)
+    unexpected = flags.FLAGS(rest)[1:]
+    if unexpected:
+      raise ConfigError(f"unexpected argument {unexpected[0]!r}; give --config=... --workdir=...")
+  except (flags.Error, ConfigError) as e:
+    _exit_with(e)
+  return [argv[0], *(f"{path}={text}" for path, text in overrides)]
+
+
+def _exit_with(error: Exception) -> None:
+  if os.environ.get("LFPE_TRACEBACK", "0") not in ("", "0") or _verbose():
+    traceback.print_exception(error)
+  message = str(error)
+  if isinstance(error, flags.UnrecognizedFlagError):
+    message = (
+      f"unknown flag --{error.flagname}{did_you_mean(error.flagname, ['config', 'workdir'])}"
+    )
+  print(f"lfpe.main: {message}", file=sys.stderr, flush=True)
+  sys.stdout.flush()
+  # Not sys.exit: a failed orbax restore leaves tensorstore callbacks that print "Event loop
+  # is closed" tracebacks at interpreter exit. Nothing is pending here: user errors come
+  # before training, or after the trainer has closed its checkpoints and metric files.
+  os._exit(2)
+
+
+def _verbose() -> bool:
+  return flags.FLAGS.is_parsed() and flags.FLAGS.verbosity >= 1
 
 
 def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  from lfpe.train import config_cli, sharding, trainer  # noqa: PLC0415 (after flag parsing)
+
   if not flags.FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-  config, workdir = _CONFIG.value, _WORKDIR.value
-  sharding.maybe_initialize_distributed(bool(config.get("distributed", False)))
   try:
-    if jax.process_index() == 0:
-      _write_config(config, workdir)
-    trainer.train_and_evaluate(config, workdir)
+    for name, flag in (("config", _CONFIG), ("workdir", _WORKDIR)):
+      if not flag.value:
+        raise ConfigError(f"--{name} is required: {flags.FLAGS[name].help}")
+    overrides = [tuple(arg.split("=", 1)) for arg in argv[1:]]
+    config = config_cli.load(_CONFIG.value, overrides)
+    sharding.maybe_initialize_distributed(bool(config.get("distributed", False)))
+    trainer.train_and_evaluate(config, _WORKDIR.value)
   except (UserError, trainer.NonFiniteLossError) as e:
-    if os.environ.get("LFPE_TRACEBACK", "0") not in ("", "0") or flags.FLAGS.verbosity >= 1:
-      traceback.print_exc()
-    print(f"lfpe.main: {e}", file=sys.stderr)
-    sys.exit(2)
+    _exit_with(e)
 
 
-def _write_config(config, workdir: str) -> None:
-  """WORKDIR/config.json: the config this run used (WorkdirError if it cannot be written)."""
-  try:
-    os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-      f.write(config.to_json_best_effort(indent=2))
-  except OSError as e:
-    raise WorkdirError(f"Cannot write to --workdir={workdir}: {e}") from e
+def run() -> None:
+  app.run(main, flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  run()

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The test suite (README: "Run the tests"). Uses .venv if it exists and no environment is active.
+# The suite runs with its own TMPDIR and must leave nothing there but pytest's own tmp_path
+# folders: anything else is litter (a temp dir some code forgot) and fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${VIRTUAL_ENV:-}" ]; then
@@ -7,4 +9,14 @@ if [ -z "${VIRTUAL_ENV:-}" ]; then
   . .venv/bin/activate
 fi
 export JAX_PLATFORMS=cpu
-python -m pytest -q -n 2 "$@"
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/lfpe-tests.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+status=0
+TMPDIR="$scratch" python -m pytest -q -n 2 --basetemp="$scratch/pytest" "$@" || status=$?
+litter=$(ls -A "$scratch" | grep -vx pytest || true)
+if [ -n "$litter" ]; then
+  echo "The test suite left these in the temp dir (TMPDIR=$scratch):" >&2
+  echo "$litter" | sed 's/^/  /' >&2
+  [ "$status" -ne 0 ] || status=1
+fi
+exit "$status"

@@ -1,88 +1,101 @@
-"""`python -m lfpe.main` on user errors: the message alone on stderr, exit status 2.
+"""`python -m lfpe.main` as a cluster job sees it: log lines, quick tries, clear failures.
 
 Each case runs the command line as a subprocess (8 fake CPU devices, inherited from
-tests/conftest.py) and fails before training: a bad config override, a catalog dataset
-not prepared in data_dir, a workdir that cannot be used. LFPE_TRACEBACK=1 or
---verbosity=1 adds the traceback.
+tests/conftest.py) with stderr a pipe, not a terminal. The mistakes of a user are in
+test_cli_mistakes.py, workdirs that keep their record in test_workdir_record.py.
 """
 
-import os
-import subprocess
-import sys
+import json
+import re
 
 import pytest
+from cli_helpers import assert_one_line_error, run_main
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+SMALL = "--config=configs/vit_digits.py:small=1"
 
 
-def _main(*args, **env):
-  environ = {k: v for k, v in os.environ.items() if k != "LFPE_TRACEBACK"}
-  return subprocess.run(
-    [sys.executable, "-m", "lfpe.main", *args],
-    cwd=ROOT,
-    env={**environ, **env},
-    capture_output=True,
-    text=True,
-    timeout=180,
+@pytest.fixture(scope="module")
+def logged_run(tmp_path_factory):
+  """A 12-step run with a 5-step warmup asked for: (workdir, its stderr)."""
+  workdir = tmp_path_factory.mktemp("logged") / "w"
+  result = run_main(
+    SMALL, f"--workdir={workdir}", "--config.total_steps=12", "--config.schedule.warmup_steps=50"
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  return workdir, result.stderr
+
+
+def test_a_run_without_a_terminal_logs_progress_lines(logged_run):
+  """About 20 lines a run at most, at multiples of log_every (2): steps 2, 4, ..., 12."""
+  _, stderr = logged_run
+  train = re.findall(r"lfpe: step (\d+)/12 \(\d+%\) loss [\d.]+, [\d.]+ steps/s, ETA \w+", stderr)
+  assert [int(s) for s in train] == [2, 4, 6, 8, 10, 12]
+
+
+def test_each_evaluation_is_one_line(logged_run):
+  workdir, stderr = logged_run
+  evals = re.findall(r"lfpe: step (\d+)/12 eval: loss ([\d.]+), accuracy ([\d.]+)", stderr)
+  records = [json.loads(r) for r in (workdir / "metrics.jsonl").read_text().splitlines()]
+  assert [(int(s), float(a)) for s, _, a in evals] == [
+    (r["step"], round(r["accuracy"], 4)) for r in records if r["split"] == "eval"
+  ]
+
+
+def test_the_last_line_names_the_summary_and_the_headline_metric(logged_run):
+  workdir, stderr = logged_run
+  summary = json.loads((workdir / "summary.json").read_text())
+  last = stderr.strip().splitlines()[-1]
+  accuracy = f"{summary['eval']['accuracy']:.4g}"
+  assert (
+    last == f"lfpe: done at step 12: eval accuracy {accuracy}; summary in {workdir}/summary.json"
   )
 
 
-def _bad_batch(tmp_path, *extra, **env):
-  return _main(
-    "--config=configs/vit_digits.py:small=1",
-    "--config.batch_size=0",
-    f"--workdir={tmp_path / 'w'}",
-    *extra,
-    **env,
+def test_warmup_longer_than_the_run_is_clipped_and_logged(logged_run):
+  workdir, stderr = logged_run
+  assert "config.schedule.warmup_steps=50 does not fit config.total_steps=12" in stderr
+  assert "clipped to 11 steps" in stderr
+  assert json.loads((workdir / "config.json").read_text())["schedule"]["warmup_steps"] == 50
+
+
+def test_report_every_sets_the_interval(tmp_path):
+  result = run_main(
+    SMALL, f"--workdir={tmp_path}", "--config.report_every=4", "--config.progress=true"
   )
-
-
-def _assert_user_error(result, message):
-  assert result.returncode == 2, result.stderr[-3000:]
-  assert "Traceback" not in result.stderr, result.stderr[-3000:]
-  assert f"lfpe.main: {message}" in result.stderr
-
-
-def test_bad_config_prints_the_message_alone(tmp_path):
-  _assert_user_error(_bad_batch(tmp_path), "config.batch_size must be an integer >= 1, got 0.")
-
-
-@pytest.mark.parametrize(
-  "extra, env", [((), {"LFPE_TRACEBACK": "1"}), (("--verbosity=1",), {})], ids=["env", "flag"]
-)
-def test_traceback_on_request(tmp_path, extra, env):
-  result = _bad_batch(tmp_path, *extra, **env)
-  assert result.returncode == 2
-  assert "Traceback" in result.stderr and "lfpe.errors.ConfigError" in result.stderr
-  assert "lfpe.main: config.batch_size must be an integer >= 1, got 0." in result.stderr
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert re.findall(r"lfpe: step (\d+)/6 \(", result.stderr) == ["4"]
 
 
 def test_missing_dataset_says_how_to_prepare_it(tmp_path):
+  """The one user error of several lines: its first names the dataset, the rest are commands."""
   (tmp_path / "data").mkdir()
-  result = _main(
+  result = run_main(
     "--config=configs/vit_cifar10.py:small=1",
     f"--config.data.data_dir={tmp_path / 'data'}",
     f"--workdir={tmp_path / 'w'}",
   )
-  _assert_user_error(result, "Dataset 'cifar10' is not prepared as array_record")
-  assert f"tfds build cifar10 --data_dir={tmp_path / 'data'}" in result.stderr
+  assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+  assert "lfpe.main: Dataset 'cifar10' is not prepared as array_record" in result.stderr
+  assert f"tfds build cifar10 --data_dir={tmp_path / 'data'}" in result.stderr  # the commands
 
 
-def test_workdir_that_is_a_file(tmp_path):
-  (tmp_path / "w").write_text("not a directory")
-  result = _main("--config=configs/vit_digits.py:small=1", f"--workdir={tmp_path / 'w'}")
-  _assert_user_error(result, f"Cannot write to --workdir={tmp_path / 'w'}")
-
-
-def test_workdir_without_a_readable_checkpoint(tmp_path):
+def test_damaged_checkpoints_are_kept_and_not_advised_for_deletion(tmp_path):
   step = tmp_path / "w" / "checkpoints" / "6"
   for name in ("state/_METADATA", "data/process_0-of-1.json"):
     (step / name).parent.mkdir(parents=True)
     (step / name).write_text("{not json")
-  result = _main(
-    "--config=configs/vit_digits.py:small=1",
-    f"--config.data.data_dir={tmp_path / 'data'}",
-    f"--workdir={tmp_path / 'w'}",
+  result = run_main(SMALL, f"--workdir={tmp_path / 'w'}")
+  message = assert_one_line_error(
+    result, f"No checkpoint in {tmp_path / 'w' / 'checkpoints'} can be read: all are damaged"
   )
-  _assert_user_error(result, f"No checkpoint in {tmp_path / 'w' / 'checkpoints'} can be read")
-  assert "Delete that directory" in result.stderr
+  assert "Delete" not in message and "start a new --workdir" in message
+  assert step.is_dir() and not (tmp_path / "w" / "config.json").exists()
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_traceback_on_request(tmp_path, how):
+  extra, env = (("--verbosity=1",), {}) if how == "flag" else ((), {"LFPE_TRACEBACK": "1"})
+  result = run_main(SMALL, "--config.batch_size=0", f"--workdir={tmp_path}", *extra, **env)
+  assert result.returncode == 2
+  assert "Traceback" in result.stderr and "lfpe.errors.ConfigError" in result.stderr
+  assert "lfpe.main: config.batch_size must be an integer >= 1, got 0." in result.stderr

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import tensorflow_datasets as tfds
 
 from lfpe.data import base, crops, detection_ops, digits, redgreen, screens, shapes, widget_caption
-from lfpe.errors import DatasetMissingError
+from lfpe.errors import DatasetMissingError, did_you_mean
 
 _BUILD = (
   "  pip install tensorflow tensorflow-datasets\n"
@@ -74,7 +74,8 @@ def get_spec(name: str) -> base.DatasetSpec:
   """The `DatasetSpec` of `name`; ValueError listing the known names otherwise."""
   if name not in DATASETS:
     raise ValueError(
-      f"Unknown dataset `data.name`={name!r}; use one of {sorted(DATASETS)}, or add a "
+      f"Unknown dataset `data.name`={name!r}{did_you_mean(name, DATASETS)}; use one of "
+      f"{sorted(DATASETS)}, or add a "
       "builder file to lfpe/data/ and its SPEC to lfpe/data/builders.py."
     )
   return DATASETS[name]

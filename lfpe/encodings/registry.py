@@ -29,6 +29,7 @@ from lfpe.encodings.none import NoPosition
 from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D
 from lfpe.encodings.rotary import Rotary2D
 from lfpe.encodings.sinusoidal import DetrSine, LearnableSinusoidal, Sine1D, SineND
+from lfpe.errors import did_you_mean
 
 _p = functools.partial
 
@@ -70,7 +71,10 @@ CONTEXT = ("dim", "grid_shape", "num_heads", "head_dim")
 def resolve(name: str) -> Callable:
   """The module factory registered under `name` (or an alias of it)."""
   if name not in REGISTRY and name not in ALIASES:
-    raise ValueError(f"Unknown positional encoding {name!r}; valid names: {', '.join(NAMES)}.")
+    raise ValueError(
+      f"Unknown positional encoding {name!r}{did_you_mean(name, NAMES)}; "
+      f"valid names: {', '.join(NAMES)}."
+    )
   return REGISTRY[ALIASES.get(name, name)]
 
 

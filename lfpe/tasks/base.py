@@ -24,6 +24,8 @@ generation, ...) supplies it. A task is any object with these methods:
       concatenates arrays (per-example outputs, e.g. detections for COCO evaluation).
   finalize(sums) -> {name: float}
       eval metrics from the summed (and concatenated) values.
+  HEADLINE: str (class attribute)
+      the eval metric a run reports in its last line (e.g. "accuracy"); optional.
 """
 
 from __future__ import annotations

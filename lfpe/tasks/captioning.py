@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -60,6 +60,7 @@ class Captioning:
     `config.data`'s for `widget_caption` (its vocabulary is built with the data).
   """
 
+  HEADLINE: ClassVar[str] = "CIDEr"
   beam_size: int = 1
   length_penalty: float = 0.6
   meteor: bool = False

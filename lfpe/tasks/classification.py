@@ -10,7 +10,7 @@ the dataset's spec (lfpe.data) and config.data.image_size.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -47,6 +47,7 @@ class Classification:
   cross-entropy, summed over real examples only.
   """
 
+  HEADLINE: ClassVar[str] = "accuracy"  # the eval metric a run reports last
   label_smoothing: float = 0.0
 
   def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:

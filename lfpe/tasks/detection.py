@@ -22,7 +22,7 @@ evaluated image side.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -63,6 +63,7 @@ def split_groups(outputs: dict[str, jax.Array], groups: int) -> dict[str, jax.Ar
 class Detection:
   """The detection task (see lfpe/tasks/base.py for the interface)."""
 
+  HEADLINE: ClassVar[str] = "AP"
   eos_coef: float = 0.1
   class_weight: float = 1.0
   bbox_weight: float = 5.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -53,6 +53,8 @@ def bits_per_dim(logits: jax.Array, targets: jax.Array) -> jax.Array:
 @dataclasses.dataclass(frozen=True)
 class Generation:
   """The generation task (see lfpe/tasks/base.py for the interface); no options yet."""
+
+  HEADLINE: ClassVar[str] = "bits_per_dim"
 
   def image_shape(self, config: Any) -> tuple[int, int, int]:
     """`(H, W, C)` of `config.data` (a dataset of fixed-size images)."""

@@ -9,7 +9,9 @@ renames it when complete, so a run killed mid-save leaves the previous step inta
 (the next run deletes the unfinished folder). A complete step that cannot be read
 (damaged files) is logged and the next newest is tried; once one is read, the
 unreadable ones move to WORKDIR/unreadable_checkpoints/ (training writes those steps
-again). When none can be read, `restore_latest` raises WorkdirError and moves nothing.
+again). When none can be read, `restore_latest` raises WorkdirError and moves nothing; a
+readable checkpoint of another model (a config or code change) raises at once and moves
+nothing either.
 """
 
 from __future__ import annotations
@@ -129,7 +131,16 @@ def restore_latest(
   there is no checkpoint (a fresh run); raises WorkdirError when none can be read.
   """
   failed: dict[int, str] = {}
-  for step in sorted(manager.all_steps(), reverse=True):
+  steps = sorted(manager.all_steps(), reverse=True)
+  other = steps and other_model(manager.directory / str(steps[0]) / "state", target)
+  if other:  # not damage: nothing is set aside, nothing is restored (orbax would fail noisily)
+    raise WorkdirError(
+      f"Checkpoint step {steps[0]} in {manager.directory} holds another model than this "
+      f"config's ({other}): it was trained with another config or lfpe version. The "
+      "checkpoints are kept; run the config that wrote them (WORKDIR/config.json), or train "
+      "this one in a new --workdir."
+    )
+  for step in steps:
     try:
       restored = manager.restore(
         step,
@@ -153,10 +164,37 @@ def restore_latest(
     return None
   newest = max(failed)
   raise WorkdirError(
-    f"No checkpoint in {manager.directory} can be read (steps {sorted(failed)}; step "
-    f"{newest}: {failed[newest]}). Delete that directory to train this workdir again from "
-    "step 0, or start a new --workdir."
+    f"No checkpoint in {manager.directory} can be read: all are damaged (steps "
+    f"{sorted(failed)}; step {newest}: {failed[newest]}). They are left as they are; start "
+    "a new --workdir."
   )
+
+
+def _shapes(tree: Any) -> dict[str, tuple[int, ...]]:
+  """{'opt_state.1.0.mu.Dense_0.kernel': shape} of a pytree's array leaves."""
+  names = lambda path: ".".join(
+    str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path
+  )
+  leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+  return {names(path): tuple(leaf.shape) for path, leaf in leaves if hasattr(leaf, "shape")}
+
+
+def other_model(state_dir: epath.Path, target: Any) -> str | None:
+  """How the state saved in `state_dir` differs from `target` in arrays or shapes (None if it
+  does not, or if its metadata cannot be read: damage is for the restore to find)."""
+  try:
+    saved = _shapes(ocp.StandardCheckpointHandler().metadata(state_dir))
+  except _UNREADABLE:
+    return None
+  wanted = _shapes(target)
+  where = lambda shape: "absent" if shape is None else f"shape {shape}"
+  for name in sorted(set(saved) | set(wanted), key=lambda n: (not n.startswith("params"), n)):
+    if saved.get(name) != wanted.get(name):
+      return (
+        f"{name}: {where(saved.get(name))} in the checkpoint, "
+        f"{where(wanted.get(name))} in this config's model"
+      )
+  return None
 
 
 def _read_by_every_process(ok: bool) -> bool:

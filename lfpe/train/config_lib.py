@@ -15,6 +15,8 @@ from typing import Any
 
 import ml_collections
 
+from lfpe.errors import did_you_mean
+
 _TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off", "")
 
 
@@ -43,7 +45,8 @@ def base_config() -> ml_collections.ConfigDict:
   'bfloat16' (parameters stay float32). mesh: data (-1: all devices left), model
   (tensor-parallel size), fsdp (shard parameters over data too). distributed:
   force `jax.distributed.initialize()` (else only when the environment shows
-  several processes). progress: tqdm bar on a terminal.
+  several processes). progress: tqdm bar on a terminal, else log lines every report_every
+  steps (0: about 20 lines a run; rounded up to a multiple of log_every).
   """
   return ml_collections.ConfigDict(
     dict(
@@ -59,6 +62,7 @@ def base_config() -> ml_collections.ConfigDict:
       async_checkpoints=True,
       distributed=False,
       progress=True,
+      report_every=0,
       mesh=dict(data=-1, model=1, fsdp=False),
       task=dict(name="classification", label_smoothing=0.0),
       optim=dict(
@@ -84,6 +88,9 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
     key, _, text = item.partition("=")
     key = key.strip()
     if key not in defaults:
-      raise ValueError(f"unknown config argument {key!r}; known: {', '.join(sorted(defaults))}.")
+      raise ValueError(
+        f"unknown config argument {key!r}{did_you_mean(key, defaults)}; "
+        f"known: {', '.join(sorted(defaults))}."
+      )
     values[key] = _convert(key, text.strip() if "=" in item else "1", defaults[key])
   return ml_collections.ConfigDict(values)

@@ -1,4 +1,9 @@
-"""Training metrics out: JSON lines, TensorBoard events, a progress bar, a summary file.
+"""Training metrics out: JSON lines, TensorBoard events, progress, a summary file.
+
+Progress (process 0, stderr): a tqdm bar on a terminal; otherwise (a log file, a cluster
+job) one line every `report_every` steps with step, loss, steps/s and ETA, and one line per
+evaluation with its metrics. Every run ends with a line naming the summary and its
+headline metric.
 
 Files (process 0 only):
   WORKDIR/metrics.jsonl  one object per line: {"step", "split", <metric>: value, ...}
@@ -41,6 +46,30 @@ def truncate_jsonl(path: str, last_step: int) -> None:
     f.writelines(lines)
 
 
+def format_seconds(seconds: float) -> str:
+  """'1h02m', '3m05s', '42s'."""
+  seconds = int(round(seconds))
+  hours, rest = divmod(seconds, 3600)
+  minutes, secs = divmod(rest, 60)
+  return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def report_interval(report_every: int, total_steps: int, log_every: int) -> int:
+  """Steps between progress lines: `report_every`, or about 20 lines a run when it is 0;
+  a multiple of `log_every` (the steps whose metrics are fetched), so never an extra sync."""
+  steps = report_every or max(total_steps // 20, 1)
+  return max(1, math.ceil(steps / log_every)) * log_every
+
+
+def final_line(summary: dict[str, Any], headline: str | None, workdir: str) -> str:
+  """'lfpe: done at step S: eval accuracy 0.95; summary in WORKDIR/summary.json'."""
+  evals = summary.get("eval", {})
+  name = headline if headline in evals else next(iter(evals), None)
+  metric = f": eval {name} {evals[name]:.4g}" if name is not None else ""
+  path = os.path.join(workdir, "summary.json")
+  return f"lfpe: done at step {summary.get('step')}{metric}; summary in {path}"
+
+
 class MetricWriter:
   """Writes metrics from process 0; a no-op elsewhere. Use as a context manager."""
 
@@ -51,9 +80,11 @@ class MetricWriter:
     total_steps: int,
     start_step: int = 0,
     progress: bool = True,
+    report_every: int = 0,
     is_main: bool = True,
   ):
     self.is_main = is_main
+    self.total_steps = total_steps
     self.latest: dict[str, dict[str, float]] = {}
     self._jsonl = self._tb = None
     if is_main:
@@ -64,6 +95,9 @@ class MetricWriter:
       self._jsonl = open(path, "a")
       self._tb = SummaryWriter(os.path.join(workdir, "tb"))
     show = progress and is_main and sys.stderr.isatty()
+    # Lines instead of the bar: every `report_every` steps (0: none) when stderr is no terminal.
+    self._report_every = report_every if progress and is_main and not show else 0
+    self._report = (start_step, time.perf_counter())  # step and time of the last line
     self._bar = tqdm.tqdm(
       total=total_steps,
       initial=start_step,
@@ -92,7 +126,27 @@ class MetricWriter:
         if math.isfinite(v):
           self._tb.add_scalar(f"{split}/{k}", v, step)
       self._tb.flush()
+    if self._report_every and (split != "train" or step % self._report_every == 0):
+      self._print_line(step, split, values)
     return values
+
+  def _print_line(self, step: int, split: str, values: dict[str, float]) -> None:
+    where = f"step {step}/{self.total_steps}"
+    if split != "train":
+      shown = ", ".join(f"{k} {v:.4g}" for k, v in values.items() if k != "count")
+      print(f"lfpe: {where} {split}: {shown}", file=sys.stderr, flush=True)
+      return
+    last_step, last_time = self._report
+    now = time.perf_counter()
+    rate = (step - last_step) / max(now - last_time, 1e-9)
+    self._report = (step, now)
+    eta = format_seconds((self.total_steps - step) / rate) if rate > 0 else "?"
+    print(
+      f"lfpe: {where} ({100 * step / self.total_steps:.0f}%) loss {values['loss']:.4g}, "
+      f"{rate:.3g} steps/s, ETA {eta}",
+      file=sys.stderr,
+      flush=True,
+    )
 
   def advance(self, step: int, **postfix: float) -> None:
     """Moves the progress bar to `step`, showing `postfix` values."""
@@ -107,6 +161,11 @@ class MetricWriter:
       summary = {"step": step, **self.latest, **extra}
       with open(os.path.join(self.workdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+
+  def finish(self, summary: dict[str, Any], headline: str | None) -> None:
+    """The run's last line: its step, headline eval metric and where the summary is."""
+    if self.is_main:
+      print(final_line(summary, headline, self.workdir), file=sys.stderr, flush=True)
 
   def close(self) -> None:
     self._bar.close()

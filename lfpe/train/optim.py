@@ -29,11 +29,12 @@ SCHEDULES = ("warmup_cosine", "warmup_rsqrt", "constant", "warmup_step")
 def make_schedule(schedule_config: Any, peak_lr: float, total_steps: int) -> optax.Schedule:
   """Learning rate as a function of the step (0-based): linear warmup from 0, then decay.
 
+  Warmup is clipped to `total_steps - 1` (see `clipped_warmup`).
   warmup_cosine: cosine from `peak_lr` at the end of warmup to `end_lr_factor * peak_lr`
   at `total_steps`. warmup_rsqrt: `peak_lr / sqrt(1 + (step - warmup) / timescale)`
   after warmup (big_vision's rsqrt without cooldown). constant: warmup, then `peak_lr`.
   """
-  name, warmup = schedule_config.name, int(schedule_config.warmup_steps)
+  name, warmup = schedule_config.name, clipped_warmup(schedule_config, total_steps)
   if name == "warmup_cosine":
     return optax.warmup_cosine_decay_schedule(
       init_value=0.0,
@@ -54,6 +55,12 @@ def make_schedule(schedule_config: Any, peak_lr: float, total_steps: int) -> opt
     decay = lambda t: peak_lr * factor ** jnp.sum(jnp.maximum(t, 0) >= bounds)
     return _with_warmup(decay, peak_lr, warmup)
   raise ValueError(f"`schedule.name`={name!r} is unknown; use one of {SCHEDULES}.")
+
+
+def clipped_warmup(schedule_config: Any, total_steps: int) -> int:
+  """`warmup_steps`, at most `total_steps - 1`: a quick try (`total_steps=5`) needs no second
+  flag, and the schedule keeps at least one step after warmup (the trainer logs the clip)."""
+  return max(min(int(schedule_config.warmup_steps), total_steps - 1), 0)
 
 
 def _with_warmup(decay, peak_lr: float, warmup: int) -> optax.Schedule:

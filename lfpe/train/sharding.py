@@ -21,6 +21,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from lfpe.errors import ConfigError
+
 MESH_AXES = ("data", "model")
 # Logical names a model may use (parameters and activations) -> mesh axis (None: replicated).
 BASE_RULES = (
@@ -106,8 +108,8 @@ def check_divisible(abstract: Any, shardings: Any) -> None:
       size = int(np.prod([sharding.mesh.shape[a] for a in axes]))
       if dim % size:
         name = jax.tree_util.keystr(path)
-        raise ValueError(
-          f"`mesh`: parameter {name} of shape {leaf.shape} has a dimension of size {dim} "
+        raise ConfigError(
+          f"config.mesh: parameter {name} of shape {leaf.shape} has a dimension of size {dim} "
           f"sharded over mesh axes {axes} of size {size}; change config.mesh.model / "
           f"config.mesh.fsdp or the model size so that it divides."
         )

@@ -25,6 +25,7 @@ import functools
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -35,8 +36,9 @@ from absl import logging
 
 from lfpe import tasks
 from lfpe.errors import ConfigError, WorkdirError
-from lfpe.train import checkpoint, program, sharding, validate
-from lfpe.train.metrics import MetricWriter
+from lfpe.train import checkpoint, optim, program, sharding, validate
+from lfpe.train import workdir as workdir_lib
+from lfpe.train.metrics import MetricWriter, final_line, report_interval
 
 LoaderFn = Callable[..., Any]
 
@@ -65,10 +67,22 @@ def train_and_evaluate(
   On a workdir already trained to `config.total_steps` it trains nothing and returns that
   summary unchanged; with a larger `config.total_steps` it trains on from the last checkpoint.
   """
-  # 1. Config, and the model it describes (`config.model` is checked once, as it is built).
+  # 1. Config, and the model it describes (`config.model` is checked once, as it is built);
+  # the workdir must be writable and, if it holds checkpoints, trained with a compatible config.
   devices = list(jax.devices() if devices is None else devices)
   model = checked_model(config, len(devices), check_data=make_loader is None)
   make_loader = make_loader or default_loader
+  workdir_lib.prepare(workdir)
+  workdir_lib.check_compatible(config, workdir)
+  warmup = optim.clipped_warmup(config.schedule, config.total_steps)
+  if warmup != config.schedule.warmup_steps:
+    logging.warning(
+      "config.schedule.warmup_steps=%d does not fit config.total_steps=%d: warmup is clipped "
+      "to %d steps.",
+      config.schedule.warmup_steps,
+      config.total_steps,
+      warmup,
+    )
 
   # 2. Mesh; batches split over its 'data' axis.
   mesh = sharding.make_mesh(config.mesh, devices)
@@ -94,8 +108,14 @@ def train_and_evaluate(
   with checkpoint.make_manager(workdir, keep=keep, async_save=async_save) as manager:
     restored = checkpoint.restore_latest(manager, target, train_iter)
     start_step, state = restored if restored else (0, prog.init_state())
+    headline = getattr(prog.task, "HEADLINE", None)
     if start_step >= config.total_steps:  # Complete: its metrics and summary stay as they are.
-      return _finished_summary(workdir, start_step, config.total_steps)
+      summary = _finished_summary(workdir, start_step, config.total_steps)
+      if jax.process_index() == 0:
+        print(final_line(summary, headline, workdir), file=sys.stderr, flush=True)
+      return summary
+    if jax.process_index() == 0:  # the record of what trains these checkpoints
+      workdir_lib.write_record(config, workdir)
 
     # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
     evaluate = functools.partial(_evaluate, prog.task, prog.eval_step, eval_data)
@@ -104,6 +124,9 @@ def train_and_evaluate(
       total_steps=config.total_steps,
       start_step=start_step,
       progress=config.get("progress", True),
+      report_every=report_interval(
+        config.get("report_every", 0), config.total_steps, config.log_every
+      ),
       is_main=jax.process_index() == 0,
     )
     start_time = time.perf_counter()
@@ -126,7 +149,9 @@ def train_and_evaluate(
       manager.wait_until_finished()
       wall_s = time.perf_counter() - start_time
       writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
-  return {"step": config.total_steps, **writer.latest}
+      summary = {"step": config.total_steps, **writer.latest}
+      writer.finish(summary, headline)
+  return summary
 
 
 def checked_model(config: Any, num_devices: int, *, check_data: bool = True) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 
 from lfpe import tasks
+from lfpe.errors import did_you_mean
 from lfpe.train import optim, sharding
 
 DTYPES = ("float32", "bfloat16")
@@ -84,7 +85,8 @@ def _number(
 def _choice(config: Any, path: str, choices) -> str:
   value = _get(config, path)
   if value not in choices:
-    _fail(path, f"must be one of {tuple(choices)}", value)
+    hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+    _fail(path, f"must be one of {tuple(choices)}{hint}", value)
   return value
 
 
@@ -112,15 +114,15 @@ def validate_config(
 
 def _validate_loop(config: Any) -> None:
   _integer(config, "seed", 0)
-  total = _integer(config, "total_steps", 1)
+  _integer(config, "total_steps", 1)
   for path in ("batch_size", "checkpoint_every", "eval_every", "log_every", "keep_checkpoints"):
     _integer(config, path, 1)
   if "eval_batch_size" in config:
     _integer(config, "eval_batch_size", 1)
   _choice(config, "compute_dtype", DTYPES)
-  warmup = _integer(config, "schedule.warmup_steps", 0)
-  if warmup > total:
-    _fail("schedule.warmup_steps", f"must not exceed total_steps={total}", warmup)
+  _integer(config, "schedule.warmup_steps", 0)  # longer than total_steps: clipped to it
+  if "report_every" in config:
+    _integer(config, "report_every", 0)
 
 
 def _validate_optimizer(config: Any) -> None:
@@ -163,6 +165,15 @@ def _validate_mesh(config: Any, num_devices: int) -> None:
       "mesh",
       f"must use all {num_devices} devices when running on several processes",
       {"data": data, "model": model},
+    )
+  heads = _get(config, "model.num_heads")
+  if isinstance(heads, int) and heads % model:
+    divisors = [d for d in range(1, heads + 1) if heads % d == 0]
+    _fail(
+      "mesh.model",
+      f"must divide config.model.num_heads={heads} (attention heads are split over the model "
+      f"axis); use one of {divisors}",
+      model,
     )
   if not isinstance(_get(config, "mesh.fsdp"), bool):
     _fail("mesh.fsdp", "must be True or False", _get(config, "mesh.fsdp"))

@@ -9,13 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from absl import flags
-from ml_collections import config_flags
 
 from lfpe import encodings, tasks
+from lfpe.main import split_overrides
 from lfpe.models import vit
 from lfpe.nn.positions import PositionSource
 from lfpe.nn.transformer import Encoder
+from lfpe.train import config_cli
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 CONFIGS = sorted(
@@ -25,11 +25,8 @@ CONFIGS = sorted(
 
 def _cli_config(name: str, *overrides: str):
   """The config that `python -m lfpe.main --config=configs/NAME.py:small=1 OVERRIDES` reads."""
-  argv = ["lfpe.main", f"--config={os.path.join(ROOT, 'configs', name)}.py:small=1", *overrides]
-  values = flags.FlagValues()
-  config_flags.DEFINE_config_file("config", None, "", flag_values=values, sys_argv=argv)
-  values(argv)
-  return values.config
+  _, pairs = split_overrides(list(overrides))
+  return config_cli.load(f"{os.path.join(ROOT, 'configs', name)}.py:small=1", pairs)
 
 
 # Absolute encodings that cannot read a 4-D box: 1-D raster encodings, DETR's mask-based sine,

@@ -96,7 +96,10 @@ def test_no_readable_checkpoint_is_one_clear_error(tmp_path, straight):
     _run(workdir)
   message = str(e.value)
   assert isinstance(e.value, UserError)
-  assert f"No checkpoint in {workdir / 'checkpoints'} can be read (steps [10, 20]" in message
-  assert "Delete that directory" in message and "start a new --workdir" in message
+  assert (
+    f"No checkpoint in {workdir / 'checkpoints'} can be read: all are damaged (steps [10, 20]"
+    in message
+  )
+  assert "Delete" not in message and "start a new --workdir" in message
   assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == ["10", "20"]  # kept
   assert (workdir / "metrics.jsonl").read_bytes() == metrics

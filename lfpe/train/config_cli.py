@@ -1,0 +1,159 @@
+"""The config of a command line: `--config=FILE[:ARG]` and `--config.FIELD=VALUE` overrides.
+
+`load(config_arg, overrides)` reads the config file, calls its `get_config(ARG)` and applies
+each override to the (locked) config. Every mistake is a ConfigError whose one-line message
+names the flag and the fix, with a "did you mean" for misspelled names:
+
+* a missing config file, an unknown or unparsable config argument;
+* an override of a field that does not exist, or of a group of fields as a whole;
+* a value that does not parse as the field's type (bool, int, float, str, tuple, list).
+
+An override one level below an encoding spec changes one option of that spec:
+`--config.model.posemb.gamma=0.5` turns `"fourier(gamma=0.25)"` into
+`"fourier(gamma=0.5)"` (the value is a Python literal; a bare word is a string). The option
+must be one the encoding takes. `--config.model.posemb=NAME(...)` still replaces it whole.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import ml_collections
+
+from lfpe import encodings
+from lfpe.errors import ConfigError, did_you_mean
+
+_TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off")
+
+
+def load(config_arg: str, overrides: Sequence[tuple[str, str]] = ()) -> Any:
+  """The config of `--config=config_arg` with `overrides` ((dotted path, text) pairs) applied."""
+  config = _read_file(config_arg)
+  for path, text in overrides:
+    set_field(config, path, text)
+  return config
+
+
+def _read_file(config_arg: str) -> Any:
+  path, _, arg = config_arg.partition(":")
+  if not os.path.isfile(path):
+    folder = os.path.dirname(path) or "."
+    found = [f for f in os.listdir(folder) if f.endswith(".py")] if os.path.isdir(folder) else []
+    close = difflib.get_close_matches(os.path.basename(path), found, n=1, cutoff=0.6)
+    hint = f" (did you mean {os.path.join(folder, close[0])!r}?)" if close else ""
+    raise ConfigError(f"--config: no config file {path!r}{hint}; the configs are in configs/.")
+  spec = importlib.util.spec_from_file_location("lfpe_config_file", path)
+  module = importlib.util.module_from_spec(spec)
+  try:
+    spec.loader.exec_module(module)
+  except Exception as e:  # the file itself is broken: a user error, shown with its cause
+    raise ConfigError(f"--config: {path} cannot be loaded ({type(e).__name__}: {e}).") from e
+  if not hasattr(module, "get_config"):
+    raise ConfigError(f"--config: {path} defines no get_config(arg=None); see configs/.")
+  try:
+    config = module.get_config(arg) if arg else module.get_config()
+  except ValueError as e:
+    raise ConfigError(f"--config={config_arg}: {e}") from e
+  if not isinstance(config, ml_collections.ConfigDict):
+    raise ConfigError(f"--config: {path}'s get_config() must return an ml_collections.ConfigDict.")
+  return config
+
+
+def set_field(config: Any, path: str, text: str) -> None:
+  """Sets `config.<path>` from the command-line `text` (ConfigError naming the flag if wrong)."""
+  flag = f"--config.{path}"
+  keys = path.split(".")
+  parent = config
+  for i, key in enumerate(keys[:-1]):
+    value = _child(parent, key, flag, keys[: i + 1])
+    if isinstance(value, str) and i == len(keys) - 2 and _is_spec(value):
+      parent[key] = _set_spec_option(value, keys[-1], text, flag, ".".join(keys[:-1]))
+      return
+    if not isinstance(value, ml_collections.ConfigDict):
+      raise ConfigError(
+        f"{flag}: config.{'.'.join(keys[: i + 1])} is a value ({value!r}), not a group of fields."
+      )
+    parent = value
+  current = _child(parent, keys[-1], flag, keys)
+  if isinstance(current, ml_collections.ConfigDict):
+    fields = ", ".join(sorted(current.keys()))
+    raise ConfigError(
+      f"{flag}: a group of fields; set one of them, {flag}.FIELD (FIELD: {fields})."
+    )
+  parent[keys[-1]] = _convert(current, text, flag)
+
+
+def _child(parent: Any, key: str, flag: str, keys: list[str]) -> Any:
+  if key not in parent:
+    where = ".".join(keys[:-1])
+    hint = did_you_mean(key, list(parent.keys()))
+    raise ConfigError(
+      f"{flag}: config{'.' + where if where else ''} has no field {key!r}{hint}; "
+      f"its fields: {', '.join(sorted(parent.keys()))}."
+    )
+  return parent[key]
+
+
+def _is_spec(value: str) -> bool:
+  try:
+    encodings.parse(value)
+  except ValueError:
+    return False
+  return True
+
+
+def _set_spec_option(spec: str, option: str, text: str, flag: str, spec_path: str) -> str:
+  """`spec` with `option` set to `text` (a literal, else a string), if its encoding takes it."""
+  name, opts = encodings.parse(spec)
+  taken = encodings.options(name)
+  if option not in taken:
+    raise ConfigError(
+      f"{flag}: encoding {name!r} has no option {option!r}{did_you_mean(option, taken)}; its "
+      f"options: {', '.join(taken)}. Replace the encoding whole with "
+      f"--config.{spec_path}='NAME(option=value, ...)'."
+    )
+  try:
+    opts[option] = ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    opts[option] = text
+  args = ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items()))
+  return f"{name}({args})"
+
+
+def _convert(current: Any, text: str, flag: str) -> Any:
+  """`text` as a value of `current`'s type."""
+  expected = type(current).__name__
+  if isinstance(current, bool):
+    if text.lower() in _TRUE + _FALSE:
+      return text.lower() in _TRUE
+    raise ConfigError(f"{flag}={text!r}: must be a boolean (true/false or 1/0).")
+  if isinstance(current, int):
+    try:
+      return int(text)
+    except ValueError:
+      raise ConfigError(f"{flag}={text!r}: must be an integer, e.g. {current}.") from None
+  if isinstance(current, float):
+    try:
+      return float(text)
+    except ValueError:
+      raise ConfigError(f"{flag}={text!r}: must be a number, e.g. {current}.") from None
+  if isinstance(current, str):
+    return text
+  try:
+    value = ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    if current is None:
+      return text
+    raise ConfigError(
+      f"{flag}={text!r}: must be a Python literal of type {expected}, e.g. {current!r}."
+    ) from None
+  if current is None:
+    return value
+  if isinstance(current, (tuple, list)) and isinstance(value, (tuple, list)):
+    return type(current)(value)
+  raise ConfigError(f"{flag}={text!r}: must be a {expected}, e.g. {current!r}.")

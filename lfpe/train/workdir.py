@@ -1,0 +1,130 @@
+"""A workdir is a record: the config that trained its checkpoints, kept and enforced.
+
+WORKDIR/config.json is written when a run starts training or resumes, never by a run that
+is refused. A run in a workdir that holds checkpoints first compares its config with that
+record (`check_compatible`): a field that changes the model, the optimizer state, the data
+or the experiment is refused (ConfigError listing each field as `old -> new`, and the two
+ways out) before anything is restored; a field in `SAFE_TO_CHANGE` is allowed and logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from absl import logging
+
+from lfpe.errors import ConfigError, WorkdirError
+
+# Fields a run may change in a workdir that holds checkpoints: they change how long it
+# trains, how often it logs, evaluates and saves, where it runs, and where data is read
+# from, but not what the checkpoints hold or what experiment they record. Raising
+# total_steps trains on from the last checkpoint (the decay of the schedule is stretched).
+SAFE_TO_CHANGE = (
+  "total_steps",
+  "log_every",
+  "eval_every",
+  "checkpoint_every",
+  "keep_checkpoints",
+  "report_every",
+  "progress",
+  "async_checkpoints",
+  "distributed",
+  "eval_batch_size",
+  "mesh.data",
+  "mesh.model",
+  "mesh.fsdp",
+  "data.data_dir",
+)
+_ABSENT = "<absent>"
+
+
+def prepare(workdir: str) -> None:
+  """Creates `workdir` if needed; WorkdirError if it is a file or cannot be written."""
+  if os.path.isfile(workdir):
+    raise WorkdirError(f"--workdir={workdir} is a file, not a directory; give a directory.")
+  try:
+    os.makedirs(workdir, exist_ok=True)
+    probe = os.path.join(workdir, ".lfpe_write_test")
+    with open(probe, "w"):
+      pass
+    os.remove(probe)
+  except OSError as e:
+    raise WorkdirError(
+      f"--workdir={workdir} cannot be written ({e.strerror or e}); give a writable directory."
+    ) from None
+
+
+def record_path(workdir: str) -> str:
+  return os.path.join(workdir, "config.json")
+
+
+def flatten(config: Any) -> dict[str, Any]:
+  """{dotted path: JSON value} of a ConfigDict (as config.json stores it) or of a dict."""
+  tree = (
+    json.loads(config.to_json_best_effort()) if hasattr(config, "to_json_best_effort") else config
+  )
+  out: dict[str, Any] = {}
+
+  def walk(node: Any, prefix: str) -> None:
+    if isinstance(node, dict) and node:
+      for key, value in node.items():
+        walk(value, f"{prefix}.{key}" if prefix else key)
+    else:
+      out[prefix] = node
+
+  walk(tree, "")
+  return out
+
+
+def differences(old: Any, new: Any) -> dict[str, tuple[Any, Any]]:
+  """{path: (old value, new value)} of every field that differs (`<absent>` if missing)."""
+  a, b = flatten(old), flatten(new)
+  return {
+    path: (a.get(path, _ABSENT), b.get(path, _ABSENT))
+    for path in sorted(set(a) | set(b))
+    if a.get(path, _ABSENT) != b.get(path, _ABSENT)
+  }
+
+
+def has_checkpoints(workdir: str) -> bool:
+  folder = os.path.join(workdir, "checkpoints")
+  return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
+
+
+def check_compatible(config: Any, workdir: str) -> None:
+  """Refuses `config` if it differs from the workdir's record in a field that is not safe.
+
+  Only a workdir with checkpoints is compared (one without has nothing to resume; its
+  metrics are rewritten from step 0). A record that cannot be read is a WorkdirError.
+  """
+  path = record_path(workdir)
+  if not (has_checkpoints(workdir) and os.path.exists(path)):
+    return
+  try:
+    with open(path) as f:
+      old = json.load(f)
+  except (OSError, ValueError) as e:
+    raise WorkdirError(
+      f"{path} cannot be read ({e}); it records the config of this workdir's checkpoints. "
+      "Restore it, or start a new --workdir."
+    ) from None
+  changed = differences(old, config)
+  refused = {p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE}
+  if refused:
+    listed = "; ".join(f"config.{p}: {o!r} -> {n!r}" for p, (o, n) in refused.items())
+    first, (value, _) = next(iter(refused.items()))
+    raise ConfigError(
+      f"{workdir} was trained with another config, and its checkpoints cannot resume this one: "
+      f"{listed}. Use a new --workdir for the new config, or the old values "
+      f"(e.g. --config.{first}={value}) to resume this one."
+    )
+  for p, (o, n) in changed.items():
+    logging.warning("config.%s: %r -> %r (allowed in a workdir with checkpoints)", p, o, n)
+
+
+def write_record(config: Any, workdir: str) -> None:
+  """WORKDIR/config.json: the config this run trains with."""
+  with open(record_path(workdir), "w") as f:
+    f.write(config.to_json_best_effort(indent=2))

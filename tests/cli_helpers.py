@@ -1,0 +1,32 @@
+"""Running `python -m lfpe.main` as a user would, for the command-line tests."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+def run_main(*args, **env):
+  """`python -m lfpe.main ARGS` from the repository root (LFPE_TRACEBACK unset unless given);
+  stderr is a pipe, not a terminal, as in a cluster job."""
+  environ = {k: v for k, v in os.environ.items() if k != "LFPE_TRACEBACK"}
+  return subprocess.run(
+    [sys.executable, "-m", "lfpe.main", *args],
+    cwd=ROOT,
+    env={**environ, **env},
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+
+
+def assert_one_line_error(result, *expected):
+  """Exit 2, no traceback, and one `lfpe.main:` line holding every `expected` text."""
+  assert result.returncode == 2, result.stderr[-3000:]
+  assert "Traceback" not in result.stderr, result.stderr[-3000:]
+  lines = [line for line in result.stderr.splitlines() if line.startswith("lfpe.main: ")]
+  assert len(lines) == 1, result.stderr[-3000:]
+  for text in expected:
+    assert text in lines[0], lines[0]
+  return lines[0]

@@ -1,0 +1,180 @@
+"""Every user mistake on `python -m lfpe.main` is one line naming the field, and exit 2.
+
+Each case runs the real command line as a subprocess (8 fake CPU devices, inherited from
+tests/conftest.py) and must fail before training: exit status 2, no traceback, one
+`lfpe.main: ...` line on stderr that names the flag or field (and, for a misspelling, says
+"did you mean"). Workdirs with a record are in test_workdir_record.py.
+"""
+
+import pytest
+from cli_helpers import assert_one_line_error, run_main
+
+SMALL = "--config=configs/vit_digits.py:small=1"
+FULL = "--config=configs/vit_digits.py"
+
+
+# (id, arguments after --config/--workdir defaults, texts the message must hold).
+# "{w}" in an argument is the test's workdir.
+MISTAKES = [
+  # Flags.
+  ("unknown flag", (SMALL, "--workdr={w}"), ("--workdr", "did you mean 'workdir'")),
+  ("no workdir", (SMALL,), ("--workdir is required",)),
+  ("no config", ("--workdir={w}",), ("--config is required",)),
+  ("positional argument", (SMALL, "--workdir={w}", "extra"), ("unexpected argument 'extra'",)),
+  ("override without value", (SMALL, "--workdir={w}", "--config.seed"), ("--config.seed",)),
+  # The config file and its argument.
+  (
+    "missing config file",
+    ("--config=configs/vit_digit.py", "--workdir={w}"),
+    ("configs/vit_digit.py", "did you mean 'configs/vit_digits.py'"),
+  ),
+  (
+    "unknown config argument",
+    ("--config=configs/vit_digits.py:gama=0.5", "--workdir={w}"),
+    ("'gama'", "did you mean 'gamma'"),
+  ),
+  (
+    "bad config argument",
+    ("--config=configs/vit_digits.py:small=maybe", "--workdir={w}"),
+    ("small='maybe'", "boolean"),
+  ),
+  # Overrides: names and types.
+  (
+    "misspelled field",
+    (SMALL, "--workdir={w}", "--config.totl_steps=5"),
+    ("--config.totl_steps", "did you mean 'total_steps'"),
+  ),
+  (
+    "misspelled nested field",
+    (SMALL, "--workdir={w}", "--config.optim.lrr=0.1"),
+    ("--config.optim.lrr", "config.optim has no field 'lrr'", "did you mean 'lr'"),
+  ),
+  (
+    "misspelled deep field",
+    (SMALL, "--workdir={w}", "--config.data.nme=digits"),
+    ("config.data has no field 'nme'", "did you mean 'name'"),
+  ),
+  (
+    "field below a value",
+    (SMALL, "--workdir={w}", "--config.seed.x=1"),
+    ("--config.seed.x", "config.seed is a value"),
+  ),
+  (
+    "group set whole",
+    (SMALL, "--workdir={w}", "--config.optim=adam"),
+    ("--config.optim", "a group of fields", "lr"),
+  ),
+  (
+    "int field",
+    (SMALL, "--workdir={w}", "--config.total_steps=abc"),
+    ("--config.total_steps='abc'", "integer"),
+  ),
+  (
+    "float field",
+    (SMALL, "--workdir={w}", "--config.optim.lr=fast"),
+    ("--config.optim.lr='fast'", "number"),
+  ),
+  (
+    "bool field",
+    (SMALL, "--workdir={w}", "--config.progress=maybe"),
+    ("--config.progress='maybe'", "boolean"),
+  ),
+  # Encoding specs and their options.
+  (
+    "misspelled spec option",
+    (SMALL, "--workdir={w}", "--config.model.posemb.gama=0.5"),
+    ("--config.model.posemb.gama", "did you mean 'gamma'", "--config.model.posemb='NAME("),
+  ),
+  (
+    "option the encoding lacks",
+    (SMALL, "--workdir={w}", "--config.model.posemb=embed_1d", "--config.model.posemb.gamma=1"),
+    ("--config.model.posemb.gamma", "encoding 'embed_1d' has no option 'gamma'"),
+  ),
+  (
+    "bad spec option value",
+    (SMALL, "--workdir={w}", "--config.model.posemb.gamma=-1"),
+    ("model.posemb", "gamma"),
+  ),
+  (
+    "misspelled encoding",
+    (SMALL, "--workdir={w}", "--config.model.posemb=fourer"),
+    ("model.posemb", "'fourer'", "did you mean 'fourier'"),
+  ),
+  (
+    "spec syntax",
+    (SMALL, "--workdir={w}", "--config.model.posemb=fourier(gamma="),
+    ("model.posemb", "is not 'name' or 'name(option=value, ...)'"),
+  ),
+  # Values the trainer refuses.
+  ("negative batch", (SMALL, "--workdir={w}", "--config.batch_size=-8"), ("config.batch_size",)),
+  ("zero steps", (SMALL, "--workdir={w}", "--config.total_steps=0"), ("config.total_steps",)),
+  (
+    "dtype",
+    (SMALL, "--workdir={w}", "--config.compute_dtype=float16"),
+    ("config.compute_dtype", "float32"),
+  ),
+  (
+    "optimizer",
+    (SMALL, "--workdir={w}", "--config.optim.name=adan"),
+    ("config.optim.name", "did you mean 'adamw'"),
+  ),
+  ("beta", (SMALL, "--workdir={w}", "--config.optim.b1=1.5"), ("config.optim.b1",)),
+  (
+    "schedule",
+    (SMALL, "--workdir={w}", "--config.schedule.name=cosine"),
+    ("config.schedule.name",),
+  ),
+  (
+    "task",
+    (SMALL, "--workdir={w}", "--config.task.name=clasification"),
+    ("config.task.name", "did you mean 'classification'"),
+  ),
+  ("model family", (SMALL, "--workdir={w}", "--config.model_name=vitt"), ("model_name",)),
+  (
+    "dataset",
+    (SMALL, "--workdir={w}", "--config.data.name=digitz"),
+    ("data.name", "did you mean 'digits'"),
+  ),
+  ("depth", (SMALL, "--workdir={w}", "--config.model.depth=-1"), ("model.depth",)),
+  ("patch size", (SMALL, "--workdir={w}", "--config.model.patch_size=3"), ("model.patch_size",)),
+  ("pool", (SMALL, "--workdir={w}", "--config.model.pool=max"), ("model.pool",)),
+  # The mesh.
+  (
+    "model axis and heads",
+    (FULL, "--workdir={w}", "--config.mesh.model=3"),
+    ("config.mesh.model", "config.model.num_heads=4", "[1, 2, 4]"),
+  ),
+  (
+    "data axis and batch",
+    (SMALL, "--workdir={w}", "--config.mesh.data=3"),
+    ("config.batch_size", "mesh.data"),
+  ),
+  ("too many devices", (SMALL, "--workdir={w}", "--config.mesh.model=16"), ("config.mesh",)),
+  # Workdirs.
+  ("workdir is a file", (SMALL, "--workdir={file}"), ("is a file, not a directory",)),
+  (
+    "workdir not writable",
+    (SMALL, "--workdir=/proc/lfpe_workdir"),
+    ("--workdir=/proc/lfpe_workdir cannot be written",),
+  ),
+]
+
+
+@pytest.mark.parametrize("args, expected", [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES])
+def test_mistake_is_one_line_and_exit_2(tmp_path, args, expected):
+  (tmp_path / "file").write_text("not a directory")
+  places = {"w": tmp_path / "w", "file": tmp_path / "file"}
+  result = run_main(*(a.format(**places) for a in args))
+  assert_one_line_error(result, *expected)
+  assert not (tmp_path / "w" / "config.json").exists()  # a refused run writes no record
+
+
+def test_thirty_distinct_mistakes():
+  assert len({m[0] for m in MISTAKES}) == len(MISTAKES) >= 30
+
+
+def test_traceback_on_request_for_a_command_line_mistake(tmp_path):
+  result = run_main(SMALL, f"--workdir={tmp_path}", "--config.totl_steps=5", LFPE_TRACEBACK="1")
+  assert result.returncode == 2
+  assert "Traceback" in result.stderr and "ConfigError" in result.stderr
+  assert "lfpe.main: --config.totl_steps" in result.stderr

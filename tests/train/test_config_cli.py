@@ -1,0 +1,115 @@
+"""Command-line overrides: each field keeps its type; spec options change one option."""
+
+import os
+
+import ml_collections
+import pytest
+
+from lfpe.errors import ConfigError
+from lfpe.main import split_overrides
+from lfpe.train import config_cli
+from lfpe.train.metrics import final_line, format_seconds, report_interval
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+DIGITS = os.path.join(ROOT, "configs", "vit_digits.py")
+
+
+def _config():
+  return ml_collections.ConfigDict(
+    dict(
+      steps=10,
+      lr=1e-3,
+      flag=False,
+      name="a",
+      sizes=(1, 2),
+      extra=None,
+      model=dict(posemb="fourier(gamma=0.25)", label="fourier"),
+    )
+  )
+
+
+@pytest.mark.parametrize(
+  "path, text, value",
+  [
+    ("steps", "20", 20),
+    ("lr", "2", 2.0),
+    ("flag", "yes", True),
+    ("flag", "0", False),
+    ("name", "b", "b"),
+    ("sizes", "(3, 4, 5)", (3, 4, 5)),
+    ("sizes", "[6]", (6,)),
+    ("extra", "0.5", 0.5),
+    ("extra", "word", "word"),
+    ("model.posemb", "sine_2d", "sine_2d"),
+    ("model.posemb.gamma", "0.5", "fourier(gamma=0.5)"),
+    ("model.posemb.hidden_dim", "8", "fourier(gamma=0.25, hidden_dim=8)"),
+    ("model.posemb.coords_mode", "index", "fourier(coords_mode='index', gamma=0.25)"),
+  ],
+)
+def test_override_keeps_the_field_type(path, text, value):
+  config = _config()
+  config_cli.set_field(config, path, text)
+  got = config
+  for key in path.split(".")[:2]:
+    got = got[key] if not isinstance(got, str) else got
+  assert got == value and type(got) is type(value)
+
+
+def test_a_string_that_is_no_spec_has_no_options():
+  with pytest.raises(ConfigError, match="config.name is a value"):
+    config_cli.set_field(_config(), "name.x", "1")
+  config = _config()
+  config.model.label = "not a spec!"
+  with pytest.raises(ConfigError, match="config.model.label is a value"):
+    config_cli.set_field(config, "model.label.x", "1")
+
+
+@pytest.mark.parametrize(
+  "path, text, message",
+  [
+    ("steps", "2.5", "must be an integer"),
+    ("lr", "x", "must be a number"),
+    ("sizes", "3", "must be a tuple"),
+    ("sizes", "((", "must be a Python literal"),
+    ("model", "x", "a group of fields"),
+    ("modle.posemb", "x", "did you mean 'model'"),
+  ],
+)
+def test_bad_overrides_name_the_flag(path, text, message):
+  with pytest.raises(ConfigError, match=message) as e:
+    config_cli.set_field(_config(), path, text)
+  assert f"--config.{path}" in str(e.value)
+
+
+def test_load_reads_a_config_file_with_its_argument_and_overrides():
+  config = config_cli.load(f"{DIGITS}:posemb=sine_2d,small=1", [("total_steps", "7")])
+  assert config.model.posemb == "sine_2d" and config.total_steps == 7 and config.model.depth == 1
+
+
+def test_split_overrides_takes_both_forms_in_order():
+  argv = ["p", "--config=c.py", "--config.a=1", "--workdir=w", "--config.b.c", "x=y"]
+  assert split_overrides(argv) == (
+    ["p", "--config=c.py", "--workdir=w"],
+    [("a", "1"), ("b.c", "x=y")],
+  )
+
+
+def test_report_interval_is_about_twenty_lines_on_logged_steps():
+  assert report_interval(0, 1000, 50) == 50  # 20 lines
+  assert report_interval(0, 10_000, 50) == 500
+  assert report_interval(0, 60, 50) == 50  # at least one logged step apart
+  assert report_interval(30, 1000, 20) == 40  # rounded up to a multiple of log_every
+  assert report_interval(0, 6, 2) == 2
+
+
+def test_format_seconds():
+  assert [format_seconds(s) for s in (4.6, 185, 3725)] == ["5s", "3m05s", "1h02m"]
+
+
+def test_final_line_prefers_the_headline_metric():
+  summary = {"step": 9, "eval": {"loss": 1.0, "accuracy": 0.51234}}
+  assert final_line(summary, "accuracy", "w") == (
+    "lfpe: done at step 9: eval accuracy 0.5123; summary in w/summary.json"
+  )
+  assert "eval loss 1" in final_line(summary, "AP", "w")  # no such metric: the first one
+  assert final_line({"step": 1}, "AP", "w") == "lfpe: done at step 1; summary in w/summary.json"
