@@ -79,7 +79,7 @@ class ArrayBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   def _info(self) -> tfds.core.DatasetInfo:
     features = self._features()
     supervised = ("image", "label") if {"image", "label"} <= set(features) else None
-    return _LocalInfo(
+    return LocalInfo(
       builder=self,
       description=self.DESCRIPTION,
       features=tfds.features.FeaturesDict(features),
@@ -101,7 +101,7 @@ class ArrayBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
       yield i, {k: _encode(features[k], v[i]) for k, v in arrays.items()}
 
 
-class _LocalInfo(tfds.core.DatasetInfo):
+class LocalInfo(tfds.core.DatasetInfo):
   """DatasetInfo of a dataset built here: TFDS's bucket holds nothing for it, so there is
   nothing to fetch (TFDS would make an empty temp dir, left behind, for each new builder)."""
 

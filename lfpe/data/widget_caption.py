@@ -259,7 +259,7 @@ class WidgetCaption(base.ArrayBuilder):
   BUILDER_CONFIGS = [WidgetCaptionConfig(name="full", description="Vocabulary of 10,000.")]
 
   def _info(self) -> tfds.core.DatasetInfo:
-    return tfds.core.DatasetInfo(
+    return base.LocalInfo(
       builder=self,
       description=self.DESCRIPTION,
       features=tfds.features.FeaturesDict(self._features()),

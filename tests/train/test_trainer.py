@@ -3,6 +3,7 @@
 Sharding (1 device vs 8), determinism, resume onto another mesh, NaN stop, metric files.
 """
 
+import functools
 import json
 import math
 
@@ -17,11 +18,10 @@ from lfpe.train import trainer
 KEYS = ("loss", "accuracy", "lr", "grad_norm", "param_norm")
 
 
-def _run(workdir, devices=None, **overrides):
+def _run(workdir, devices=None, stop_after=None, **overrides):
   config = tiny_config(**overrides)
-  return trainer.train_and_evaluate(
-    config, str(workdir), make_loader=make_array_loader, devices=devices
-  )
+  loader = functools.partial(make_array_loader, stop_after=stop_after)
+  return trainer.train_and_evaluate(config, str(workdir), make_loader=loader, devices=devices)
 
 
 def _records(workdir, split="train"):
@@ -67,7 +67,7 @@ def test_same_seed_same_metrics_other_seed_differs(tmp_path, single):
 
 def test_interrupted_run_resumes_on_another_mesh(tmp_path, single):
   with pytest.raises(Interrupted):
-    _run(tmp_path, **{"mesh.data": 4, "mesh.model": 2, "data.stop_after": 15})
+    _run(tmp_path, stop_after=15, **{"mesh.data": 4, "mesh.model": 2})
   assert max(_records(tmp_path)) == 15
   assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["10"]
   summary = _run(tmp_path, devices=jax.devices()[:1], **{"mesh.data": 1})

@@ -150,8 +150,9 @@ class ArrayLoader:
     return {k: jax.device_put(v, self.sharding) for k, v in batch.items()}
 
 
-def make_array_loader(data_config, *, global_batch_size, seed, train, mesh):
-  """The trainer's `make_loader` for `data_config` (num_train, num_test, image_size, ...)."""
+def make_array_loader(data_config, *, global_batch_size, seed, train, mesh, stop_after=None):
+  """The trainer's `make_loader` for `data_config` (num_train, num_test, image_size, ...);
+  `stop_after` (not a config field: a kill is no part of the experiment) interrupts training."""
   num = data_config.num_train if train else data_config.num_test
   images, labels = blobs(
     num, data_config.num_classes, data_config.image_size, seed=0 if train else 1
@@ -164,7 +165,7 @@ def make_array_loader(data_config, *, global_batch_size, seed, train, mesh):
     train=train,
     sharding=mesh,
     nan_after=data_config.get("nan_after") if train else None,
-    stop_after=data_config.get("stop_after") if train else None,
+    stop_after=stop_after if train else None,
   )
 
 
@@ -186,7 +187,6 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
     num_train=96,
     num_test=40,
     nan_after=None,
-    stop_after=None,
   )
   config.model_name = "tiny"
   config.model = dict(posemb="none", width=8)
