@@ -28,6 +28,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from lfpe.extras import require_extra
+
+require_extra("experiments", "lfpe.analysis.probes")
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import KFold
 from sklearn.pipeline import make_pipeline

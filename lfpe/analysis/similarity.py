@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from lfpe.extras import require
+
 
 def similarity_map(
   table: np.ndarray, shape: Sequence[int], index: Sequence[int] | None = None, metric: str = "dot"
@@ -33,8 +35,7 @@ def similarity_map(
 
 def plot_similarity_maps(maps: Mapping[str, np.ndarray], path: str, title: str = "") -> None:
   """Plots 2-D similarity maps side by side and writes a PNG to `path`."""
-  import matplotlib
-
+  matplotlib = require("matplotlib", "experiments", "Plotting")
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 

@@ -2,7 +2,12 @@
 
 `prepare(name, data_dir)` builds a local dataset (e.g. `digits`) offline;
 `make_loader(config.data, ...)` yields global batches for training or evaluation.
+Needs the `train` extra: `pip install "lfpe[train]"`.
 """
+
+from lfpe.extras import require_extra
+
+require_extra("train", "lfpe.data")
 
 from lfpe.data.base import ArrayBuilder, DatasetSpec
 from lfpe.data.builders import DATASETS, data_source, get_spec, prepare

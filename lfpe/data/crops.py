@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from lfpe.data import base
+from lfpe.extras import require
 
 PHOTOS = ("china", "flower")
 SPLITS = ("train", "test")
@@ -54,9 +55,8 @@ class CropsConfig(tfds.core.BuilderConfig):
 
 def photographs() -> np.ndarray:
   """The two photographs as uint8 `[2, 427, 640, 3]`, in the order of `PHOTOS`."""
-  from sklearn.datasets import load_sample_images  # Imported here: only building needs sklearn.
-
-  sample = load_sample_images()
+  datasets = require("sklearn.datasets", "experiments", "Building the photo crops dataset")
+  sample = datasets.load_sample_images()
   names = [f.rsplit("/", 1)[-1].removesuffix(".jpg") for f in sample.filenames]
   return np.stack([sample.images[names.index(p)] for p in PHOTOS])
 

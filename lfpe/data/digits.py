@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from lfpe.data import base
+from lfpe.extras import require
 
 SPLIT_SEED = 0
 TEST_PER_CLASS = 36
@@ -21,9 +22,8 @@ TEST_PER_CLASS = 36
 
 def load() -> tuple[np.ndarray, np.ndarray]:
   """sklearn's digits as uint8 images `[1797, 8, 8, 1]` in 0..255 and labels `[1797]`."""
-  from sklearn.datasets import load_digits  # Imported here: only building needs sklearn.
-
-  digits = load_digits()
+  datasets = require("sklearn.datasets", "experiments", "Building the digits dataset")
+  digits = datasets.load_digits()
   images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)[..., None]
   return images, digits.target.astype(np.int64)
 

@@ -3,75 +3,55 @@
 `create(spec, **kwargs)` returns the flax.linen module of an encoding spec (a name,
 `"name(option=value, ...)"` or a dict with a `name`); `build(spec, dim=..., grid_shape=...,
 num_heads=..., head_dim=...)` does the same but passes each module only the model context
-it takes (what models use); `options(name)` lists what an encoding takes. See registry.py.
+it takes (what models use); `options(name)` lists what an encoding takes; `info(name)` its
+kind and capabilities. Each encoding module declares its names once (`ENCODINGS`); the
+registry finds them, and this package exports every registered class. See registry.py.
 """
 
 from __future__ import annotations
 
 from lfpe.encodings import coords
-from lfpe.encodings.base import KINDS, AbsoluteEncoding
-from lfpe.encodings.fourier import (
-  FourierFeatures,
-  LearnableFourierMLP,
-  PositionMLP,
-  fourier_features,
-)
-from lfpe.encodings.gabor import GaborEdge
-from lfpe.encodings.intuitive import Intuitive
-from lfpe.encodings.learned import Embed1D, EmbedND
-from lfpe.encodings.none import NoPosition
+from lfpe.encodings.base import KINDS, AbsoluteEncoding, Registration
+from lfpe.encodings.fourier import fourier_features
 from lfpe.encodings.registry import (
   ALIASES,
   NAMES,
+  REGISTRATIONS,
   REGISTRY,
   build,
   check_options,
   create,
+  info,
   kind,
+  module_classes,
   options,
   parse,
   resolve,
   spec,
 )
-from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D
 from lfpe.encodings.resample import resample
-from lfpe.encodings.rotary import Rotary2D
-from lfpe.encodings.sinusoidal import (
-  DetrSine,
-  LearnableSinusoidal,
-  Sine1D,
-  SineND,
-  sincos_1d,
-  sincos_nd,
-)
+from lfpe.encodings.sinusoidal import sincos_1d, sincos_nd
+
+# The linen class of every registered encoding (LearnableFourierMLP, SineND, Rotary2D, ...).
+CLASSES = {cls.__name__: cls for cls in module_classes()}
+globals().update(CLASSES)
 
 __all__ = [
   "ALIASES",
   "KINDS",
   "NAMES",
+  "REGISTRATIONS",
   "REGISTRY",
   "AbsoluteEncoding",
-  "DetrSine",
-  "Embed1D",
-  "EmbedND",
-  "FourierFeatures",
-  "GaborEdge",
-  "Intuitive",
-  "LearnableFourierMLP",
-  "LearnableSinusoidal",
-  "NoPosition",
-  "PositionMLP",
-  "RelativeAttention2D",
-  "RelativeBias2D",
-  "Rotary2D",
-  "Sine1D",
-  "SineND",
+  "Registration",
   "build",
   "check_options",
   "coords",
   "create",
   "fourier_features",
+  "info",
   "kind",
+  "module_classes",
   "options",
   "parse",
   "resample",
@@ -79,4 +59,5 @@ __all__ = [
   "sincos_1d",
   "sincos_nd",
   "spec",
+  *sorted(CLASSES),
 ]

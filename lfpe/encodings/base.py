@@ -13,8 +13,9 @@ Kinds tell a model where an encoding enters attention:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import jax
@@ -24,6 +25,35 @@ from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
 
 KINDS = ("absolute", "bias", "logits", "rotary", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+  """One encoding name, declared once in its own module's `ENCODINGS` tuple.
+
+  The registry, `lfpe.encodings.__all__`, `lfpe.nnx`, the models' checks, the README's table
+  and the tests all read these (lfpe/encodings/registry.py finds them).
+
+  name: the spec name. factory: the linen class, or a `functools.partial` of it fixing some
+  options (`gabor` is `GaborEdge(use_gabor=True, use_edge=False)`). aliases: other names.
+  reads_boxes: it can encode a 4-D box (x0, y0, x1, y1) as the layout captioner needs: an
+  M-D encoding, not a 1-D raster code nor a 2-D-only one. resolution_free: it evaluates at
+  any coordinates; False for learned tables, which are resampled to a new grid.
+  """
+
+  name: str
+  factory: Callable
+  aliases: tuple[str, ...] = ()
+  reads_boxes: bool = False
+  resolution_free: bool = True
+
+  @property
+  def module_class(self) -> type:
+    return getattr(self.factory, "func", self.factory)
+
+  @property
+  def kind(self) -> str:
+    return self.module_class.kind
 
 
 class AbsoluteEncoding(Checked):

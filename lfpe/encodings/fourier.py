@@ -28,6 +28,7 @@ relative-location bias depends heavily on γ: set it per task.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import ClassVar
 
@@ -37,6 +38,7 @@ import jax.numpy as jnp
 
 from lfpe.encodings.base import (
   AbsoluteEncoding,
+  Registration,
   check_divisible,
   check_last_dim,
   check_mode,
@@ -217,3 +219,17 @@ class PositionMLP(_Grouped, nn.Module):
   def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
     y = mlp(self.group_coords(x), self.hidden_dim, self.dim // self.groups, self.out_init_std)
     return self.merge_groups(y)
+
+
+ENCODINGS = (
+  Registration(
+    "fourier", LearnableFourierMLP, aliases=("learnable_fourier_mlp",), reads_boxes=True
+  ),
+  Registration("fourier_no_mlp", FourierFeatures, reads_boxes=True),
+  Registration(
+    "fixed_fourier_mlp",
+    functools.partial(LearnableFourierMLP, trainable_wr=False),
+    reads_boxes=True,
+  ),
+  Registration("mlp", PositionMLP, reads_boxes=True),
+)

@@ -22,13 +22,20 @@ initialisation (it fits pretrained models); ours is stated on `GaborEdge`.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import ClassVar
 
 import flax.linen as nn
 import jax.numpy as jnp
 
-from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim, uniform_init
+from lfpe.encodings.base import (
+  AbsoluteEncoding,
+  Registration,
+  check_divisible,
+  check_last_dim,
+  uniform_init,
+)
 
 EDGES = ("left", "right", "top", "bottom")  # 000 Eq. 8 order
 EDGE_TOL = 1e-6
@@ -119,3 +126,10 @@ class GaborEdge(AbsoluteEncoding, nn.Module):
     if self.use_edge:
       params["w_edge"] = self.param("w_edge", nn.initializers.normal(self.w_std), (4, d))
     return gabor_edge(jnp.asarray(coords, jnp.float32), params)
+
+
+ENCODINGS = (
+  Registration("gabor", functools.partial(GaborEdge, use_gabor=True, use_edge=False)),
+  Registration("edge", functools.partial(GaborEdge, use_gabor=False, use_edge=True)),
+  Registration("gabor_edge", functools.partial(GaborEdge, use_gabor=True, use_edge=True)),
+)

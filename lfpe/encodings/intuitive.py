@@ -17,12 +17,13 @@ embeddings (001 Sec. 2.1.3). How the scalar p becomes D channels:
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import flax.linen as nn
 import jax.numpy as jnp
 
-from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim
+from lfpe.encodings.base import AbsoluteEncoding, Registration, check_divisible, check_last_dim
 
 CODES = ("index", "unit", "binary")
 
@@ -65,3 +66,9 @@ class Intuitive(AbsoluteEncoding, nn.Module):
     if self.code == "binary":
       return binary_code(pos, self.dim)
     return jnp.broadcast_to(pos[..., None], (*pos.shape, self.dim))
+
+
+ENCODINGS = tuple(
+  Registration(code, functools.partial(Intuitive, code=code))
+  for code in ("index", "unit", "binary")
+)

@@ -24,7 +24,13 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from lfpe.encodings import coords as coords_lib
-from lfpe.encodings.base import AbsoluteEncoding, check_divisible, check_last_dim, check_positive
+from lfpe.encodings.base import (
+  AbsoluteEncoding,
+  Registration,
+  check_divisible,
+  check_last_dim,
+  check_positive,
+)
 from lfpe.encodings.resample import check_grid_shape, check_resample_options, resample
 
 INIT_STD = 0.02
@@ -156,3 +162,11 @@ def _check_same_ndim(shape: Sequence[int], grid_shape: tuple[int, ...], owner: s
       f"grid_shape={tuple(grid_shape)}; pass a {len(grid_shape)}-D shape."
     )
   return shape
+
+
+ENCODINGS = (
+  Registration("embed_1d", Embed1D, resolution_free=False),
+  Registration(
+    "embed_nd", EmbedND, aliases=("embed_2d", "embed_4d"), reads_boxes=True, resolution_free=False
+  ),
+)

@@ -4,6 +4,8 @@ from typing import ClassVar
 
 import flax.linen as nn
 
+from lfpe.encodings.base import Registration
+
 
 class NoPosition(nn.Module):
   """Contributes nothing; models skip every position hook for it."""
@@ -12,3 +14,6 @@ class NoPosition(nn.Module):
 
   def __call__(self, *args, **kwargs):
     return None
+
+
+ENCODINGS = (Registration("none", NoPosition),)

@@ -6,6 +6,11 @@ A spec is one value, so `--config.model.posemb=embed_1d` replaces an encoding to
 its options. Option values are Python literals; a bare word is a string
 (`"sine_2d(layout=concat)"`).
 
+Each encoding module declares its names once (`ENCODINGS`, a tuple of
+`base.Registration`: name, linen factory, aliases, capabilities); this module finds them in
+every module of the package, so adding an encoding is adding one module (README: "How to
+extend"). `REGISTRY`, `ALIASES`, `NAMES`, `info(name)` and `markdown_table()` derive from them.
+
 * `options(name)`: the options an encoding takes (the one place this is computed).
 * `create(spec, **kwargs)`: the module, with exactly these arguments.
 * `build(spec, **context)`: what models call; `context` is what the model knows (`dim`,
@@ -17,55 +22,72 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
+import importlib
+import os
+import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lfpe.encodings.fourier import FourierFeatures, LearnableFourierMLP, PositionMLP
-from lfpe.encodings.gabor import GaborEdge
-from lfpe.encodings.intuitive import Intuitive
-from lfpe.encodings.learned import Embed1D, EmbedND
-from lfpe.encodings.none import NoPosition
-from lfpe.encodings.relative import RelativeAttention2D, RelativeBias2D
-from lfpe.encodings.rotary import Rotary2D
-from lfpe.encodings.sinusoidal import DetrSine, LearnableSinusoidal, Sine1D, SineND
+from lfpe.encodings.base import Registration
 from lfpe.errors import did_you_mean
 
-_p = functools.partial
 
-REGISTRY: dict[str, Callable] = {
-  "fourier": LearnableFourierMLP,
-  "fourier_no_mlp": FourierFeatures,
-  "fixed_fourier_mlp": _p(LearnableFourierMLP, trainable_wr=False),
-  "mlp": PositionMLP,
-  "sine_1d": Sine1D,
-  "sine_nd": SineND,
-  "detr_sine": DetrSine,
-  "embed_1d": Embed1D,
-  "embed_nd": EmbedND,
-  "learnable_sine": LearnableSinusoidal,
-  "gabor": _p(GaborEdge, use_gabor=True, use_edge=False),
-  "edge": _p(GaborEdge, use_gabor=False, use_edge=True),
-  "gabor_edge": _p(GaborEdge, use_gabor=True, use_edge=True),
-  "index": _p(Intuitive, code="index"),
-  "unit": _p(Intuitive, code="unit"),
-  "binary": _p(Intuitive, code="binary"),
-  "rel_bias_2d": RelativeBias2D,
-  "rel_attn_2d": RelativeAttention2D,
-  "rope_axial": _p(Rotary2D, mode="axial"),
-  "rope_mixed": _p(Rotary2D, mode="mixed"),
-  "none": NoPosition,
-}
-ALIASES = {
-  "sine_2d": "sine_nd",
-  "sine_4d": "sine_nd",
-  "embed_2d": "embed_nd",
-  "embed_4d": "embed_nd",
-  "learnable_fourier_mlp": "fourier",
-}
+def collect(modules) -> dict[str, Registration]:
+  """{name: Registration} from the `ENCODINGS` of `modules`; a name or alias used twice is an
+  error (so a new module cannot shadow an encoding)."""
+  found: dict[str, Registration] = {}
+  for module in modules:
+    for entry in getattr(module, "ENCODINGS", ()):
+      for name in (entry.name, *entry.aliases):
+        taken = [n for n, e in found.items() if name in (n, *e.aliases)]
+        if taken:
+          raise ValueError(f"encoding name {name!r} of {module.__name__} is taken by {taken[0]!r}.")
+      found[entry.name] = entry
+  return found
+
+
+def _encoding_modules():
+  """Every module of this package (each may declare `ENCODINGS`), in name order."""
+  package = os.path.dirname(__file__)
+  names = sorted(m.name for m in pkgutil.iter_modules([package]) if m.name != "registry")
+  return [importlib.import_module(f"{__package__}.{name}") for name in names]
+
+
+REGISTRATIONS: dict[str, Registration] = collect(_encoding_modules())
+REGISTRY: dict[str, Callable] = {name: e.factory for name, e in REGISTRATIONS.items()}
+ALIASES = {alias: name for name, e in REGISTRATIONS.items() for alias in e.aliases}
 NAMES = tuple(sorted([*REGISTRY, *ALIASES]))
 # What a model passes to `build` (never a spec option: the model decides it).
 CONTEXT = ("dim", "grid_shape", "num_heads", "head_dim")
+
+
+def info(name: str) -> Registration:
+  """The registration of encoding `name` (or of the encoding an alias names)."""
+  resolve(name)
+  return REGISTRATIONS[ALIASES.get(name, name)]
+
+
+def module_classes() -> tuple[type, ...]:
+  """The linen class of every registered encoding, once each, in registry order."""
+  return tuple(dict.fromkeys(e.module_class for e in REGISTRATIONS.values()))
+
+
+def markdown_table() -> str:
+  """The README's table of encodings: name (aliases), module, kind and capabilities."""
+  rows = [
+    "| name (aliases) | module | kind | 4-D boxes | resolution-free |",
+    "|---|---|---|---|---|",
+  ]
+  for name, e in sorted(REGISTRATIONS.items()):
+    aliases = f" ({', '.join(f'`{a}`' for a in e.aliases)})" if e.aliases else ""
+    fixed = ", ".join(f"{k}={v!r}" for k, v in getattr(e.factory, "keywords", {}).items())
+    module = f"{e.module_class.__name__}({fixed})" if fixed else e.module_class.__name__
+    yes = lambda flag: "yes" if flag else "no"
+    rows.append(
+      f"| `{name}`{aliases} | `{module}` | {e.kind} | {yes(e.reads_boxes)} | "
+      f"{yes(e.resolution_free)} |"
+    )
+  return "\n".join(rows)
 
 
 def resolve(name: str) -> Callable:
@@ -79,13 +101,12 @@ def resolve(name: str) -> Callable:
 
 
 def _module_class(name: str) -> type:
-  factory = resolve(name)
-  return getattr(factory, "func", factory)
+  return info(name).module_class
 
 
 def kind(spec) -> str:
   """Where the encoding of `spec` enters a model (see base.KINDS)."""
-  return _module_class(parse(spec)[0]).kind
+  return info(parse(spec)[0]).kind
 
 
 def options(name: str) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe.checked import Checked
-from lfpe.encodings.base import check_divisible
+from lfpe.encodings.base import Registration, check_divisible
 from lfpe.encodings.learned import INIT_STD, check_table_options, resample_table
 from lfpe.encodings.resample import check_grid_shape, check_resample_options
 
@@ -173,3 +173,9 @@ class RelativeAttention2D(Checked, nn.Module):
       t = t if self.per_head else t[:, None, :]  # [2n-1, heads or 1, d/2]
       tables.append(jnp.broadcast_to(t, (t.shape[0], q.shape[2], t.shape[-1])))
     return relative_logits(q, *tables, shape)
+
+
+ENCODINGS = (
+  Registration("rel_bias_2d", RelativeBias2D, resolution_free=False),
+  Registration("rel_attn_2d", RelativeAttention2D, resolution_free=False),
+)

@@ -23,6 +23,7 @@ Prefix tokens (a class token) are not rotated (as in Heo et al.): pass grid toke
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -33,7 +34,7 @@ import jax.numpy as jnp
 
 from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
-from lfpe.encodings.base import check_divisible, check_last_dim, check_positive
+from lfpe.encodings.base import Registration, check_divisible, check_last_dim, check_positive
 
 MODES = ("axial", "mixed")
 THETA = {"axial": 100.0, "mixed": 10.0}  # Heo et al.'s defaults
@@ -123,3 +124,9 @@ class Rotary2D(Checked, nn.Module):
     else:
       freqs = self.param("freqs", mixed_freqs_init(theta), (2, self.num_heads, self.head_dim // 2))
     return rope(x, coords, freqs)
+
+
+ENCODINGS = (
+  Registration("rope_axial", functools.partial(Rotary2D, mode="axial")),
+  Registration("rope_mixed", functools.partial(Rotary2D, mode="mixed")),
+)

@@ -41,6 +41,7 @@ import numpy as np
 from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.base import (
   AbsoluteEncoding,
+  Registration,
   check_divisible,
   check_last_dim,
   check_mode,
@@ -231,3 +232,11 @@ class LearnableSinusoidal(_Sine, nn.Module):
       "...m,fm->...f", jnp.asarray(coords, jnp.float32), w, precision=jax.lax.Precision.HIGHEST
     )  # [..., D/2]
     return sincos(y.reshape(*y.shape[:-1], self.ndim, -1), self.layout)  # [..., D]
+
+
+ENCODINGS = (
+  Registration("sine_1d", Sine1D),
+  Registration("sine_nd", SineND, aliases=("sine_2d", "sine_4d"), reads_boxes=True),
+  Registration("detr_sine", DetrSine),
+  Registration("learnable_sine", LearnableSinusoidal, reads_boxes=True),
+)

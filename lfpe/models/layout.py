@@ -119,10 +119,16 @@ class LayoutCaptioner(Checked, nn.Module):
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
     _check_fields(self)
     try:
+      name = encodings.parse(self.posemb)[0]
+      if not encodings.info(name).reads_boxes:
+        raise ValueError(
+          f"encoding {name!r} cannot read 4-D boxes; use one that can: "
+          f"{', '.join(n for n in encodings.NAMES if encodings.info(n).reads_boxes)}."
+        )
       encoding = self._encoding(parent=None)  # the encoding's own checks
       groups = getattr(encoding, "groups", None)
       box = jnp.zeros((1, 4) if groups is None else (1, groups, 4 // groups))
-      jax.eval_shape(encoding.init, jax.random.key(0), box)  # it reads 4-D boxes (not Gabor)
+      jax.eval_shape(encoding.init, jax.random.key(0), box)  # its options fit 4-D boxes
     except ValueError as e:
       raise ValueError(f"model.posemb={self.posemb!r}: {e}") from None
     self._encoder(parent=None)

@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lfpe.extras import require_extra
+
 MODELS = ("layout",)
 FIELDS = ("boxes", "types", "texts", "num_objects", "target", "captions")
 WIDGET = "widget_caption/"  # prefix of the released data's names (its own vocabularies)
@@ -198,6 +200,8 @@ class Captioning:
   def finalize(self, sums: dict[str, Any]) -> dict[str, float]:
     """Loss and token accuracy over real tokens; caption scores (x100) of real examples."""
     from lfpe.data import screens  # noqa: PLC0415
+
+    require_extra("captioning", "Caption scores")
     from lfpe.tasks import caption_metrics  # noqa: PLC0415 (pycocoevalcap)
 
     keep = np.asarray(sums["mask"], bool)

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lfpe.tasks import coco_eval
+from lfpe.extras import require_extra
 from lfpe.tasks.detection_ops import (
   box_cxcywh_to_xyxy,
   box_iou,
@@ -179,6 +179,9 @@ class Detection:
     size = pick("image_size")
     targets_xyxy = np.asarray(box_cxcywh_to_xyxy(jnp.asarray(pick("boxes"))))
     scale = np.concatenate([size[:, ::-1], size[:, ::-1]], axis=-1)[:, None, :]  # (w, h, w, h)
+    require_extra("detection", "COCO evaluation")
+    from lfpe.tasks import coco_eval  # noqa: PLC0415 (pycocotools: lfpe[detection])
+
     metrics = coco_eval.coco_evaluate(
       pick("scores"),
       pick("pred_labels"),

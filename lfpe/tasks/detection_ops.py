@@ -12,7 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from scipy.optimize import linear_sum_assignment
+
+from lfpe.extras import require
 
 EPS = 1e-7  # floor of the denominators of IoU and GIoU: zero-area boxes give 0, not NaN
 METHODS = ("scipy", "optax")
@@ -113,9 +114,10 @@ def _scipy_match_host(cost: np.ndarray, valid: np.ndarray) -> np.ndarray:
   n = int(np.prod(lead))
   cost, valid = np.asarray(cost).reshape(n, q, t), np.asarray(valid).reshape(n, t)
   match = np.full((n, q), -1, np.int32)
+  assign = require("scipy.optimize", "detection", "the scipy matcher").linear_sum_assignment
   for b in range(n):
     cols = np.flatnonzero(valid[b])
-    rows, picked = linear_sum_assignment(cost[b][:, cols])
+    rows, picked = assign(cost[b][:, cols])
     match[b, rows] = cols[picked]
   return match.reshape(*lead, q)
 

@@ -35,7 +35,7 @@ import numpy as np
 from absl import logging
 
 from lfpe import tasks
-from lfpe.errors import ConfigError, WorkdirError
+from lfpe.errors import ConfigError, UserError, WorkdirError
 from lfpe.train import checkpoint, optim, program, sharding, validate
 from lfpe.train import workdir as workdir_lib
 from lfpe.train.metrics import MetricWriter, final_line, report_interval
@@ -43,8 +43,8 @@ from lfpe.train.metrics import MetricWriter, final_line, report_interval
 LoaderFn = Callable[..., Any]
 
 
-class NonFiniteLossError(FloatingPointError):
-  """The training loss became NaN or infinite; the run stopped."""
+class NonFiniteLossError(UserError, FloatingPointError):
+  """The training loss became NaN or infinite; the run stopped (the message says what to try)."""
 
 
 def default_loader(data_config: Any, **kwargs: Any) -> Any:

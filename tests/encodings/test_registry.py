@@ -1,4 +1,7 @@
-"""The registry: every public name builds, runs through Flax NNX, and rejects bad names."""
+"""The registry: every name builds, runs through Flax NNX, declares true capabilities."""
+
+import pathlib
+import types
 
 import flax.linen as nn
 import jax
@@ -10,33 +13,7 @@ from flax import nnx
 from lfpe import encodings
 
 SHAPE, DIM, HEADS, HEAD_DIM = (4, 6), 16, 2, 8
-PUBLIC = [
-  "fourier",
-  "fourier_no_mlp",
-  "fixed_fourier_mlp",
-  "mlp",
-  "sine_1d",
-  "sine_nd",
-  "sine_2d",
-  "sine_4d",
-  "detr_sine",
-  "embed_1d",
-  "embed_nd",
-  "embed_2d",
-  "embed_4d",
-  "learnable_sine",
-  "gabor",
-  "edge",
-  "gabor_edge",
-  "index",
-  "unit",
-  "binary",
-  "rel_bias_2d",
-  "rel_attn_2d",
-  "rope_axial",
-  "rope_mixed",
-  "none",
-]
+PUBLIC = encodings.NAMES  # every name and alias the registry found
 
 
 def _module_and_args(name):
@@ -114,3 +91,68 @@ def test_build_passes_only_declared_fields():
   module = encodings.build("sine_2d", dim=32, grid_shape=(3, 3), num_heads=4, unrelated=1)
   assert module.dim == 32
   assert not hasattr(module, "unrelated")
+
+
+@pytest.mark.parametrize("name", [n for n in PUBLIC if encodings.kind(n) == "absolute"])
+def test_reads_boxes_is_true_to_the_module(name):
+  """An encoding declared to read 4-D boxes maps them to [N, D]; any other refuses them."""
+  module = encodings.build(name, dim=DIM, grid_shape=(8, 8, 8, 8), ndim=4, parent=None)
+  box = jnp.zeros((3, 4))
+  if encodings.info(name).reads_boxes:
+    variables = jax.eval_shape(module.init, jax.random.key(0), box)
+    assert jax.eval_shape(module.apply, variables, box).shape == (3, DIM)
+  else:
+    with pytest.raises(ValueError, match="last dimension"):
+      jax.eval_shape(module.init, jax.random.key(0), box)
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_resolution_free_means_no_table(name):
+  """Resolution-free encodings hold no parameter whose size grows with the grid."""
+  module, args, _ = _module_and_args(name)
+  if encodings.kind(name) == "none":
+    return
+
+  def size(module, args):
+    shapes = jax.eval_shape(lambda key: module.init(key, *args), jax.random.key(0))
+    return sum(x.size for x in jax.tree.leaves(shapes))
+
+  sizes = [size(module, args), size(*_module_and_args_on(name, (8, 12))[:2])]
+  assert (sizes[0] == sizes[1]) == encodings.info(name).resolution_free, sizes
+
+
+def _module_and_args_on(name, shape):
+  module = encodings.build(name, dim=DIM, grid_shape=shape, num_heads=HEADS, head_dim=HEAD_DIM)
+  n = int(np.prod(shape))
+  kind = encodings.kind(name)
+  args = {
+    "absolute": lambda: (module.grid_coords(shape),),
+    "bias": lambda: (shape,),
+    "logits": lambda: (jnp.ones((1, n, HEADS, HEAD_DIM)), shape),
+    "rotary": lambda: (jnp.ones((1, n, HEADS, HEAD_DIM)), module.grid_coords(shape)),
+  }[kind]()
+  return module, args, None
+
+
+def test_a_module_declares_its_names_once():
+  from lfpe.encodings import registry  # noqa: PLC0415
+
+  def module(name, *entries):
+    return types.SimpleNamespace(__name__=name, ENCODINGS=entries)
+
+  new = encodings.Registration("my_pe", encodings.SineND, aliases=("mine",), reads_boxes=True)
+  found = registry.collect([module("a", encodings.REGISTRATIONS["fourier"]), module("b", new)])
+  assert list(found) == ["fourier", "my_pe"] and found["my_pe"].kind == "absolute"
+  clash = encodings.Registration("fresh", encodings.SineND, aliases=("learnable_fourier_mlp",))
+  with pytest.raises(ValueError, match="'learnable_fourier_mlp' of b is taken by 'fourier'"):
+    registry.collect([module("a", encodings.REGISTRATIONS["fourier"]), module("b", clash)])
+
+
+def test_every_registered_class_is_exported():
+  for cls in encodings.module_classes():
+    assert getattr(encodings, cls.__name__) is cls and cls.__name__ in encodings.__all__
+
+
+def test_the_readme_table_is_the_registry():
+  readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
+  assert encodings.registry.markdown_table() in readme

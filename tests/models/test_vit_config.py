@@ -29,18 +29,13 @@ def _cli_config(name: str, *overrides: str):
   return config_cli.load(f"{os.path.join(ROOT, 'configs', name)}.py:small=1", pairs)
 
 
-# Absolute encodings that cannot read a 4-D box: 1-D raster encodings, DETR's mask-based sine,
-# and the 2-D grid encodings of 000 (Gabor, edge markers).
-NOT_BOXES = {"binary", "detr_sine", "edge", "embed_1d", "gabor", "gabor_edge", "index"}
-NOT_BOXES |= {"sine_1d", "unit"}
-
-
 def _rejects(family: str, posemb: str) -> bool:
   """Whether model family `family` refuses encoding `posemb` (ViT takes every encoding;
   DETR, the Reformer and the layout captioner add positions to tokens: absolute only)."""
   if family == "vit":
     return False
-  return encodings.kind(posemb) != "absolute" or (family == "layout" and posemb in NOT_BOXES)
+  reads_boxes = encodings.info(posemb).reads_boxes  # declared with the encoding
+  return encodings.kind(posemb) != "absolute" or (family == "layout" and not reads_boxes)
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -1,0 +1,105 @@
+"""lfpe.nnx: every registered encoding as an NNX module, with the linen module's numbers."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from lfpe import encodings
+from lfpe import nnx as pe
+
+SHAPE, DIM, HEADS, HEAD_DIM = (4, 6), 16, 2, 8
+CONTEXT = dict(dim=DIM, grid_shape=SHAPE, num_heads=HEADS, head_dim=HEAD_DIM)
+
+
+def _inputs(module):
+  """Example arguments of `module`'s `__call__` on the grid SHAPE."""
+  n = int(np.prod(SHAPE))
+  tokens = jax.random.normal(jax.random.key(5), (2, n, HEADS, HEAD_DIM))
+  return {
+    "absolute": lambda: (module.grid_coords(SHAPE),),
+    "bias": lambda: (SHAPE,),
+    "logits": lambda: (tokens, SHAPE),
+    "rotary": lambda: (tokens, module.grid_coords(SHAPE)),
+    "none": lambda: (),
+  }[module.kind]()
+
+
+@pytest.mark.parametrize("name", encodings.NAMES)
+def test_same_key_same_parameters_same_numbers_as_linen(name):
+  pos = pe.build(name, rngs=nnx.Rngs(0), **CONTEXT)
+  linen = encodings.build(name, **CONTEXT)
+  args = _inputs(linen)
+  expected = linen.init(nnx.Rngs(0).params(), *args) if linen.kind != "none" else {}
+  got = pos.variables()
+  assert jax.tree.structure(got) == jax.tree.structure(expected)
+  for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected), strict=True):
+    np.testing.assert_array_equal(a, b)
+  if linen.kind == "none":
+    assert pos(*args) is None
+    return
+  # Perturbed parameters: still the linen module's numbers for the same values.
+  moved = jax.tree.map(lambda x: x + 0.1 * jnp.cos(jnp.arange(x.size).reshape(x.shape)), got)
+  pos.load(moved)
+  np.testing.assert_allclose(pos(*args), linen.apply(moved, *args), rtol=1e-6, atol=1e-6)
+  if linen.kind == "absolute":
+    np.testing.assert_array_equal(pos.grid(SHAPE), linen.apply(moved, SHAPE, method="grid"))
+
+
+def test_every_linen_class_has_an_nnx_class_of_its_name():
+  for cls in encodings.module_classes():
+    nnx_class = getattr(pe, cls.__name__)
+    assert issubclass(nnx_class, nnx.Module) and cls.__name__ in pe.__all__
+  pos = pe.LearnableFourierMLP(dim=DIM, gamma=0.5, rngs=nnx.Rngs(1))
+  assert pos.module.gamma == 0.5 and pos.grid((3, 3)).shape == (9, DIM)
+  np.testing.assert_array_equal(pos.grid_coords((3, 3)), pos.module.grid_coords((3, 3)))
+
+
+def test_trainable_and_constant_variables():
+  pos = pe.create("fixed_fourier_mlp", dim=DIM, rngs=nnx.Rngs(0))
+  params, constants = nnx.state(pos, nnx.Param), nnx.state(pos, pe.Constant)
+  assert "wr" not in str(jax.tree_util.tree_structure(params)) and jax.tree.leaves(constants)
+  frozen = jax.tree.leaves(constants)[0].copy()
+  optimizer = nnx.Optimizer(pos, optax.sgd(1e-3), wrt=nnx.Param)
+
+  @nnx.jit
+  def step(pos, optimizer):
+    loss, grads = nnx.value_and_grad(lambda p: jnp.sum(p.grid((4, 4)) ** 2))(pos)
+    optimizer.update(pos, grads)
+    return loss
+
+  before = jax.tree.map(jnp.copy, nnx.state(pos, nnx.Param))
+  first = step(pos, optimizer)
+  assert step(pos, optimizer) < first  # the loss goes down
+  np.testing.assert_array_equal(jax.tree.leaves(nnx.state(pos, pe.Constant))[0], frozen)
+  after = nnx.state(pos, nnx.Param)
+  assert any(
+    not np.allclose(a, b)
+    for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True)
+  )
+
+
+def test_relative_encodings_need_a_grid():
+  with pytest.raises(ValueError, match="grid_shape"):
+    pe.create("rel_bias_2d", num_heads=HEADS, rngs=nnx.Rngs(0))
+  rope = pe.create("rope_mixed", num_heads=HEADS, head_dim=HEAD_DIM, rngs=nnx.Rngs(0))
+  x = jnp.ones((1, 12, HEADS, HEAD_DIM))
+  assert rope(x, rope.grid_coords((3, 4))).shape == x.shape  # rotary: any grid
+
+
+def test_an_nnx_encoding_inside_an_nnx_model_under_jit():
+  class Model(nnx.Module):
+    def __init__(self, rngs):
+      self.pos = pe.create("sine_2d", dim=DIM, rngs=rngs)
+      self.out = nnx.Linear(DIM, 1, rngs=rngs)
+
+    def __call__(self, x):
+      return self.out(x + self.pos.grid(SHAPE))
+
+  model = Model(nnx.Rngs(0))
+  x = jnp.ones((int(np.prod(SHAPE)), DIM))
+  np.testing.assert_allclose(nnx.jit(lambda m, x: m(x))(model, x), model(x), rtol=1e-6)
+  assert isinstance(encodings.create("sine_2d", dim=DIM), nn.Module)
