@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from typing import Any
 
 from absl import logging
@@ -46,10 +47,8 @@ def prepare(workdir: str) -> None:
     raise WorkdirError(f"--workdir={workdir} is a file, not a directory; give a directory.")
   try:
     os.makedirs(workdir, exist_ok=True)
-    probe = os.path.join(workdir, ".lfpe_write_test")
-    with open(probe, "w"):
-      pass
-    os.remove(probe)
+    with tempfile.NamedTemporaryFile(dir=workdir, prefix=".lfpe_write_test"):
+      pass  # unique per process: several processes may probe one shared workdir
   except OSError as e:
     raise WorkdirError(
       f"--workdir={workdir} cannot be written ({e.strerror or e}); give a writable directory."

@@ -61,7 +61,7 @@ def test_detr_lite_overfits_one_batch_to_ap_1():
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
-  for _ in range(1000):
+  for _ in range(1500):  # 1,000 reached AP 1 on AMD EPYC, 0.95 on an Intel Xeon
     params, opt_state, loss = step(params, opt_state)
   outputs = task.forward(model, {"params": params, **constants}, batch, train=False, rng=None)
   scores, labels, boxes = postprocess(
