@@ -30,7 +30,7 @@ it); protocol=all|heldout; small=1 for the CI variant (the tiny DETR for a few s
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 SCALES = (480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800)
 PROTOCOLS = {"all": (SCALES, SCALES), "heldout": (SCALES[:-3], SCALES[-3:])}
@@ -73,9 +73,7 @@ def get_config(arg: str | None = None):
   )
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size = config.eval_batch_size = 8
+    small_loop(config, batch_size=8)
     config.data = data_config("shapes_detection/small")
     config.data.detection.update(train_sizes=(32, 40), test_sizes=(48,), max_size=48)
     config.data.worker_count = 0

@@ -34,7 +34,7 @@ Or replace the encoding whole: --config.model.posemb='fourier(gamma=0.5)'.
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 PROTOCOLS = {
   "all": ((32, 40, 48, 56, 64), (32, 40, 48, 56, 64)),
@@ -77,14 +77,11 @@ def get_config(arg: str | None = None):
   config.schedule.warmup_steps = 100
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size = config.eval_batch_size = 8
+    small_loop(config, batch_size=8)
     config.data = data_config("shapes_detection/small")
     config.data.detection.train_sizes = train_sizes
     config.data.detection.test_sizes = test_sizes[-1:]
     config.data.detection.max_size = 64
     config.model.update(width=16, mlp_dim=32, num_heads=2, num_queries=10)
-    config.schedule.warmup_steps = 1
   config.lock()
   return config

@@ -27,7 +27,7 @@ only). Or replace the encoding whole: --config.model.posemb='fourier(groups=2, g
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 
 def get_config(arg: str | None = None):
@@ -49,13 +49,10 @@ def get_config(arg: str | None = None):
   config.schedule.warmup_steps = 100
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size, config.eval_batch_size = 8, 64
+    small_loop(config, batch_size=8, eval_batch_size=64)
     config.data = data_config("layout_screens/small")
     config.data.eval_split = "test[:64]"
     config.model.update(width=32, num_heads=2, mlp_dim=64, encoder_depth=1, decoder_depth=1)
-    config.schedule.warmup_steps = 1
   config.lock()
   return config
 

@@ -21,7 +21,7 @@ on `photo_crops/8x8`, a few steps).
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 
 def get_config(arg: str | None = None):
@@ -50,16 +50,12 @@ def get_config(arg: str | None = None):
   config.schedule = dict(name="warmup_rsqrt", warmup_steps=8_000, timescale=8_000.0)
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size, config.eval_batch_size = 8, 64
-    config.compute_dtype = "float32"
+    small_loop(config, batch_size=8, eval_batch_size=64)
     config.data = data_config("photo_crops/8x8")
     config.data.eval_split = "test[:64]"
     config.model = dict(
       variant="tiny", posemb=spec(arg.posemb), attention=arg.attention, width=16, channel_dim=4
     )
     config.model.update(num_heads=2, mlp_dim=32, chunk_len=16)
-    config.schedule.warmup_steps = 1
   config.lock()
   return config

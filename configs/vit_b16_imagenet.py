@@ -28,7 +28,7 @@ patches; checks plumbing only). Or: --config.model.posemb='fourier(gamma=0.5)'.
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
@@ -61,14 +61,10 @@ def get_config(arg: str | None = None):
   config.schedule.update(name="warmup_cosine", warmup_steps=10_000)
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size = config.eval_batch_size = 16
-    config.compute_dtype = "float32"
+    small_loop(config)
     config.data.image_size = 32
     config.data.augment = "inception_crop(32)|flip_lr"
     config.data.worker_count = 0
     config.model.update(variant="mu/16")
-    config.schedule.warmup_steps = 1
   config.lock()
   return config

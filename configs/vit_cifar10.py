@@ -20,7 +20,7 @@ not accuracy). Or replace the encoding whole: --config.model.posemb='fourier(gam
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 
 def get_config(arg: str | None = None):
@@ -56,11 +56,7 @@ def get_config(arg: str | None = None):
   config.schedule.warmup_steps = 1_000
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size = config.eval_batch_size = 16
-    config.compute_dtype = "float32"
+    small_loop(config)
     config.model.update(width=16, depth=1, num_heads=2, mlp_dim=32)
-    config.schedule.warmup_steps = 1
   config.lock()
   return config

@@ -30,7 +30,7 @@ whole: --config.model.posemb=embed_1d or --config.model.posemb='fourier(gamma=0.
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 
 def get_config(arg: str | None = None):
@@ -65,10 +65,7 @@ def get_config(arg: str | None = None):
   config.schedule.warmup_steps = 100
 
   if arg.small:
-    config.total_steps, config.log_every = 6, 2
-    config.eval_every = config.checkpoint_every = 3
-    config.batch_size = config.eval_batch_size = 16
+    small_loop(config, total_steps=6)
     config.model.update(width=16, depth=1, num_heads=2, mlp_dim=32)
-    config.schedule.warmup_steps = 2
   config.lock()
   return config

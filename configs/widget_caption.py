@@ -34,7 +34,7 @@ for the CI variant (a few steps of a small model on `layout_screens/small`, no M
 
 from lfpe.data import default_config as data_config
 from lfpe.encodings import spec
-from lfpe.train.config_lib import base_config, parse_arg
+from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 CAPTION_VOCAB = 10_000  # Li et al.'s vocab_size
 
@@ -66,13 +66,10 @@ def get_config(arg: str | None = None):
   config.schedule.update(name="warmup_rsqrt", warmup_steps=2000, timescale=2000.0)
 
   if arg.small:
-    config.total_steps, config.log_every = 4, 2
-    config.eval_every = config.checkpoint_every = 2
-    config.batch_size = config.eval_batch_size = 8
+    small_loop(config, batch_size=8)
     config.data.eval_split = "test[:16]"
     config.model.update(width=32, num_heads=2, mlp_dim=64, encoder_depth=1, decoder_depth=1)
     config.task.update(beam_size=2, meteor=False)
-    config.schedule.warmup_steps = 1
   config.lock()
   return config
 

@@ -101,6 +101,18 @@ class ArrayBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
       yield i, {k: _encode(features[k], v[i]) for k, v in arrays.items()}
 
 
+def with_config(builder: type[ArrayBuilder], config: str) -> type[ArrayBuilder]:
+  """`builder` (a TFDS builder with BUILDER_CONFIGS) defaulting to its config `config`: what
+  `builders.prepare` instantiates, as `builder(data_dir=...)`, for the dataset NAME/config."""
+
+  def __init__(self, **kwargs):
+    kwargs.setdefault("config", config)
+    builder.__init__(self, **kwargs)
+
+  attributes = {"__init__": __init__, "name": builder.name}
+  return type(f"{builder.__name__}_{config}", (builder,), attributes, skip_registration=True)
+
+
 class LocalInfo(tfds.core.DatasetInfo):
   """DatasetInfo of a dataset built here: TFDS's bucket holds nothing for it, so there is
   nothing to fetch (TFDS would make an empty temp dir, left behind, for each new builder)."""

@@ -141,23 +141,8 @@ class PhotoCrops(base.ArrayBuilder):
     return {split: generate(self.builder_config, split, photos) for split in SPLITS}
 
 
-class _ConfigBuilder(PhotoCrops, skip_registration=True):
-  """`PhotoCrops` defaulting to one config: what `builders.prepare` instantiates."""
-
-  CONFIG = "16x16"
-
-  def __init__(self, **kwargs):
-    kwargs.setdefault("config", self.CONFIG)
-    super().__init__(**kwargs)
-
-
 def _spec(cfg: CropsConfig) -> base.DatasetSpec:
-  builder = type(
-    f"PhotoCrops_{cfg.name}",
-    (_ConfigBuilder,),
-    {"name": "photo_crops", "CONFIG": cfg.name},
-    skip_registration=True,
-  )
+  builder = base.with_config(PhotoCrops, cfg.name)
   size = cfg.crop_size
   return base.DatasetSpec(
     name=f"photo_crops/{cfg.name}",

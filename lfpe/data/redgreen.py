@@ -178,20 +178,8 @@ class RedGreen(base.ArrayBuilder):
     return out
 
 
-class _TaskBuilder(RedGreen, skip_registration=True):
-  """`RedGreen` defaulting to one task's config: what `builders.prepare` instantiates."""
-
-  TASK = TASKS[0]
-
-  def __init__(self, **kwargs):
-    kwargs.setdefault("config", self.TASK)
-    super().__init__(**kwargs)
-
-
 def _spec(task: str) -> base.DatasetSpec:
-  builder = type(
-    f"RedGreen_{task}", (_TaskBuilder,), {"name": "red_green", "TASK": task}, skip_registration=True
-  )
+  builder = base.with_config(RedGreen, task)
   target = "label" if NUM_CLASSES[task] else "distance"
   return base.DatasetSpec(
     name=f"red_green/{task}",

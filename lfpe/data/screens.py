@@ -245,23 +245,8 @@ class LayoutScreens(base.ArrayBuilder):
     return {split: generate(self.builder_config, split) for split in SPLITS}
 
 
-class _ConfigBuilder(LayoutScreens, skip_registration=True):
-  """`LayoutScreens` defaulting to one config: what `builders.prepare` instantiates."""
-
-  CONFIG = "full"
-
-  def __init__(self, **kwargs):
-    kwargs.setdefault("config", self.CONFIG)
-    super().__init__(**kwargs)
-
-
 def _spec(cfg: ScreensConfig) -> base.DatasetSpec:
-  builder = type(
-    f"LayoutScreens_{cfg.name}",
-    (_ConfigBuilder,),
-    {"name": "layout_screens", "CONFIG": cfg.name},
-    skip_registration=True,
-  )
+  builder = base.with_config(LayoutScreens, cfg.name)
   return base.DatasetSpec(
     name=f"layout_screens/{cfg.name}",
     num_classes=len(CAPTION_VOCAB),  # the words a caption decoder predicts

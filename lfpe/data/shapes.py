@@ -232,23 +232,8 @@ class ShapesDetection(base.ArrayBuilder):
     return out
 
 
-class _ConfigBuilder(ShapesDetection, skip_registration=True):
-  """`ShapesDetection` defaulting to one config: what `builders.prepare` instantiates."""
-
-  CONFIG = "full"
-
-  def __init__(self, **kwargs):
-    kwargs.setdefault("config", self.CONFIG)
-    super().__init__(**kwargs)
-
-
 def _spec(cfg: ShapesConfig) -> base.DatasetSpec:
-  builder = type(
-    f"ShapesDetection_{cfg.name}",
-    (_ConfigBuilder,),
-    {"name": "shapes_detection", "CONFIG": cfg.name},
-    skip_registration=True,
-  )
+  builder = base.with_config(ShapesDetection, cfg.name)
   return base.DatasetSpec(
     name=f"shapes_detection/{cfg.name}",
     num_classes=len(SHAPES),

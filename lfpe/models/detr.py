@@ -53,6 +53,7 @@ from lfpe import encodings
 from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.base import uniform_init
+from lfpe.models import fields
 from lfpe.models.backbones import BACKBONES, feature_grid
 from lfpe.models.fields import DTYPES, positive_int, variant_fields
 from lfpe.nn.decoder import Decoder
@@ -194,30 +195,10 @@ class DETR(Checked, nn.Module):
     )
 
   def _encoder(self, **kwargs) -> Encoder:
-    return Encoder(
-      depth=self.encoder_depth,
-      width=self.width,
-      num_heads=self.num_heads,
-      mlp_dim=self.mlp_dim,
-      grid_shape=tuple(self.max_grid),
-      norm=self.norm,
-      dropout=self.dropout,
-      attention_dropout=self.attention_dropout,
-      dtype=jnp.dtype(self.dtype),
-      **kwargs,
-    )
+    return fields.encoder(self, grid_shape=tuple(self.max_grid), norm=self.norm, **kwargs)
 
   def _decoder(self, **kwargs) -> Decoder:
-    return Decoder(
-      depth=self.decoder_depth,
-      num_heads=self.num_heads,
-      mlp_dim=self.mlp_dim,
-      norm=self.norm,
-      dropout=self.dropout,
-      attention_dropout=self.attention_dropout,
-      dtype=jnp.dtype(self.dtype),
-      **kwargs,
-    )
+    return fields.decoder(self, norm=self.norm, **kwargs)
 
   @nn.compact
   def __call__(self, images: Array, mask: Array, *, train: bool) -> dict[str, Array]:

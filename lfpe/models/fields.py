@@ -1,11 +1,51 @@
-"""What the model families' factories and field checks share: one place, one wording."""
+"""What the model families share: factories, field checks (one wording), encoder and decoder."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-DTYPES = ("float32", "bfloat16", "float16")
+import jax.numpy as jnp
+
+from lfpe.nn.decoder import Decoder
+from lfpe.nn.transformer import Encoder
+
+DTYPES = ("float32", "bfloat16", "float16")  # what a model may compute in
+
+
+def check_dtype(model: Any) -> None:
+  """ValueError naming `model.dtype` unless it is one of DTYPES."""
+  if model.dtype not in DTYPES:
+    raise ValueError(f"model.dtype={model.dtype!r} is unknown; use one of {DTYPES}.")
+
+
+def encoder(model: Any, *, grid_shape: tuple[int, ...], **kwargs: Any) -> Encoder:
+  """The transformer encoder of an encoder-decoder family (DETR, the layout captioner) from
+  its fields `encoder_depth`, `width`, `num_heads`, `mlp_dim`, dropouts and `dtype`."""
+  return Encoder(
+    depth=model.encoder_depth,
+    width=model.width,
+    num_heads=model.num_heads,
+    mlp_dim=model.mlp_dim,
+    grid_shape=grid_shape,
+    dropout=model.dropout,
+    attention_dropout=model.attention_dropout,
+    dtype=jnp.dtype(model.dtype),
+    **kwargs,
+  )
+
+
+def decoder(model: Any, **kwargs: Any) -> Decoder:
+  """The decoder of an encoder-decoder family from its `decoder_depth`, ... (as `encoder`)."""
+  return Decoder(
+    depth=model.decoder_depth,
+    num_heads=model.num_heads,
+    mlp_dim=model.mlp_dim,
+    dropout=model.dropout,
+    attention_dropout=model.attention_dropout,
+    dtype=jnp.dtype(model.dtype),
+    **kwargs,
+  )
 
 
 def positive_int(value) -> bool:

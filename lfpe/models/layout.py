@@ -38,7 +38,8 @@ import jax.numpy as jnp
 from lfpe import encodings
 from lfpe.checked import Checked
 from lfpe.encodings import coords as coords_lib
-from lfpe.models.fields import DTYPES, positive_int, variant_fields
+from lfpe.models import fields
+from lfpe.models.fields import check_dtype, positive_int, variant_fields
 from lfpe.nn.decoder import Decoder
 from lfpe.nn.positions import encoding_context
 from lfpe.nn.transformer import Encoder
@@ -145,29 +146,12 @@ class LayoutCaptioner(Checked, nn.Module):
     return encodings.build(self.posemb, **context, **kwargs)
 
   def _encoder(self, **kwargs) -> Encoder:
-    return Encoder(
-      depth=self.encoder_depth,
-      width=self.width,
-      num_heads=self.num_heads,
-      mlp_dim=self.mlp_dim,
-      grid_shape=(1,),  # objects form no grid: `encode` passes (N,)
-      dropout=self.dropout,
-      attention_dropout=self.attention_dropout,
-      dtype=jnp.dtype(self.dtype),
-      **kwargs,
-    )
+    return fields.encoder(
+      self, grid_shape=(1,), **kwargs
+    )  # objects form no grid: `encode` passes (N,)
 
   def _decoder(self, **kwargs) -> Decoder:
-    return Decoder(
-      depth=self.decoder_depth,
-      num_heads=self.num_heads,
-      mlp_dim=self.mlp_dim,
-      causal=True,
-      dropout=self.dropout,
-      attention_dropout=self.attention_dropout,
-      dtype=jnp.dtype(self.dtype),
-      **kwargs,
-    )
+    return fields.decoder(self, causal=True, **kwargs)
 
   def setup(self):
     embed = nn.with_logical_partitioning(nn.initializers.normal(1.0), (None, "embed"))
@@ -366,8 +350,7 @@ def _check_fields(model: LayoutCaptioner) -> None:
     value = getattr(model, key)
     if not isinstance(value, (int, float)) or not 0 <= value < 1:
       raise ValueError(f"model.{key} must be a rate in [0, 1), got {value!r}.")
-  if model.dtype not in DTYPES:
-    raise ValueError(f"model.dtype={model.dtype!r} is unknown; use one of {DTYPES}.")
+  check_dtype(model)
   _check_posemb(model.posemb)
 
 

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 
 from lfpe import encodings
 from lfpe.checked import Checked
-from lfpe.models.fields import DTYPES, positive_int, variant_fields
+from lfpe.models.fields import check_dtype, positive_int, variant_fields
 from lfpe.nn.lsh import ATTENTIONS, CausalSelfAttention
 from lfpe.nn.positions import PositionSource
 from lfpe.nn.reversible import ChunkedFeedForward, ReversibleStack, merge_streams
@@ -228,7 +228,6 @@ def _check_fields(model: Reformer) -> None:
     raise ValueError(f"model.strictly_causal must be True or False, got {model.strictly_causal!r}.")
   if model.attention not in ATTENTIONS:
     raise ValueError(f"model.attention={model.attention!r} is unknown; use one of {ATTENTIONS}.")
-  if model.dtype not in DTYPES:
-    raise ValueError(f"model.dtype={model.dtype!r} is unknown; use one of {DTYPES}.")
+  check_dtype(model)
   if not isinstance(model.ff_chunk_len, int) or model.ff_chunk_len < 0:
     raise ValueError(f"model.ff_chunk_len must be an int >= 0, got {model.ff_chunk_len!r}.")

@@ -26,7 +26,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from lfpe.checked import Checked
-from lfpe.models.fields import DTYPES
+from lfpe.models.fields import check_dtype
 from lfpe.nn.transformer import Encoder
 
 # name: (width, depth, num_heads, mlp_dim), as big_vision's ViT (mu, nano: tests, 003).
@@ -227,5 +227,4 @@ def _check_types(model: ViT) -> None:
     raise ValueError(f"model.head_init_std must be >= 0 (0: zeros), got {model.head_init_std!r}.")
   if model.pool not in POOLS:
     raise ValueError(f"model.pool={model.pool!r} is unknown; use one of {POOLS}.")
-  if model.dtype not in DTYPES:
-    raise ValueError(f"model.dtype={model.dtype!r} is unknown; use one of {DTYPES}.")
+  check_dtype(model)

@@ -81,6 +81,22 @@ def base_config() -> ml_collections.ConfigDict:
   )
 
 
+def small_loop(
+  config: ml_collections.ConfigDict,
+  *,
+  total_steps: int = 4,
+  batch_size: int = 16,
+  eval_batch_size: int | None = None,
+) -> None:
+  """The training loop of a config's `small=1` variant (CI's plumbing run, in seconds): a few
+  steps, every one logged, evaluated and checkpointed at its middle and end, float32."""
+  config.total_steps, config.log_every = total_steps, 2
+  config.eval_every = config.checkpoint_every = total_steps // 2
+  config.batch_size, config.eval_batch_size = batch_size, eval_batch_size or batch_size
+  config.compute_dtype = "float32"
+  config.schedule.warmup_steps = max(1, total_steps // 3)
+
+
 def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
   """The config arguments: `defaults` updated from "k1=v1,k2=v2" (a bare "k" means k=1)."""
   values = dict(defaults)

@@ -17,9 +17,11 @@ import jax
 
 from lfpe import tasks
 from lfpe.errors import did_you_mean
+from lfpe.models import fields
 from lfpe.train import optim, sharding
 
-DTYPES = ("float32", "bfloat16")
+# What the trainer computes in: a model's dtypes less float16, which would need loss scaling.
+COMPUTE_DTYPES = tuple(d for d in fields.DTYPES if d != "float16")
 # Fields every config must have (tests/train/test_validate.py lists the checks).
 REQUIRED = (
   "seed",
@@ -119,7 +121,7 @@ def _validate_loop(config: Any) -> None:
     _integer(config, path, 1)
   if "eval_batch_size" in config:
     _integer(config, "eval_batch_size", 1)
-  _choice(config, "compute_dtype", DTYPES)
+  _choice(config, "compute_dtype", COMPUTE_DTYPES)
   _integer(config, "schedule.warmup_steps", 0)  # longer than total_steps: clipped to it
   if "report_every" in config:
     _integer(config, "report_every", 0)
