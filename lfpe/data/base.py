@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import inspect
+from collections.abc import Mapping
 
 import numpy as np
 import PIL.Image
@@ -33,6 +34,8 @@ class DatasetSpec:
     builder: the local `ArrayBuilder` class that `prepare` builds offline; None for
       a TFDS catalog dataset, which must be prepared beforehand.
     instructions: catalog only, how to prepare it; `{data_dir}` is filled in.
+    sizes: other sizes a model needs from the data (vocabularies, coordinate bins, object
+      types), `{model field: size}`; the task passes them to the model.
   """
 
   name: str
@@ -44,6 +47,7 @@ class DatasetSpec:
   preprocess: str = "resize({size})|value_range(0, 1)"
   builder: type[ArrayBuilder] | None = None
   instructions: str = ""
+  sizes: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 class ArrayBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):

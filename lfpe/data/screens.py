@@ -254,6 +254,7 @@ def _spec(cfg: ScreensConfig) -> base.DatasetSpec:
     fields=("screen_id", "boxes", "types", "texts", "num_objects", "target", "captions", "unseen"),
     preprocess="",  # integer features as stored
     builder=builder,
+    sizes=dict(text_vocab=len(TEXT_VOCAB), num_types=len(TYPES), bins=BINS),
   )
 
 

@@ -304,4 +304,7 @@ SPEC = base.DatasetSpec(
   fields=("screen_id", "boxes", "types", "texts", "num_objects", "target", "captions", "unseen"),
   preprocess="",
   builder=WidgetCaption,
+  sizes=dict(
+    text_vocab=WidgetCaption.BUILDER_CONFIGS[0].vocab_size, num_types=len(TYPES), bins=screens.BINS
+  ),
 )

@@ -9,10 +9,18 @@ from lfpe.models.detr import DETR
 from lfpe.models.vit import VARIANTS, ViT, decode_variant
 
 MODELS = {"vit": vit.Model, "detr": detr.Model, "reformer": reformer.Model, "layout": layout.Model}
+# The task (lfpe.tasks) that trains each family: the one list of which family serves which task.
+TASKS = {
+  "vit": "classification",
+  "detr": "detection",
+  "reformer": "generation",
+  "layout": "captioning",
+}
 
 __all__ = [
   "DETR",
   "MODELS",
+  "TASKS",
   "VARIANTS",
   "ViT",
   "decode_variant",

@@ -30,11 +30,25 @@ generation, ...) supplies it. A task is any object with these methods:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import flax.linen as nn
 import jax
 import numpy as np
+
+from lfpe import models
+
+
+def model_family(config: Any, task: str) -> Callable[..., nn.Module]:
+  """The `Model` factory of `config.model_name`, a family that `task` trains (lfpe.models'
+  MODELS and TASKS); ValueError naming `config.model_name` otherwise."""
+  families = tuple(f for f, t in models.TASKS.items() if t == task)
+  if config.model_name not in families:
+    raise ValueError(
+      f"config.model_name={config.model_name!r} is not a {task} model; use one of {families}."
+    )
+  return models.MODELS[config.model_name]
 
 
 class Task(Protocol):

@@ -35,9 +35,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lfpe.data import get_spec, screens, widget_caption
 from lfpe.extras import require_extra
+from lfpe.models import layout
+from lfpe.tasks.base import model_family
 
-MODELS = ("layout",)
 FIELDS = ("boxes", "types", "texts", "num_objects", "target", "captions")
 WIDGET = "widget_caption/"  # prefix of the released data's names (its own vocabularies)
 DATASETS = ("layout_screens/", WIDGET)  # the screen datasets (name prefixes)
@@ -70,30 +72,19 @@ class Captioning:
   data_dir: str = ""
 
   def data_sizes(self, config: Any) -> dict[str, int]:
-    """Vocabulary sizes and coordinate bins of `config.data` (`config.model` may raise them)."""
-    from lfpe.data import get_spec, screens, widget_caption  # noqa: PLC0415 (tasks need no data)
-
+    """Vocabulary sizes and coordinate bins of `config.data` (its spec's `num_classes` and
+    `sizes`; `config.model` may raise them)."""
     spec = get_spec(config.data.name)
-    widget = spec.name.startswith(WIDGET)
-    return dict(
-      caption_vocab=spec.num_classes,
-      text_vocab=spec.num_classes if widget else len(screens.TEXT_VOCAB),
-      num_types=len(widget_caption.TYPES if widget else screens.TYPES),
-      bins=screens.BINS,
-    )
+    return {"caption_vocab": spec.num_classes, **spec.sizes}
 
   def vocabulary(self) -> tuple[str, ...]:
     """The words of the caption ids (`data_name`'s; lfpe.data.screens' by default)."""
-    from lfpe.data import screens, widget_caption  # noqa: PLC0415
-
     if self.data_name.startswith(WIDGET):
       return widget_caption.vocabulary(self.data_name, self.data_dir)
     return screens.CAPTION_VOCAB
 
   def validate(self, config: Any) -> None:
     """The task's fields, the dataset, and vocabularies at least the data's."""
-    from lfpe.data import get_spec  # noqa: PLC0415
-
     if (
       not isinstance(self.beam_size, int) or isinstance(self.beam_size, bool) or self.beam_size < 1
     ):
@@ -109,10 +100,7 @@ class Captioning:
         "config.task.meteor=True needs `java` on PATH (METEOR 1.5 is a Java program); "
         "install a Java runtime or set config.task.meteor=False."
       )
-    if config.model_name not in MODELS:
-      raise ValueError(
-        f"config.model_name={config.model_name!r} is not a captioning model; use one of {MODELS}."
-      )
+    model_family(config, "captioning")
     spec = get_spec(config.data.name)
     if not spec.name.startswith(DATASETS) or set(FIELDS) - set(spec.fields):
       raise ValueError(
@@ -134,14 +122,10 @@ class Captioning:
 
   def create_model(self, config: Any) -> nn.Module:
     """`Model(**data_sizes, **config.model)`, computing in config.compute_dtype (one hop)."""
-    from lfpe.models import MODELS as FAMILIES  # noqa: PLC0415
-
     fields = {**self.data_sizes(config), **config.model.to_dict(), "dtype": config.compute_dtype}
-    return FAMILIES[config.model_name](**fields)
+    return model_family(config, "captioning")(**fields)
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:
-    from lfpe.data import screens  # noqa: PLC0415
-
     n, k, r, length = screens.MAX_OBJECTS, screens.MAX_TEXT, screens.NUM_REFS, screens.CAPTION_LEN
     zeros = lambda *shape: np.zeros((1, *shape), np.int32)
     return {
@@ -161,8 +145,6 @@ class Captioning:
 
   def forward(self, model, variables, batch, *, train: bool, rng: jax.Array | None) -> Any:
     """`{'logits': [B, R, L-1, V]}`; in evaluation also the decoded `tokens` `[B, L-1]`."""
-    from lfpe.models import layout  # noqa: PLC0415
-
     rngs = {"dropout": rng} if train else {}
     logits = model.apply(variables, *self._inputs(batch), train=train, rngs=rngs)
     if train:
@@ -199,7 +181,6 @@ class Captioning:
 
   def finalize(self, sums: dict[str, Any]) -> dict[str, float]:
     """Loss and token accuracy over real tokens; caption scores (x100) of real examples."""
-    from lfpe.data import screens  # noqa: PLC0415
 
     require_extra("captioning", "Caption scores")
     from lfpe.tasks import caption_metrics  # noqa: PLC0415 (pycocoevalcap)

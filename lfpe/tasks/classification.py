@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-MODELS = ("vit",)
+from lfpe.data import get_spec
+from lfpe.tasks.base import model_family
 
 
 def cross_entropy(logits: jax.Array, labels: jax.Array, label_smoothing: float = 0.0) -> jax.Array:
@@ -52,8 +53,6 @@ class Classification:
 
   def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:
     """(num_classes, (H, W) seen by the model, channels) of `config.data`."""
-    from lfpe.data import get_spec  # noqa: PLC0415 (tasks stay importable without data)
-
     spec = get_spec(config.data.name)
     size = config.data.image_size or (spec.image_shape[0] if spec.image_shape else None)
     if size is None:
@@ -66,11 +65,7 @@ class Classification:
       raise ValueError(
         f"config.task.label_smoothing must be in [0, 1), got {self.label_smoothing!r}."
       )
-    if config.model_name not in MODELS:
-      raise ValueError(
-        f"config.model_name={config.model_name!r} is not a classification model; "
-        f"use one of {MODELS}."
-      )
+    model_family(config, "classification")
     dtype = config.model.get("dtype")
     if dtype is not None and dtype != config.compute_dtype:
       raise ValueError(
@@ -80,11 +75,9 @@ class Classification:
 
   def create_model(self, config: Any) -> nn.Module:
     """`Model(num_classes, **config.model)`, computing in config.compute_dtype (one hop)."""
-    from lfpe.models import MODELS as FAMILIES  # noqa: PLC0415 (tasks importable without models)
-
     num_classes, image_hw, _ = self.data_info(config)
     model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
-    return FAMILIES[config.model_name](num_classes, image_size=image_hw, **model_config)
+    return model_family(config, "classification")(num_classes, image_size=image_hw, **model_config)
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:
     _, (height, width), channels = self.data_info(config)

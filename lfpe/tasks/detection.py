@@ -29,7 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lfpe.data import detection_info
 from lfpe.extras import require_extra
+from lfpe.tasks.base import model_family
 from lfpe.tasks.detection_ops import (
   box_cxcywh_to_xyxy,
   box_iou,
@@ -40,7 +42,6 @@ from lfpe.tasks.detection_ops import (
   set_loss,
 )
 
-MODELS = ("detr",)
 MATCHERS = ("scipy", "optax")
 LOSS_KEYS = ("loss_ce", "loss_bbox", "loss_giou")
 TARGETS = ("labels", "boxes", "target_valid")
@@ -73,8 +74,6 @@ class Detection:
 
   def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:
     """(num_classes, padded (H, W), max targets T) of `config.data`."""
-    from lfpe.data import detection_info  # noqa: PLC0415 (tasks importable without data)
-
     return detection_info(config.data)
 
   def validate(self, config: Any) -> None:
@@ -85,18 +84,13 @@ class Detection:
         raise ValueError(f"config.task.{name} must be a number >= 0, got {value!r}.")
     if self.matcher not in MATCHERS:
       raise ValueError(f"config.task.matcher={self.matcher!r} is unknown; use one of {MATCHERS}.")
-    if config.model_name not in MODELS:
-      raise ValueError(
-        f"config.model_name={config.model_name!r} is not a detection model; use one of {MODELS}."
-      )
+    model_family(config, "detection")
 
   def create_model(self, config: Any) -> nn.Module:
     """`Model(num_classes, **config.model)`, computing in config.compute_dtype (one hop)."""
-    from lfpe.models import MODELS as FAMILIES  # noqa: PLC0415
-
     num_classes, size, _ = self.data_info(config)
     model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
-    return FAMILIES[config.model_name](num_classes, image_size=size, **model_config)
+    return model_family(config, "detection")(num_classes, image_size=size, **model_config)
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:
     _, (h, w), t = self.data_info(config)

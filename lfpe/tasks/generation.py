@@ -23,7 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-MODELS = ("reformer",)
+from lfpe.data import get_spec
+from lfpe.tasks.base import model_family
+
 EVAL_KEY = 0  # seed of the hashing key used when evaluating
 
 
@@ -58,8 +60,6 @@ class Generation:
 
   def image_shape(self, config: Any) -> tuple[int, int, int]:
     """`(H, W, C)` of `config.data` (a dataset of fixed-size images)."""
-    from lfpe.data import get_spec  # noqa: PLC0415 (tasks stay importable without data)
-
     spec = get_spec(config.data.name)
     if spec.image_shape is None:
       raise ValueError(
@@ -69,10 +69,7 @@ class Generation:
     return tuple(spec.image_shape)
 
   def validate(self, config: Any) -> None:
-    if config.model_name not in MODELS:
-      raise ValueError(
-        f"config.model_name={config.model_name!r} is not a generation model; use one of {MODELS}."
-      )
+    model_family(config, "generation")
     if config.data.get("image_size") is not None:
       raise ValueError(
         "config.data.image_size must be None for generation: the model predicts the "
@@ -81,10 +78,8 @@ class Generation:
 
   def create_model(self, config: Any) -> nn.Module:
     """`Model(image_shape=..., **config.model)`, computing in config.compute_dtype."""
-    from lfpe.models import MODELS as FAMILIES  # noqa: PLC0415
-
     model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
-    return FAMILIES[config.model_name](image_shape=self.image_shape(config), **model_config)
+    return model_family(config, "generation")(image_shape=self.image_shape(config), **model_config)
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:
     return {"image": np.zeros((1, *self.image_shape(config)), np.uint8)}

@@ -59,13 +59,14 @@ class Program:
     return state, batch
 
 
-def build(config: Any, mesh: Mesh, model: Any = None) -> Program:
+def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Program:
   """Model, optimizer, state shardings and jitted steps of `config` on `mesh`.
 
-  `model` is `task.create_model(config)` unless given (the trainer builds it first, so that
-  a bad `config.model` fails with the other config errors, before any data is read).
+  `task` and `model` are built from `config` unless given (the trainer builds them first, as
+  it checks the config, so that a bad `config.model` fails with the other config errors,
+  before any data is read; they are built once).
   """
-  task = tasks.get(config.task)
+  task = tasks.get(config.task) if task is None else task
   model = task.create_model(config) if model is None else model
   tx, schedule = optim.make_optimizer(config)
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))

@@ -34,7 +34,6 @@ import jax
 import numpy as np
 from absl import logging
 
-from lfpe import tasks
 from lfpe.errors import ConfigError, UserError, WorkdirError
 from lfpe.train import checkpoint, optim, program, sharding, validate
 from lfpe.train import workdir as workdir_lib
@@ -70,7 +69,7 @@ def train_and_evaluate(
   # 1. Config, and the model it describes (`config.model` is checked once, as it is built);
   # the workdir must be writable and, if it holds checkpoints, trained with a compatible config.
   devices = list(jax.devices() if devices is None else devices)
-  model = checked_model(config, len(devices), check_data=make_loader is None)
+  task, model = checked_task_and_model(config, len(devices), check_data=make_loader is None)
   make_loader = make_loader or default_loader
   workdir_lib.prepare(workdir)
   workdir_lib.check_compatible(config, workdir)
@@ -100,7 +99,7 @@ def train_and_evaluate(
 
   # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
   # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
-  prog = program.build(config, mesh, model=model)
+  prog = program.build(config, mesh, task=task, model=model)
 
   # 6. Restore the newest readable checkpoint onto this mesh, or initialise in place.
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
@@ -154,14 +153,17 @@ def train_and_evaluate(
   return summary
 
 
-def checked_model(config: Any, num_devices: int, *, check_data: bool = True) -> Any:
-  """The model of a checked `config`: its fields, then `config.model` as the model is built.
+def checked_task_and_model(
+  config: Any, num_devices: int, *, check_data: bool = True
+) -> tuple[Any, Any]:
+  """(task, model) of a checked `config`: its fields, then `config.model` as the model is
+  built. The task is built once, here, and handed on (to `program.build`).
 
   Any of their ValueErrors becomes a ConfigError (a user error: `lfpe.main` exits 2).
   """
   try:
-    validate.validate_config(config, num_devices=num_devices, check_data=check_data)
-    return tasks.get(config.task).create_model(config)
+    task = validate.validate_config(config, num_devices=num_devices, check_data=check_data)
+    return task, task.create_model(config)
   except ValueError as e:
     raise ConfigError(str(e)) from e
 
@@ -201,7 +203,7 @@ def evaluate_each(
     raise ConfigError("evaluate_each: the configs must differ in `data` only.")
   devices = list(jax.devices() if devices is None else devices)
   for config in configs[1:]:
-    checked_model(config, len(devices), check_data=make_loader is None)
+    checked_task_and_model(config, len(devices), check_data=make_loader is None)
   prog, variables = restore(configs[0], workdir, devices=devices, check_data=make_loader is None)
   variables = (edit or (lambda v: v))(variables)
   return [
@@ -220,9 +222,9 @@ def restore(
 ) -> tuple[program.Program, Any]:
   """The program of `config` and the model variables of the newest readable checkpoint."""
   devices = list(jax.devices() if devices is None else devices)
-  model = checked_model(config, len(devices), check_data=check_data)
+  task, model = checked_task_and_model(config, len(devices), check_data=check_data)
   mesh = sharding.make_mesh(config.mesh, devices)
-  prog = program.build(config, mesh, model=model)
+  prog = program.build(config, mesh, task=task, model=model)
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
   with checkpoint.make_manager(workdir, keep=config.keep_checkpoints, async_save=False) as manager:
     restored = checkpoint.restore_latest(manager, target, _IgnoredPosition())

@@ -92,10 +92,9 @@ def _choice(config: Any, path: str, choices) -> str:
   return value
 
 
-def validate_config(
-  config: Any, num_devices: int | None = None, *, check_data: bool = True
-) -> None:
-  """Raises ValueError naming the first bad field of the training `config`.
+def validate_config(config: Any, num_devices: int | None = None, *, check_data: bool = True):
+  """The task of the training `config`, built once its fields are checked (ValueError naming
+  the first bad field otherwise).
 
   `num_devices` defaults to all devices; `check_data=False` skips the data
   section (for callers that bring their own loader and data config).
@@ -111,7 +110,9 @@ def validate_config(
     from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
 
     validate_data_config(config.data, global_batch_size=config.batch_size)
-  tasks.get(config.task).validate(config)
+  task = tasks.get(config.task)
+  task.validate(config)
+  return task
 
 
 def _validate_loop(config: Any) -> None:
