@@ -3,18 +3,19 @@
   python -m experiments.digits_demo.run [--seeds 3] [--steps 600] [--quick] [--out DIR]
 
 Trains the recipe of `configs/vit_digits.py` (its model, AdamW with clipping, warmup-cosine,
-label smoothing, dropout, batch 64) for `--steps` steps (default 600, so that 3 seeds of 3
-encodings fit in 5 minutes on 2 cores; `--steps 1000` is the config's length) from digits
-held in memory (preprocessed by the dataset's own ops; each seed is one jitted `lax.scan`),
-prints test accuracy as mean ± 95 % t-interval over seeds and writes `results.json`,
-`results.md` and `digits_demo.png` into `--out`.
+label smoothing, dropout, batch 64) for `--steps` steps (default 600; `--steps 1000` is the
+config's length) through the one trainer, `lfpe.train.trainer`, one workdir per seed under
+`--out/runs/` (a re-run reads finished runs and resumes interrupted ones), prints test
+accuracy as mean ± 95 % t-interval over seeds and writes `results.json`, `results.md` and
+`digits_demo.png` into `--out`.
 
 Why seeds and intervals: a run's accuracy moves by 1-3 points with the seed and also with the
 CPU (XLA:CPU's code differs per instruction set and thread count; rounding differences of
 1e-6 at the first step grow over the run), so one number does not reproduce on another
 machine. Results are kept per setting and step count: rerun under e.g.
-`XLA_FLAGS=--xla_cpu_max_isa=AVX2` to add that setting. Seed s here is not seed s of
-`python -m lfpe.main` (other random streams; same recipe).
+`XLA_FLAGS=--xla_cpu_max_isa=AVX2` to add that setting. Seed s here is seed s of
+`python -m lfpe.main --config=configs/vit_digits.py:posemb=NAME --config.seed=s` with the
+demo's `total_steps` and warmup.
 """
 
 from __future__ import annotations
@@ -26,84 +27,15 @@ import re
 import sys
 import time
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
 from configs import vit_digits
 from experiments.stats import difference, interval
-from lfpe.data import config as data_config
-from lfpe.data import digits
-from lfpe.models import MODELS
-from lfpe.tasks.classification import cross_entropy
-from lfpe.train.optim import make_optimizer
+from lfpe.train import trainer
 
 ENCODINGS = ("embed_1d", "sine_2d", "fourier")
-CURVE_POINTS = 20  # training-loss curve: means over this many equal blocks of steps
 SEEDS, STEPS = 3, 600  # the default run: within 5 minutes on 2 cores
 RECIPE_STEPS = 1000  # configs/vit_digits.py
-
-
-def load(config) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-  """Train and test digits `(images [N, H, W, 1] float32, labels [N])` after the config's ops."""
-  images, labels = digits.load()
-  preprocess = data_config.resolve(config.data).preprocess
-  out = {}
-  for split, rows in digits.split_indices(labels).items():
-    done = []
-    for image in images[rows]:
-      element = {"image": image}
-      for op in preprocess:
-        element = op.map(element)
-      done.append(element["image"])
-    out[split] = (np.stack(done).astype(np.float32), labels[rows].astype(np.int32))
-  return out
-
-
-def seed_program(config, n_train: int) -> jax.stages.Wrapped:
-  """`(key, data) -> (test accuracy, training loss [steps])`: one seed, one jitted program.
-
-  The key gives the init, the data order (a fresh permutation of the training set every
-  epoch, batches running across epoch ends, as in the trainer) and the dropout. Seeds run
-  one after another through this one compiled program: vmapping them was about 10 % slower
-  on 2 CPU cores (the step is compute-bound) and made a seed's rounding depend on how
-  many seeds ran beside it.
-  """
-  classes, size = digits.SPEC.num_classes, config.data.image_size
-  model = MODELS[config.model_name](classes, image_size=size, **config.model)
-  tx, _ = make_optimizer(config)
-  steps, batch, smoothing = config.total_steps, config.batch_size, config.task.label_smoothing
-  epochs = -(-steps * batch // n_train)
-
-  def one_seed(key, data):
-    (images, labels), (test_images, test_labels) = data["train"], data["test"]
-    init_key, order_key, drop_key = jax.random.split(key, 3)
-    params = nn.meta.unbox(model.init(init_key, test_images[:1], train=False)["params"])
-    perms = jax.vmap(lambda k: jax.random.permutation(k, n_train))(
-      jax.random.split(order_key, epochs)
-    )
-    order = perms.reshape(-1)[: steps * batch].reshape(steps, batch)
-
-    def step(carry, xs):
-      params, opt_state = carry
-      idx, key = xs
-
-      def loss_fn(p):
-        logits = model.apply({"params": p}, images[idx], train=True, rngs={"dropout": key})
-        return jnp.mean(cross_entropy(logits, labels[idx], smoothing))
-
-      loss, grads = jax.value_and_grad(loss_fn)(params)
-      updates, opt_state = tx.update(grads, opt_state, params)
-      return (optax.apply_updates(params, updates), opt_state), loss
-
-    xs = (order, jax.random.split(drop_key, steps))
-    (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), xs)
-    logits = model.apply({"params": params}, test_images, train=False)
-    return jnp.mean(jnp.argmax(logits, -1) == test_labels), losses
-
-  return jax.jit(one_seed)
 
 
 def demo_config(posemb: str, steps: int, quick: bool):
@@ -115,20 +47,26 @@ def demo_config(posemb: str, steps: int, quick: bool):
   return config
 
 
-def train_encoding(config, seeds: int) -> dict:
-  """Test accuracies of seeds `0..seeds-1` of one config, their mean loss curve, wall time."""
-  start = time.perf_counter()
-  data = jax.tree.map(jnp.asarray, load(config))
-  program = seed_program(config, len(data["train"][0]))
-  runs = [program(jax.random.key(s), data) for s in range(seeds)]
-  blocks = np.array_split(np.arange(config.total_steps), min(CURVE_POINTS, config.total_steps))
-  losses = np.mean([np.asarray(loss) for _, loss in runs], axis=0)
+def train_encoding(config, seeds: int, runs: str) -> dict:
+  """Test accuracies of seeds `0..seeds-1` of one config, their mean loss curve, wall time.
+
+  Each seed is one run of the trainer (`python -m lfpe.main` with `--config.seed=s`) in
+  `runs/seed<s>`: seed s here is seed s of the command line. A finished workdir is read, not
+  retrained, and an interrupted one resumes, so the demo is resumable run by run.
+  """
+  start, accuracy, losses = time.perf_counter(), [], []
+  for seed in range(seeds):
+    with config.unlocked():
+      config.seed, config.progress = seed, False
+    workdir = os.path.join(runs, f"seed{seed}")
+    accuracy.append(trainer.train_and_evaluate(config, workdir)["eval"]["accuracy"])
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+      train = [r for r in map(json.loads, f) if r["split"] == "train"]
+    losses.append({r["step"]: r["loss"] for r in train})
+  steps = sorted(set.intersection(*(set(curve) for curve in losses)))
   return {
-    "accuracy": [float(accuracy) for accuracy, _ in runs],
-    "curve": {
-      "step": [int(b[-1]) + 1 for b in blocks],
-      "loss": [float(losses[b].mean()) for b in blocks],
-    },
+    "accuracy": accuracy,
+    "curve": {"step": steps, "loss": [float(np.mean([c[s] for c in losses])) for s in steps]},
     "seconds": time.perf_counter() - start,
   }
 
@@ -209,7 +147,8 @@ def markdown(settings: dict) -> str:
   parts = [
     "# ViT on digits: test accuracy over seeds and XLA:CPU settings",
     "Written by `experiments/digits_demo/run.py` (the recipe of `configs/vit_digits.py`, "
-    "trained from in-memory data). Mean ± 95 % confidence interval of the mean, and the 95 % "
+    "each seed one run of the trainer, as `python -m lfpe.main`). Mean ± 95 % confidence "
+    "interval of the mean, and the 95 % "
     "prediction interval of one more run (Student t over seeds): one run, such as "
     "`python -m lfpe.main` with one seed, lands anywhere in it, and the same seed gives "
     "another number on another CPU. Pooled settings share seeds (same init and data order), "
@@ -283,9 +222,11 @@ def run_setting(args: argparse.Namespace, command: str) -> dict:
   entry = {"setting": setting_name(this), "machine": this, "seeds": args.seeds}
   print(f"{entry['setting']}: {args.seeds} seeds per encoding", flush=True)
   encodings = {}
+  setting = re.sub(r"\W+", "_", entry["setting"]).strip("_").lower()
   for posemb in args.encodings.split(","):
     config = demo_config(posemb, args.steps, args.quick)
-    encodings[posemb] = train_encoding(config, args.seeds)
+    runs = os.path.join(args.out, "runs", f"{setting}_{config.total_steps}_steps", posemb)
+    encodings[posemb] = train_encoding(config, args.seeds, runs)
     mean, half = interval(encodings[posemb]["accuracy"], scale=100)
     seconds = encodings[posemb]["seconds"]
     print(f"{posemb}: test accuracy {mean:.2f} ± {half:.2f} % ({seconds:.0f} s)", flush=True)

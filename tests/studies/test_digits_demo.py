@@ -6,22 +6,7 @@ this checks the plumbing in about half a minute.
 
 import json
 
-import numpy as np
-
 from experiments.digits_demo import run
-from lfpe.data import digits
-
-
-def test_load_is_the_configs_preprocessing_of_sklearn_digits():
-  data = run.load(run.demo_config("fourier", 600, quick=False))
-  images, labels = digits.load()
-  rows = digits.split_indices(labels)
-  train, train_labels = data["train"]
-  assert train.shape == (1437, 16, 16, 1) and data["test"][0].shape == (360, 16, 16, 1)
-  np.testing.assert_array_equal(train_labels, labels[rows["train"]])
-  # Nearest upsampling by 2: every original pixel becomes a 2x2 block, scaled to [0, 1].
-  np.testing.assert_allclose(train[:, ::2, ::2], images[rows["train"]] / 255.0, rtol=1e-6)
-  np.testing.assert_array_equal(train[:, ::2, ::2], train[:, 1::2, 1::2])
 
 
 def test_demo_config_keeps_the_recipe_but_the_length():
@@ -56,6 +41,9 @@ def test_quick_run_merges_its_setting_and_pools(tmp_path):
   assert len(settings) == 2
   mine = next(e for k, e in settings.items() if k != "other")
   assert mine["steps"] == 6 and all(len(e["accuracy"]) == 2 for e in mine["encodings"].values())
+  # Each seed is a trainer workdir, seed s as `python -m lfpe.main --config.seed=s` runs it.
+  runs = sorted(tmp_path.glob("runs/*/fourier/seed*/config.json"))
+  assert [json.loads(p.read_text())["seed"] for p in runs] == [0, 1]
   md = (tmp_path / "results.md").read_text()
   assert "### All 2 settings pooled" in md and md.count("`fourier` − `sine_2d`") == 3
   assert (tmp_path / "digits_demo.png").stat().st_size > 10_000
