@@ -32,3 +32,102 @@ def fmt(values, *, scale: float = 1.0, digits: int = 1) -> str:
   """`mean ± half-width` (just the mean for one value)."""
   mean, half = interval(values, scale=scale)
   return f"{mean:.{digits}f}" if np.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def paired_difference(a, b, *, scale: float = 1.0) -> tuple[float, float]:
+  """Mean of `a - b` over pairs (the same seed and data in both arms) and its 95 % half-width
+  (Student t on the n differences), times `scale`."""
+  d = scale * (np.asarray(a, np.float64) - np.asarray(b, np.float64))
+  return interval(d)
+
+
+def minimum_detectable(half_width: float, dof: float, power: float = 0.8) -> float:
+  """The smallest true difference a two-sided 5 % test finds with probability `power`, given
+  the 95 % half-width of the estimate: (t_0.975 + t_power) * SE."""
+  if not np.isfinite(half_width) or dof <= 0:
+    return float("nan")
+  se = half_width / stats.t.ppf(0.975, dof)
+  return float((stats.t.ppf(0.975, dof) + stats.t.ppf(power, dof)) * se)
+
+
+VERDICTS = ("reproduced", "contradicted", "unresolved")
+
+
+def verdict(ci_low: float, ci_high: float, direction: int = 1) -> str:
+  """'reproduced' when the interval of (a - b) excludes 0 on the paper's side (`direction`
+  +1: the paper says a > b; -1: a < b), 'contradicted' on the other side, else 'unresolved'."""
+  if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
+    return "unresolved"
+  if ci_low > 0 or ci_high < 0:
+    return "reproduced" if (ci_low > 0) == (direction > 0) else "contradicted"
+  return "unresolved"
+
+
+def claim(
+  *,
+  paper: str,
+  item: str,
+  text: str,
+  metric: str,
+  a: str,
+  b: str,
+  a_values,
+  b_values,
+  direction: int = 1,
+  paired: bool = False,
+  scale: float = 1.0,
+) -> dict:
+  """One entry of an experiment's claims.json: the paper's claim that `a` beats `b` on
+  `metric` (or loses to it, `direction=-1`), its difference a - b with the 95 % interval
+  (Welch, or paired when the arms share seeds and data), n, the verdict, and the minimum
+  detectable difference at this n."""
+  a_values, b_values = np.asarray(a_values, np.float64), np.asarray(b_values, np.float64)
+  if paired:
+    diff, half = paired_difference(a_values, b_values, scale=scale)
+    dof = len(a_values) - 1
+  else:
+    diff, half = difference(a_values, b_values, scale=scale)
+    va, vb = a_values.var(ddof=1) / len(a_values), b_values.var(ddof=1) / len(b_values)
+    dof = (va + vb) ** 2 / (va**2 / (len(a_values) - 1) + vb**2 / (len(b_values) - 1))
+  low, high = diff - half, diff + half
+  return {
+    "paper": paper,
+    "item": item,
+    "claim": text,
+    "metric": metric,
+    "a": a,
+    "b": b,
+    "difference": diff,
+    "ci_low": low,
+    "ci_high": high,
+    "n": [len(a_values), len(b_values)] if not paired else len(a_values),
+    "paired": paired,
+    "direction": direction,
+    "verdict": verdict(low, high, direction),
+    "minimum_detectable": minimum_detectable(half, dof),
+  }
+
+
+def check_claim(entry: dict) -> None:
+  """ValueError unless `entry` has the claims.json fields and a verdict its interval gives."""
+  missing = {
+    "paper",
+    "item",
+    "claim",
+    "a",
+    "b",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "n",
+    "paired",
+    "verdict",
+  } - set(entry)
+  if missing:
+    raise ValueError(f"claim {entry.get('claim')!r} lacks {sorted(missing)}.")
+  expected = verdict(entry["ci_low"], entry["ci_high"], entry.get("direction", 1))
+  if entry["verdict"] != expected:
+    raise ValueError(
+      f"claim {entry['claim']!r}: verdict {entry['verdict']!r}, but its interval "
+      f"[{entry['ci_low']:.3g}, {entry['ci_high']:.3g}] gives {expected!r}."
+    )
