@@ -24,3 +24,45 @@ def test_difference_is_welch():
   assert mean == pytest.approx(-3.0)
   assert half == pytest.approx(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
   assert fmt([1.0, 2.0, 3.0], digits=2).startswith("2.00 ± ")
+
+
+def test_verdict_needs_the_interval_to_exclude_zero_on_the_papers_side():
+  from experiments.stats import verdict  # noqa: PLC0415
+
+  assert verdict(0.5, 2.0) == "reproduced" and verdict(-2.0, -0.5) == "contradicted"
+  assert verdict(-2.0, -0.5, direction=-1) == "reproduced"
+  assert verdict(-0.1, 2.0) == "unresolved" and verdict(float("nan"), 1.0) == "unresolved"
+
+
+def test_claim_paired_and_welch():
+  from experiments.stats import check_claim, claim  # noqa: PLC0415
+
+  a, b = [0.95, 0.96, 0.94, 0.97], [0.90, 0.92, 0.91, 0.91]
+  paired = claim(
+    paper="002",
+    item="x",
+    text="a beats b",
+    metric="acc",
+    a="a",
+    b="b",
+    a_values=a,
+    b_values=b,
+    paired=True,
+    scale=100,
+  )
+  d = 100 * (np.asarray(a) - np.asarray(b))
+  half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / 2
+  assert paired["difference"] == pytest.approx(d.mean())
+  assert paired["ci_low"] == pytest.approx(d.mean() - half) and paired["n"] == 4
+  assert paired["verdict"] == "reproduced"
+  # The smallest true difference found 80 % of the time: (t_.975 + t_.8) * SE.
+  se = d.std(ddof=1) / 2
+  mdd = (stats.t.ppf(0.975, 3) + stats.t.ppf(0.8, 3)) * se
+  assert paired["minimum_detectable"] == pytest.approx(mdd)
+  welch = claim(
+    paper="002", item="x", text="b beats a", metric="acc", a="b", b="a", a_values=b, b_values=a
+  )
+  assert welch["verdict"] == "contradicted" and welch["n"] == [4, 4] and not welch["paired"]
+  check_claim(paired)
+  with pytest.raises(ValueError, match="gives 'reproduced'"):
+    check_claim({**paired, "verdict": "unresolved"})
