@@ -25,7 +25,6 @@ import json
 import os
 import re
 import sys
-import time
 
 import numpy as np
 
@@ -56,12 +55,14 @@ def train_encoding(config, seeds: int, runs: str) -> dict:
   `runs/seed<s>`: seed s here is seed s of the command line. A finished workdir is read, not
   retrained, and an interrupted one resumes, so the demo is resumable run by run.
   """
-  start, accuracy, losses = time.perf_counter(), [], []
+  accuracy, losses, seconds = [], [], 0.0
   for seed in range(seeds):
     with config.unlocked():
       config.seed, config.progress = seed, False
     workdir = os.path.join(runs, f"seed{seed}")
-    accuracy.append(trainer.train_and_evaluate(config, workdir)["eval"]["accuracy"])
+    summary = trainer.train_and_evaluate(config, workdir)
+    accuracy.append(summary["eval"]["accuracy"])
+    seconds += summary.get("wall_s", 0.0)  # training time (its last segment, if resumed)
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
       train = [r for r in map(json.loads, f) if r["split"] == "train"]
     losses.append({r["step"]: r["loss"] for r in train})
@@ -69,7 +70,7 @@ def train_encoding(config, seeds: int, runs: str) -> dict:
   return {
     "accuracy": accuracy,
     "curve": {"step": steps, "loss": [float(np.mean([c[s] for c in losses])) for s in steps]},
-    "seconds": time.perf_counter() - start,
+    "seconds": seconds,
   }
 
 
@@ -133,10 +134,13 @@ def verdict(results: dict) -> str:
   """`fourier` against `sine_2d`: the difference of means with its interval, in words."""
   if not {"fourier", "sine_2d"} <= set(results) or min(len(r) for r in results.values()) < 2:
     return ""
-  diff, half = difference(results["fourier"], results["sine_2d"], scale=100)
+  a, b = results["fourier"], results["sine_2d"]
+  paired = len(a) == len(b)  # seed s of both: the same data order and init stream
+  diff, half = (stats.paired_difference if paired else difference)(a, b, scale=100)
   word = "beats" if diff - half > 0 else "trails" if diff + half < 0 else "matches"
   return (
-    f"`fourier` − `sine_2d`: {diff:+.2f} ± {half:.2f} points (95 % CI, Welch): "
+    f"`fourier` − `sine_2d`: {diff:+.2f} ± {half:.2f} points (95 % CI, "
+    f"{'paired by seed' if paired else 'Welch'}): "
     f"`fourier` {word} `sine_2d`"
     + (" (the interval holds 0: no difference shown)." if word == "matches" else ".")
   )
@@ -165,24 +169,15 @@ def setting_section(entry: dict) -> str:
     [
       f"### {entry['setting']}",
       f"{entry['machine']['cpu']}; {entry['seeds']} seeds per encoding; "
-      f"{entry['seconds']:.0f} s in all (`{entry['command']}`).",
+      f"{entry['seconds']:.0f} s of training in all (`{entry['command']}`).",
       table(acc, sec),
       verdict(acc),
     ]
   )
 
 
-def pooled_section(group: dict) -> list[str]:
-  """All settings of one step count pooled: the spread to expect on an unknown machine."""
-  pooled = {}
-  for entry in group.values():
-    for k, v in entry["encodings"].items():
-      pooled.setdefault(k, []).extend(v["accuracy"])
-  return [f"### All {len(group)} settings pooled", table(pooled), verdict(pooled)]
-
-
 def markdown(settings: dict) -> str:
-  """results.md: per step count, one section per XLA:CPU setting, then those pooled."""
+  """results.md: per step count, one section per XLA:CPU setting (never pooled)."""
   parts = [
     "# ViT on digits: test accuracy over seeds and XLA:CPU settings",
     "Written by `experiments/digits_demo/run.py` (the recipe of `configs/vit_digits.py`, "
@@ -190,15 +185,15 @@ def markdown(settings: dict) -> str:
     "interval of the mean, and the 95 % "
     "prediction interval of one more run (Student t over seeds): one run, such as "
     "`python -m lfpe.main` with one seed, lands anywhere in it, and the same seed gives "
-    "another number on another CPU. Pooled settings share seeds (same init and data order), "
-    "but their runs drift apart within the first 100 steps. s: wall seconds (load-dependent).",
+    "another number on another CPU. Settings are not pooled: seed s on two settings shares "
+    "its init and data order, so those runs are not independent. s: seconds of training, "
+    "summed over seeds (load-dependent).",
   ]
   for steps in sorted({e["steps"] for e in settings.values()}, reverse=True):
     group = {k: e for k, e in settings.items() if e["steps"] == steps}
     recipe = " (the recipe's length)" if steps == RECIPE_STEPS else ""
     batch = next(iter(group.values()))["batch"]
     parts += [f"## {steps} steps of {batch}{recipe}", *map(setting_section, group.values())]
-    parts += pooled_section(group) if len(group) > 1 else []
   return "\n\n".join(p for p in parts if p) + "\n"
 
 
@@ -257,7 +252,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def run_setting(args: argparse.Namespace, command: str) -> dict:
   """Every encoding over seeds on this machine: one results entry."""
-  start, this = time.perf_counter(), machine()
+  this = machine()
   entry = {"setting": setting_name(this), "machine": this, "seeds": args.seeds}
   print(f"{entry['setting']}: {args.seeds} seeds per encoding", flush=True)
   encodings = {}
@@ -269,7 +264,7 @@ def run_setting(args: argparse.Namespace, command: str) -> dict:
     mean, half = interval(encodings[posemb]["accuracy"], scale=100)
     seconds = encodings[posemb]["seconds"]
     print(f"{posemb}: test accuracy {mean:.2f} ± {half:.2f} % ({seconds:.0f} s)", flush=True)
-  seconds = time.perf_counter() - start
+  seconds = sum(e["seconds"] for e in encodings.values())
   return {
     **entry,
     "provenance": provenance(command.split()),
