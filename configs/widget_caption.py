@@ -12,7 +12,7 @@ RICO screens (boxes in 100 bins, Li et al.'s 11 object types, one 10,000-word vo
 captions and screen texts, built from the training split). It is built offline on first use
 from a manual download in {data_dir}/downloads/manual/widget_caption/ (widget_captions.csv,
 split/, and RICO's combined/ view hierarchies); without it, the run stops with the download
-instructions (README, "Widget captioning data").
+instructions (docs/training.md, "Widget captioning data").
 
 Parameters (jax.eval_shape): 6.69M with posemb=embed_nd (Embed-4D: 6,692,752) and with
 posemb=fourier (Learnable-Fourier+MLP: 6,693,520 for groups 4, 6,694,768 for 2, 6,697,264 for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite (README: "Run the tests"). Uses .venv if it exists and no environment is active.
+# The test suite (README: "Tests and benchmarks"). Uses .venv if it exists and no environment is active.
 # The suite runs with its own TMPDIR and must leave nothing there but pytest's own tmp_path
 # folders: anything else is litter (a temp dir some code forgot) and fails the run.
 set -euo pipefail
