@@ -27,8 +27,7 @@ import ml_collections
 
 from lfpe import encodings
 from lfpe.errors import ConfigError, did_you_mean
-
-_TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off")
+from lfpe.train import config_lib
 
 
 def load(config_arg: str, overrides: Sequence[tuple[str, str]] = ()) -> Any:
@@ -126,34 +125,8 @@ def _set_spec_option(spec: str, option: str, text: str, flag: str, spec_path: st
 
 
 def _convert(current: Any, text: str, flag: str) -> Any:
-  """`text` as a value of `current`'s type."""
-  expected = type(current).__name__
-  if isinstance(current, bool):
-    if text.lower() in _TRUE + _FALSE:
-      return text.lower() in _TRUE
-    raise ConfigError(f"{flag}={text!r}: must be a boolean (true/false or 1/0).")
-  if isinstance(current, int):
-    try:
-      return int(text)
-    except ValueError:
-      raise ConfigError(f"{flag}={text!r}: must be an integer, e.g. {current}.") from None
-  if isinstance(current, float):
-    try:
-      return float(text)
-    except ValueError:
-      raise ConfigError(f"{flag}={text!r}: must be a number, e.g. {current}.") from None
-  if isinstance(current, str):
-    return text
+  """`text` as a value of `current`'s type (config_lib.convert), or ConfigError naming `flag`."""
   try:
-    value = ast.literal_eval(text)
-  except (ValueError, SyntaxError):
-    if current is None:
-      return text
-    raise ConfigError(
-      f"{flag}={text!r}: must be a Python literal of type {expected}, e.g. {current!r}."
-    ) from None
-  if current is None:
-    return value
-  if isinstance(current, (tuple, list)) and isinstance(value, (tuple, list)):
-    return type(current)(value)
-  raise ConfigError(f"{flag}={text!r}: must be a {expected}, e.g. {current!r}.")
+    return config_lib.convert(flag, text, current)
+  except ValueError as e:
+    raise ConfigError(str(e)) from None

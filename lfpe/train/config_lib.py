@@ -11,6 +11,7 @@ unparsable values raise ValueError naming the key.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import ml_collections
@@ -20,19 +21,38 @@ from lfpe.errors import did_you_mean
 _TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off", "")
 
 
-def _convert(key: str, text: str, default: Any) -> Any:
+def convert(name: str, text: str, default: Any) -> Any:
+  """Command-line `text` as a value of `default`'s type (ValueError naming `name` if it is
+  not one): bool (1/0, true/false, yes/no), int, float, str; other types (tuples, lists,
+  None) as Python literals, None taking any literal or else the text."""
+  kind = type(default).__name__
   if isinstance(default, bool):
     if text.lower() in _TRUE + _FALSE:
       return text.lower() in _TRUE
-    raise ValueError(f"config argument {key}={text!r} must be a boolean (1/0, true/false).")
+    raise ValueError(f"{name}={text!r} must be a boolean (true/false or 1/0).")
   if isinstance(default, (int, float)):
     try:
       return type(default)(text)
     except ValueError:
+      what = "an integer" if isinstance(default, int) else "a number"
       raise ValueError(
-        f"config argument {key}={text!r} must be of type {type(default).__name__}."
+        f"{name}={text!r} must be of type {kind}: it must be {what}, e.g. {default}."
       ) from None
-  return text
+  if isinstance(default, str):
+    return text
+  try:
+    value = ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    if default is None:
+      return text
+    raise ValueError(
+      f"{name}={text!r} must be a Python literal of type {kind}, e.g. {default!r}."
+    ) from None
+  if default is None:
+    return value
+  if isinstance(default, (tuple, list)) and isinstance(value, (tuple, list)):
+    return type(default)(value)
+  raise ValueError(f"{name}={text!r} must be a {kind}, e.g. {default!r}.")
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -108,5 +128,7 @@ def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
         f"unknown config argument {key!r}{did_you_mean(key, defaults)}; "
         f"known: {', '.join(sorted(defaults))}."
       )
-    values[key] = _convert(key, text.strip() if "=" in item else "1", defaults[key])
+    values[key] = convert(
+      f"config argument {key}", text.strip() if "=" in item else "1", defaults[key]
+    )
   return ml_collections.ConfigDict(values)

@@ -162,11 +162,6 @@ class MetricWriter:
       with open(os.path.join(self.workdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
 
-  def finish(self, summary: dict[str, Any], headline: str | None) -> None:
-    """The run's last line: its step, headline eval metric and where the summary is."""
-    if self.is_main:
-      print(final_line(summary, headline, self.workdir), file=sys.stderr, flush=True)
-
   def close(self) -> None:
     self._bar.close()
     if self.is_main:

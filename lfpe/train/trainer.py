@@ -110,8 +110,7 @@ def train_and_evaluate(
     headline = getattr(prog.task, "HEADLINE", None)
     if start_step >= config.total_steps:  # Complete: its metrics and summary stay as they are.
       summary = _finished_summary(workdir, start_step, config.total_steps)
-      if jax.process_index() == 0:
-        print(final_line(summary, headline, workdir), file=sys.stderr, flush=True)
+      _print_final_line(summary, headline, workdir)
       return summary
     if jax.process_index() == 0:  # the record of what trains these checkpoints
       workdir_lib.write_record(config, workdir)
@@ -149,8 +148,14 @@ def train_and_evaluate(
       wall_s = time.perf_counter() - start_time
       writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
       summary = {"step": config.total_steps, **writer.latest}
-      writer.finish(summary, headline)
+  _print_final_line(summary, headline, workdir)
   return summary
+
+
+def _print_final_line(summary: dict[str, Any], headline: str | None, workdir: str) -> None:
+  """The run's last line (process 0): its step, headline eval metric and summary path."""
+  if jax.process_index() == 0:
+    print(final_line(summary, headline, workdir), file=sys.stderr, flush=True)
 
 
 def checked_task_and_model(
