@@ -1,8 +1,23 @@
-"""How an experiment adapts a shipped config to one of its runs (seed, length, no progress bar)."""
+"""The runs of a record: how each adapts a shipped config, trains, resumes and reports status.
+
+A record (`experiments/<name>/run.py`) is a list of `Run`s, one trainer workdir each. `execute`
+trains them in order through `lfpe.train.trainer` (a finished workdir is read, not retrained;
+an interrupted one resumes from its last checkpoint), so a record of many hours is one command
+run as often as needed. `status` says, without training or compiling anything, which runs are
+done, which are part-way and which have not started, and estimates the time left from the
+speed of the runs already trained.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from lfpe.train import trainer
 
 
 def for_run(config: Any, *, seed: int, steps: int = 0, eval_every: int = 0) -> Any:
@@ -18,3 +33,100 @@ def for_run(config: Any, *, seed: int, steps: int = 0, eval_every: int = 0) -> A
       config.checkpoint_every = steps
       config.schedule.warmup_steps = min(config.schedule.warmup_steps, steps // 10)
   return config
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One run of a record: its key in results.json, its config and its trainer workdir."""
+
+  key: str
+  config: Any
+  workdir: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+  """Where one run stands: `steps_done` of `total_steps`, and the seconds per step it took
+  (from its summary; None while unfinished or if the summary lacks its wall time)."""
+
+  steps_done: int
+  total_steps: int
+  seconds_per_step: float | None = None
+
+  @property
+  def done(self) -> bool:
+    return self.steps_done >= self.total_steps
+
+
+def progress(run: Run) -> Progress:
+  """Reads `run.workdir`: the summary of a finished run, else its newest checkpoint step."""
+  total = int(run.config.total_steps)
+  path = os.path.join(run.workdir, "summary.json")
+  if os.path.exists(path):
+    with open(path) as f:
+      summary = json.load(f)
+    if summary.get("step", 0) >= total:
+      trained = summary["step"] - summary.get("start_step", 0)
+      rate = summary["wall_s"] / trained if "wall_s" in summary and trained > 0 else None
+      return Progress(summary["step"], total, rate)
+  checkpoints = os.path.join(run.workdir, "checkpoints")
+  steps = (
+    [int(d) for d in os.listdir(checkpoints) if d.isdigit()] if os.path.isdir(checkpoints) else []
+  )
+  return Progress(min(max(steps, default=0), total), total)
+
+
+def status(runs: Iterable[Run], out=sys.stdout) -> dict[str, int]:
+  """Prints done / part-way / not started, each part-way run, and an ETA; returns the counts.
+
+  The ETA is the steps left times the mean seconds per step of the finished runs with the
+  same number of steps (else of all finished runs): a guess from this machine's own speed.
+  """
+  runs = list(runs)
+  states = {run.key: progress(run) for run in runs}
+  done = [k for k, p in states.items() if p.done]
+  partial = [k for k, p in states.items() if 0 < p.steps_done < p.total_steps]
+  counts = {"runs": len(runs), "done": len(done), "partial": len(partial)}
+  counts["pending"] = counts["runs"] - counts["done"] - counts["partial"]
+  print(
+    f"{counts['done']} of {counts['runs']} runs done, {counts['partial']} part-way, "
+    f"{counts['pending']} not started.",
+    file=out,
+  )
+  for key in partial:
+    print(
+      f"  part-way: {key} at step {states[key].steps_done} of {states[key].total_steps}", file=out
+    )
+  rates = [p.seconds_per_step for p in states.values() if p.done and p.seconds_per_step]
+  left = sum(p.total_steps - p.steps_done for p in states.values())
+  if left and rates:
+    seconds = left * sum(rates) / len(rates)
+    print(
+      f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far.", file=out
+    )
+  elif left:
+    print(f"  {left} steps left; no finished run yet to estimate the time from.", file=out)
+  return counts
+
+
+def _duration(seconds: float) -> str:
+  hours, minutes = divmod(round(seconds / 60), 60)
+  return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
+
+
+def execute(
+  runs: Iterable[Run], results: dict[str, Any], score: Callable[[Run, dict], dict], save: Callable
+) -> dict[str, Any]:
+  """Trains (or resumes, or reads) every run not yet in `results`, in order.
+
+  `score(run, summary)` turns a finished run into its results entry; `save(results)` is
+  called after each run, so a killed record loses at most the run it was training (and that
+  one resumes from its checkpoint).
+  """
+  for run in runs:
+    if run.key in results:
+      continue
+    summary = trainer.train_and_evaluate(run.config, run.workdir)
+    results[run.key] = score(run, summary)
+    save(results)
+  return results

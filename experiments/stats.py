@@ -53,11 +53,19 @@ def minimum_detectable(half_width: float, dof: float, power: float = 0.8) -> flo
 VERDICTS = ("reproduced", "contradicted", "unresolved")
 
 
-def verdict(ci_low: float, ci_high: float, direction: int = 1) -> str:
+def verdict(ci_low: float, ci_high: float, direction: int = 1, margin: float = 0.0) -> str:
   """'reproduced' when the interval of (a - b) excludes 0 on the paper's side (`direction`
-  +1: the paper says a > b; -1: a < b), 'contradicted' on the other side, else 'unresolved'."""
+  +1: the paper says a > b; -1: a < b), 'contradicted' on the other side, else 'unresolved'.
+
+  `direction=0` is a claim that a and b are about equal: 'reproduced' when the whole interval
+  lies within ±`margin` (an equivalence test; the margin is declared with the claim),
+  'contradicted' when it excludes 0, else 'unresolved'."""
   if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
     return "unresolved"
+  if direction == 0:
+    if ci_low > 0 or ci_high < 0:
+      return "contradicted"
+    return "reproduced" if margin > 0 and -margin < ci_low and ci_high < margin else "unresolved"
   if ci_low > 0 or ci_high < 0:
     return "reproduced" if (ci_low > 0) == (direction > 0) else "contradicted"
   return "unresolved"
@@ -74,11 +82,13 @@ def claim(
   a_values,
   b_values,
   direction: int = 1,
+  margin: float = 0.0,
   paired: bool = False,
   scale: float = 1.0,
 ) -> dict:
   """One entry of an experiment's claims.json: the paper's claim that `a` beats `b` on
-  `metric` (or loses to it, `direction=-1`), its difference a - b with the 95 % interval
+  `metric` (or loses to it, `direction=-1`, or matches it within ±`margin`, `direction=0`,
+  in the units of the difference), its difference a - b with the 95 % interval
   (Welch, or paired when the arms share seeds and data), n, the verdict, and the minimum
   detectable difference at this n."""
   a_values, b_values = np.asarray(a_values, np.float64), np.asarray(b_values, np.float64)
@@ -103,7 +113,8 @@ def claim(
     "n": [len(a_values), len(b_values)] if not paired else len(a_values),
     "paired": paired,
     "direction": direction,
-    "verdict": verdict(low, high, direction),
+    **({"margin": margin} if direction == 0 else {}),
+    "verdict": verdict(low, high, direction, margin),
     "minimum_detectable": minimum_detectable(half, dof),
   }
 
@@ -125,7 +136,9 @@ def check_claim(entry: dict) -> None:
   } - set(entry)
   if missing:
     raise ValueError(f"claim {entry.get('claim')!r} lacks {sorted(missing)}.")
-  expected = verdict(entry["ci_low"], entry["ci_high"], entry.get("direction", 1))
+  expected = verdict(
+    entry["ci_low"], entry["ci_high"], entry.get("direction", 1), entry.get("margin", 0.0)
+  )
   if entry["verdict"] != expected:
     raise ValueError(
       f"claim {entry['claim']!r}: verdict {entry['verdict']!r}, but its interval "

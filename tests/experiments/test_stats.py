@@ -66,3 +66,27 @@ def test_claim_paired_and_welch():
   check_claim(paired)
   with pytest.raises(ValueError, match="gives 'reproduced'"):
     check_claim({**paired, "verdict": "unresolved"})
+
+
+def test_equivalence_claims_need_the_interval_inside_the_margin():
+  from experiments.stats import check_claim, claim, verdict  # noqa: PLC0415
+
+  assert verdict(-0.1, 0.2, direction=0, margin=0.5) == "reproduced"
+  assert verdict(-0.1, 0.6, direction=0, margin=0.5) == "unresolved"
+  assert verdict(0.1, 0.6, direction=0, margin=0.5) == "contradicted"
+  assert verdict(-0.1, 0.2, direction=0) == "unresolved"  # no margin: nothing shown
+  entry = claim(
+    paper="002",
+    item="Fig. 3a",
+    text="a ~ b",
+    metric="bpd",
+    a="a",
+    b="b",
+    a_values=[1.0, 1.1, 1.2],
+    b_values=[1.0, 1.1, 1.21],
+    direction=0,
+    margin=0.5,
+    paired=True,
+  )
+  assert entry["verdict"] == "reproduced" and entry["margin"] == 0.5
+  check_claim(entry)
