@@ -19,6 +19,7 @@ import sys
 import tensorflow_datasets as tfds
 
 from experiments.position_study import parts, plan, report
+from experiments.provenance import provenance
 
 RUNNERS = {
   "speed": parts.speed,
@@ -73,10 +74,9 @@ def main(argv: list[str] | None = None) -> dict:
     with open(os.path.join(args.out, "results.json")) as f:
       study.results = json.load(f)
     study.results.setdefault("timing", {})
-  study.results.setdefault("commands", []).append(
-    "python -m experiments.position_study.run "
-    + " ".join(argv if argv is not None else sys.argv[1:])
-  )
+  argv = sys.argv[1:] if argv is None else argv
+  study.results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
+  study.results.setdefault("commands", []).append(study.results["provenance"]["command"])
   for name in args.parts.split(","):
     log(f"[{name}]")
     study.begin(name)

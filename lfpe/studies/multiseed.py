@@ -1,10 +1,14 @@
 """Many seeds of one small model, trained as one vmapped program (003's 10-seed tables).
 
 Every seed has its own initialisation, its own data order and its own optimizer state;
-all of them live in pytrees with a leading seed axis `[S, ...]`. One epoch of one seed is
-a pure function (a `lax.scan` of AdamW steps); `train` runs it over the seed axis in one
-of three ways: `vmap` (one jitted, vmapped program: one compilation, batched matmuls),
-`map` (one jitted program that loops over seeds with `lax.map`) or `loop` (seeds one
+all of them live in a `lfpe.train.steps.TrainState` with a leading seed axis `[S, ...]`.
+Each update is the trainer's own step (`steps.train_step` with the `lfpe.tasks`
+classification or regression task and the optimizer of `lfpe.train.optim`), so a seed
+here trains exactly as one run of the trainer would on the same batches; only the driver
+differs: the data sit in memory, and one epoch of one seed is a `lax.scan` of that step
+over a fresh permutation. `train` runs the epoch over the seed axis in one of three ways:
+`vmap` (one jitted, vmapped program: one compilation, batched matmuls), `map` (one jitted
+program that loops over seeds with `lax.map`) or `loop` (seeds one
 after another, the baseline). `experiments/position_study` measures the speed-ups.
 
 Loss kinds: `xent` (classification, integer labels) and `mse` (regression; targets are
@@ -25,12 +29,15 @@ import ml_collections
 import numpy as np
 import optax
 
-from lfpe.tasks.classification import cross_entropy
+from lfpe.tasks.classification import Classification
+from lfpe.tasks.regression import Regression
+from lfpe.train import steps
 from lfpe.train.optim import make_optimizer
 
 LOSSES = ("xent", "mse")
 STRATEGIES = ("vmap", "map", "loop")
 _DATA = 1  # folded into a seed's key for its data order (init uses the bare key)
+TARGET = {"xent": "label", "mse": "target"}  # the batch key of the targets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +61,9 @@ class TrainSpec:
 
 def make_tx(
   spec: TrainSpec, steps_per_epoch: int, trainable: Callable[[tuple[str, ...]], bool] | None = None
-) -> optax.GradientTransformation:
-  """The optimizer of `lfpe.train.optim` for `spec`; parameters outside `trainable` frozen.
+) -> tuple[optax.GradientTransformation, optax.Schedule]:
+  """The optimizer of `lfpe.train.optim` for `spec` and its schedule; parameters outside
+  `trainable` frozen.
 
   `trainable(path)` gets a parameter's key path (tuple of names) and says whether it trains.
   """
@@ -69,13 +77,21 @@ def make_tx(
       "total_steps": spec.epochs * steps_per_epoch,
     }
   )
-  tx, _ = make_optimizer(config)
+  tx, schedule = make_optimizer(config)
   if trainable is None:
-    return tx
+    return tx, schedule
   labels = lambda params: jax.tree_util.tree_map_with_path(
     lambda path, _: "train" if trainable(_names(path)) else "freeze", params
   )
-  return optax.multi_transform({"train": tx, "freeze": optax.set_to_zero()}, labels)
+  return optax.multi_transform({"train": tx, "freeze": optax.set_to_zero()}, labels), schedule
+
+
+def task_for(kind: str) -> Classification:
+  """The `lfpe.tasks` task of a loss kind: classification, or regression on standardised
+  targets (`Data` standardises them already) under the batch key `target`."""
+  if kind == "xent":
+    return Classification()
+  return Regression(target=TARGET["mse"])
 
 
 def _names(path) -> tuple[str, ...]:
@@ -88,13 +104,6 @@ def init_params(model: nn.Module, seeds: Sequence[int], image_shape: Sequence[in
   init = lambda key: nn.meta.unbox(model.init(key, example, train=False)["params"])
   keys = jnp.stack([jax.random.key_data(jax.random.key(int(s))) for s in seeds])
   return jax.jit(jax.vmap(lambda k: init(jax.random.wrap_key_data(k))))(keys)
-
-
-def loss_value(kind: str, outputs: jax.Array, targets: jax.Array) -> jax.Array:
-  """Mean loss over a batch: cross-entropy of logits `[B, K]` or MSE of `[B, T]`."""
-  if kind == "xent":
-    return jnp.mean(cross_entropy(outputs, targets))
-  return jnp.mean(jnp.square(outputs - targets))
 
 
 def metric(kind: str, outputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -155,33 +164,25 @@ def evaluate(model: nn.Module, params: Any, data: Data, kind: str) -> np.ndarray
   return metric(kind, predict(model, params, data.images), data.targets)
 
 
-def _seed_epoch(
-  model: nn.Module, tx: optax.GradientTransformation, kind: str, steps: int, batch: int
-) -> Callable:
-  """`(params, opt_state, key, images, targets) -> (params, opt_state, losses [steps])`.
+def _seed_epoch(model: nn.Module, tx, schedule, kind: str, updates: int, batch: int) -> Callable:
+  """`(state, key, images, targets) -> (state, losses [steps])`.
 
-  One epoch of one seed: a fresh permutation of the data from `key`, then `steps`
-  AdamW updates on batches of `batch` examples, as one `lax.scan`.
+  One epoch of one seed: a fresh permutation of the data from `key`, then `updates` updates
+  of the trainer's `steps.train_step` on batches of `batch` examples, as one `lax.scan`.
   """
+  task = task_for(kind)
 
-  def epoch(params, opt_state, key, images, targets):
-    def step(carry, xs):
-      params, opt_state = carry
-      idx, drop_key = xs  # [B], the dropout key of this step
+  def epoch(state, key, images, targets):
+    def step(state, idx):  # idx [B]
+      batch = {"image": images[idx], TARGET[kind]: targets[idx]}
+      state, metrics = steps.train_step(
+        state, batch, task=task, model=model, tx=tx, schedule=schedule, dropout_rng=drop_key
+      )
+      return state, metrics["loss"]
 
-      def loss_fn(p):
-        out = model.apply({"params": p}, images[idx], train=True, rngs={"dropout": drop_key})
-        return loss_value(kind, out, targets[idx])
-
-      loss, grads = jax.value_and_grad(loss_fn)(params)
-      updates, opt_state = tx.update(grads, opt_state, params)
-      return (optax.apply_updates(params, updates), opt_state), loss
-
-    perm_key, drop_key = jax.random.split(key)
-    perm = jax.random.permutation(perm_key, len(images))[: steps * batch].reshape(steps, batch)
-    drops = jax.random.split(drop_key, steps)
-    (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), (perm, drops))
-    return params, opt_state, losses
+    perm_key, drop_key = jax.random.split(key)  # the step folds its number into drop_key
+    perm = jax.random.permutation(perm_key, len(images))[: updates * batch].reshape(updates, batch)
+    return jax.lax.scan(step, state, perm)
 
   return epoch
 
@@ -189,16 +190,14 @@ def _seed_epoch(
 def _over_seeds(epoch: Callable, strategy: str) -> Callable:
   """The per-seed `epoch` run over the leading seed axis of params, opt_state and keys."""
   if strategy == "vmap":
-    return jax.jit(jax.vmap(epoch, in_axes=(0, 0, 0, None, None)), donate_argnums=(0, 1))
+    return jax.jit(jax.vmap(epoch, in_axes=(0, 0, None, None)), donate_argnums=0)
   if strategy == "map":
-    mapped = lambda p, o, k, x, y: jax.lax.map(lambda a: epoch(*a, x, y), (p, o, k))
-    return jax.jit(mapped, donate_argnums=(0, 1))
+    mapped = lambda state, keys, x, y: jax.lax.map(lambda a: epoch(*a, x, y), (state, keys))
+    return jax.jit(mapped, donate_argnums=0)
   single = jax.jit(epoch)
 
-  def loop(params, opt_state, keys, images, targets):  # seeds one after another
-    outs = [
-      single(*_index((params, opt_state, keys), i), images, targets) for i in range(len(keys))
-    ]
+  def loop(state, keys, images, targets):  # seeds one after another
+    outs = [single(*_index((state, keys), i), images, targets) for i in range(len(keys))]
     return jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
 
   return loop
@@ -224,35 +223,40 @@ def train(
   Seed `s` (one per row of `params`) draws its data order from `key(s)` alone, so a seed
   trains the same whatever else trains beside it, and every `strategy` gives the same
   result: `vmap` (one vmapped program), `map` (one program, `lax.map` over seeds) or
-  `loop` (one program per seed, run one after another: the baseline). The history holds
+  `loop` (one program per seed, run one after another: the baseline). Every update is
+  `lfpe.train.steps.train_step`. The history holds
   the mean training loss per epoch `[E, S]`, the validation metric `(epoch, [S])` every
   `spec.eval_every` epochs and at the end, the wall time of each epoch (the first one
   includes compilation; validation is counted in the next) and the total in seconds.
   """
   if strategy not in STRATEGIES:
     raise ValueError(f"train: strategy={strategy!r}; use one of {STRATEGIES}.")
-  steps = len(data.images) // spec.batch_size
-  if steps < 1:
+  per_epoch = len(data.images) // spec.batch_size
+  if per_epoch < 1:
     raise ValueError(f"train: {len(data.images)} examples < batch_size={spec.batch_size}.")
-  tx = make_tx(spec, steps, trainable)
+  tx, schedule = make_tx(spec, per_epoch, trainable)
   if jax.tree.leaves(params)[0].shape[0] != len(seeds):
     raise ValueError(
       f"train: params hold {jax.tree.leaves(params)[0].shape[0]} seeds, got "
       f"seeds={list(seeds)}; pass the seeds given to init_params."
     )
   params = jax.tree.map(jnp.array, params)  # a copy: the caller's params are not donated
-  opt_state = jax.jit(jax.vmap(tx.init))(params)
-  epoch = _over_seeds(_seed_epoch(model, tx, spec.loss, steps, spec.batch_size), strategy)
+  new_state = lambda p: steps.TrainState(
+    step=jnp.zeros((), jnp.int32), params=p, opt_state=tx.init(p), constants={}
+  )
+  state = jax.jit(jax.vmap(new_state))(params)
+  epoch = _seed_epoch(model, tx, schedule, spec.loss, per_epoch, spec.batch_size)
+  epoch = _over_seeds(epoch, strategy)
   images, targets = jnp.asarray(data.images), jnp.asarray(data.targets)
   seed_keys = jnp.stack([jax.random.fold_in(jax.random.key(int(s)), _DATA) for s in seeds])
   history, start = {"loss": [], "validation": [], "epoch_seconds": []}, time.perf_counter()
   for e in range(spec.epochs):
     keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(seed_keys, e)  # [S]
-    params, opt_state, losses = epoch(params, opt_state, keys, images, targets)
+    state, losses = epoch(state, keys, images, targets)
     history["loss"].append(np.asarray(losses).mean(-1))  # [S]; waits for the epoch
     history["epoch_seconds"].append(time.perf_counter() - start - sum(history["epoch_seconds"]))
     last = e + 1 == spec.epochs
     if validation is not None and (last or (spec.eval_every and (e + 1) % spec.eval_every == 0)):
-      history["validation"].append((e + 1, evaluate(model, params, validation, spec.loss)))
+      history["validation"].append((e + 1, evaluate(model, state.params, validation, spec.loss)))
   history["seconds"] = time.perf_counter() - start
-  return params, history
+  return state.params, history

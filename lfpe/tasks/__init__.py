@@ -15,12 +15,14 @@ from lfpe.tasks.captioning import Captioning
 from lfpe.tasks.classification import Classification
 from lfpe.tasks.detection import Detection
 from lfpe.tasks.generation import Generation
+from lfpe.tasks.regression import Regression
 
 REGISTRY: dict[str, Callable[..., Task]] = {
   "captioning": Captioning,
   "classification": Classification,
   "detection": Detection,
   "generation": Generation,
+  "regression": Regression,
 }
 
 
@@ -47,6 +49,7 @@ __all__ = [
   "Classification",
   "Detection",
   "Generation",
+  "Regression",
   "Task",
   "get",
   "register",

@@ -112,3 +112,33 @@ def test_bad_arguments_raise():
     ms.train(model, params, _data(), SPEC, [0, 1])
   with pytest.raises(ValueError, match="strategy"):
     ms.train(model, params, _data(), SPEC, [0], strategy="pmap")
+
+
+def test_each_update_is_the_trainers_step(trained):
+  """Seed 3 of `train` equals a hand loop of `lfpe.train.steps.train_step` (the trainer's
+  step, the classification task and the trainer's optimizer) over the same batches."""
+  from lfpe.tasks.classification import Classification  # noqa: PLC0415
+  from lfpe.train import steps  # noqa: PLC0415
+
+  model, params, out = trained
+  data = _data()
+  per_epoch = len(data.images) // SPEC.batch_size
+  tx, schedule = ms.make_tx(SPEC, per_epoch)
+  first = jax.tree.map(lambda a: a[0], params)
+  state = steps.TrainState(
+    step=jax.numpy.zeros((), jax.numpy.int32), params=first, opt_state=tx.init(first), constants={}
+  )
+  step = jax.jit(
+    lambda state, batch, key: steps.train_step(
+      state, batch, task=Classification(), model=model, tx=tx, schedule=schedule, dropout_rng=key
+    )
+  )
+  seed_key = jax.random.fold_in(jax.random.key(3), 1)  # multiseed's data stream of seed 3
+  for epoch in range(SPEC.epochs):
+    perm_key, drop_key = jax.random.split(jax.random.fold_in(seed_key, epoch))
+    order = np.asarray(jax.random.permutation(perm_key, len(data.images)))
+    for i in range(per_epoch):
+      idx = order[i * SPEC.batch_size : (i + 1) * SPEC.batch_size]
+      batch = {"image": data.images[idx], "label": data.targets[idx]}
+      state, _ = step(state, batch, drop_key)
+  _close(state.params, jax.tree.map(lambda a: a[0], out["loop"]))
