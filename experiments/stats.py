@@ -85,12 +85,15 @@ def claim(
   margin: float = 0.0,
   paired: bool = False,
   scale: float = 1.0,
+  ceiling: float | None = None,
 ) -> dict:
   """One entry of an experiment's claims.json: the paper's claim that `a` beats `b` on
   `metric` (or loses to it, `direction=-1`, or matches it within ±`margin`, `direction=0`,
   in the units of the difference), its difference a - b with the 95 % interval
   (Welch, or paired when the arms share seeds and data), n, the verdict, and the minimum
-  detectable difference at this n."""
+  detectable difference at this n (None when every run scored alike: no spread to size it
+  from). With the metric's `ceiling` (scaled units), `at_ceiling` says whether both arms sit
+  within 0.5 % of it, where the metric cannot show a difference either way."""
   a_values, b_values = np.asarray(a_values, np.float64), np.asarray(b_values, np.float64)
   if paired:
     diff, half = paired_difference(a_values, b_values, scale=scale)
@@ -100,6 +103,10 @@ def claim(
     va, vb = a_values.var(ddof=1) / len(a_values), b_values.var(ddof=1) / len(b_values)
     dof = (va + vb) ** 2 / (va**2 / (len(a_values) - 1) + vb**2 / (len(b_values) - 1))
   low, high = diff - half, diff + half
+  top = {}
+  if ceiling is not None:
+    near = lambda v: scale * np.mean(v) >= ceiling - 0.005 * abs(ceiling)
+    top = {"at_ceiling": bool(near(a_values) and near(b_values))}
   return {
     "paper": paper,
     "item": item,
@@ -115,7 +122,8 @@ def claim(
     "direction": direction,
     **({"margin": margin} if direction == 0 else {}),
     "verdict": verdict(low, high, direction, margin),
-    "minimum_detectable": minimum_detectable(half, dof),
+    "minimum_detectable": minimum_detectable(half, dof) if half > 0 else None,
+    **top,
   }
 
 

@@ -1,12 +1,19 @@
-"""Markdown tables (ours beside the papers') and PNG figures from a study's results.json."""
+"""Markdown tables (ours beside the papers'), claims.json and PNG figures from results.json.
+
+Our cells are mean ± 95 % Student-t interval over seeds (n in the table titles); the papers'
+are their mean ± std. Figures draw the same intervals, clipped to the metric's range.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import numpy as np
 
+from experiments import stats
+from experiments.position_study import claims as claims_lib
 from experiments.position_study import plan
 from lfpe.analysis.similarity import plot_similarity_maps
 
@@ -21,9 +28,16 @@ PROBE_COLUMNS = (
 
 
 def ms(values, scale: float = 1.0, digits: int = 2) -> str:
-  """`mean ± std` of per-seed values."""
-  v = scale * np.asarray(values, float)
-  return f"{v.mean():.{digits}f} ± {v.std():.{digits}f}"
+  """`mean ± 95 % half-width` of per-seed values (Student t; a constant gives ± 0)."""
+  mean, half = stats.interval(values, scale=scale)
+  return f"{mean:.{digits}f} ± {0.0 if np.isnan(half) else half:.{digits}f}"
+
+
+def _band(values, top: float = 1.0) -> tuple[float, float, float]:
+  """(mean, lower, upper error) of the 95 % interval, clipped to the metric's top."""
+  mean, half = stats.interval(values)
+  half = 0.0 if np.isnan(half) else half
+  return mean, half, max(min(mean + half, top) - mean, 0.0)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -38,7 +52,7 @@ def _score(entry: dict | None, task: str) -> str:
 
 
 def main_tables(res: dict) -> str:
-  """003 Tables 1, 3 and 4: test accuracy (%) or R^2, mean ± std over seeds."""
+  """003 Tables 1, 3 and 4: test accuracy (%) or R^2, mean ± 95 % CI over seeds."""
   tab = res.get("tables", {})
   encs = [e for e in plan.ROWS if any(f"{t}/{e}" in tab for t in plan.TASKS)]
   out = []
@@ -47,6 +61,10 @@ def main_tables(res: dict) -> str:
     ("Table 3: absolute location (acc. %)", ("absolute",)),
     ("Table 4: colour shift between train and test (acc. %)", ("color_shift",)),
   ):
+    n = max(
+      (len(tab[k]["test"]) for t in tasks for e in encs if (k := f"{t}/{e}") in tab), default=0
+    )
+    title = f"{title}; ours: mean ± 95 % CI over {n} seeds, 003: mean ± std"
     header = ["Position embedding"] + [h for t in tasks for h in (f"{t} (ours)", "003")]
     rows = [
       [plan.LABELS[e]]
@@ -194,7 +212,7 @@ def _plt():
 
 
 def curves_figure(res: dict, path: str) -> None:
-  """003 Fig. 3: test score against training-set size, mean ± std over seeds."""
+  """003 Fig. 3: test score against training-set size, mean and 95 % CI over seeds."""
   plt = _plt()
   full = res.get("tables", {})
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -210,8 +228,8 @@ def curves_figure(res: dict, path: str) -> None:
         pts[5000] = full[f"{task}/{enc}"]["test"]
       if pts:
         n = sorted(pts)
-        m, s = zip(*[(np.mean(pts[k]), np.std(pts[k])) for k in n], strict=True)
-        ax.errorbar(n, m, yerr=s, marker="o", capsize=3, label=plan.LABELS[enc])
+        m, low, high = zip(*[_band(pts[k]) for k in n], strict=True)
+        ax.errorbar(n, m, yerr=[low, high], marker="o", capsize=3, label=plan.LABELS[enc])
         sizes |= set(n)
     ax.set_xscale("log")
     ax.set_xticks(sorted(sizes), [str(k) for k in sorted(sizes)])  # the sizes, no minors
@@ -220,7 +238,7 @@ def curves_figure(res: dict, path: str) -> None:
     ax.set_ylabel("test accuracy" if task == "direction" else "test R²")
     ax.set_title(task)
     if ax.get_legend_handles_labels()[0]:
-      ax.legend(fontsize=8)
+      ax.legend(fontsize=8, title="mean, 95 % CI (clipped at 1)", title_fontsize=7)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
@@ -246,13 +264,9 @@ def concat_figure(res: dict, path: str) -> None:
     return
   rows.sort()
   fig, ax = plt.subplots(figsize=(4.5, 3.5))
-  ax.errorbar(
-    [c for c, _ in rows],
-    [np.mean(t) for _, t in rows],
-    yerr=[np.std(t) for _, t in rows],
-    marker="o",
-    capsize=3,
-  )
+  m, low, high = zip(*[_band(t) for _, t in rows], strict=True)
+  ax.errorbar([c for c, _ in rows], m, yerr=[low, high], marker="o", capsize=3)
+  ax.set_title("mean, 95 % CI over seeds (clipped at R² = 1)", fontsize=8)
   ax.set_xscale("log", base=2)
   ax.set_xlabel("position channels per head (q and k)")
   ax.set_ylabel("test R² (distance)")
@@ -277,20 +291,30 @@ def figures(res: dict, out: str) -> list[str]:
   return written
 
 
-START, END = "<!-- tables:start -->", "<!-- tables:end -->"
+def _replace_block(doc: str, name: str, text: str) -> str:
+  """`doc` with the block between `<!-- name:start -->` and `<!-- name:end -->` set to text."""
+  start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+  if start not in doc or end not in doc:
+    return doc
+  head, rest = doc.split(start, 1)
+  return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"
 
 
 def write(res: dict[str, Any], out: str) -> None:
-  """`tables.md` and the figures into `out`; the tables also replace the block between
-  `START` and `END` of `out/README.md` when it has one."""
+  """`tables.md`, `claims.json` and the figures into `out`; the tables and the claims'
+  verdict table also replace their blocks of `out/README.md` when it has them."""
   text = markdown(res)
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write(text)
+  entries = claims_lib.claims(res)
+  with open(os.path.join(out, "claims.json"), "w") as f:
+    json.dump(entries, f, indent=1)
   figures(res, out)
   readme = os.path.join(out, "README.md")
   if os.path.exists(readme):
-    doc = open(readme).read()
-    if START in doc and END in doc:
-      head, rest = doc.split(START, 1)
-      with open(readme, "w") as f:
-        f.write(f"{head}{START}\n{text}{END}{rest.split(END, 1)[1]}")
+    with open(readme) as f:
+      doc = f.read()
+    doc = _replace_block(doc, "tables", text)
+    doc = _replace_block(doc, "claims", claims_lib.markdown(entries) + "\n")
+    with open(readme, "w") as f:
+      f.write(doc)

@@ -1,0 +1,41 @@
+"""The position study's claims: which cells, which scale, paired by seed, skipped when absent."""
+
+import pytest
+
+from experiments.position_study import claims
+
+
+def _cell(values):
+  return {"test": values, "seeds": list(range(len(values)))}
+
+
+def test_claims_score_the_named_cells_in_the_papers_direction():
+  results = {
+    "tables": {
+      "distance/sine_2d": _cell([0.96, 0.95, 0.97]),
+      "distance/embed_1d": _cell([0.90, 0.91, 0.92]),
+      "color_shift/fourier": _cell([0.6, 0.5, 0.55]),
+      "color_shift/sine_2d": _cell([0.9, 0.95, 0.92]),
+    }
+  }
+  by_claim = {(c["a"], c["b"]): c for c in claims.claims(results)}
+  assert set(by_claim) == {  # color_shift/embed_1d is missing: its claim is skipped
+    ("distance/sine_2d", "distance/embed_1d"),
+    ("color_shift/fourier", "color_shift/sine_2d"),
+  }
+  sine = by_claim[("distance/sine_2d", "distance/embed_1d")]
+  assert sine["paired"] and sine["n"] == 3 and sine["metric"] == "test R²"
+  assert sine["difference"] == pytest.approx(0.05) and sine["verdict"] == "reproduced"
+  fourier = by_claim[("color_shift/fourier", "color_shift/sine_2d")]
+  assert fourier["difference"] == pytest.approx(100 * (0.55 - 2.77 / 3))  # points
+  assert fourier["verdict"] == "contradicted"
+
+
+def test_both_arms_at_the_ceiling_are_flagged_and_unresolved():
+  results = {
+    "tables": {"direction/rel_attn_2d": _cell([1.0] * 3), "direction/embed_1d": _cell([1.0] * 3)}
+  }
+  (entry,) = claims.claims(results)
+  assert entry["at_ceiling"] and entry["verdict"] == "unresolved"
+  assert entry["minimum_detectable"] is None
+  assert "both at ceiling" in claims.markdown([entry])
