@@ -23,7 +23,6 @@ from lfpe.studies import positions, sweep
 from lfpe.studies.sweep import Config
 
 MAP_INDEX = (2, 2)  # the reference patch of the similarity maps (upper half, 003 Fig. 5)
-SPEED_STRATEGIES = ("vmap", "map", "loop")
 
 
 class Study:
@@ -156,12 +155,12 @@ def curves(study: Study) -> None:
   """003 Fig. 3: test scores against the number of training images."""
   seeds = range(study.mode.few_seeds)
   for config, epochs in plan.curve_configs(study.mode):
-    if study.done("curves", f"{config.task}/{config.posemb}/{config.train_size}"):
+    if study.done("curves", plan.curve_key(config)):
       continue
     result = study.run(config, seeds, epochs=epochs)
     study.record(
       "curves",
-      f"{config.task}/{config.posemb}/{config.train_size}",
+      plan.curve_key(config),
       result.summary() | {"epochs": epochs},
     )
 
@@ -170,12 +169,12 @@ def ablation(study: Study) -> None:
   """004 Table 8: where and which positions, on a 2-block ViT."""
   seeds = range(study.mode.few_seeds)
   for config in plan.ablation_configs(study.mode):
-    if study.done("ablation", f"{config.posemb}/{config.model['pos_injection']}"):
+    if study.done("ablation", plan.ablation_key(config)):
       continue
     result = study.run(config, seeds)
     study.record(
       "ablation",
-      f"{config.posemb}/{config.model['pos_injection']}",
+      plan.ablation_key(config),
       result.summary() | {"params": positions.count(result.params)},
     )
 
@@ -229,7 +228,7 @@ def speed(study: Study, epochs: int = 2) -> None:
   data = sweep.splits(config.task, study.data_dir)["train"]
   data = data if config.train_size is None else data.take(config.train_size)
   model = sweep.build_model(config)
-  for strategy in SPEED_STRATEGIES:
+  for strategy in plan.SPEED_STRATEGIES:
     if study.done("speed", strategy):
       continue
     params = ms.init_params(model, seeds, data.images.shape[1:])

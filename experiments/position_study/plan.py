@@ -182,6 +182,32 @@ def gabor_configs(mode: Mode) -> dict[str, list[tuple[str, Config]]]:
   return {"plus": plus, "concat": concat, "deep": deep}
 
 
+def curve_key(config: Config) -> str:
+  return f"{config.task}/{config.posemb}/{config.train_size}"
+
+
+def ablation_key(config: Config) -> str:
+  return f"{config.posemb}/{config.model['pos_injection']}"
+
+
+SPEED_STRATEGIES = ("vmap", "map", "loop")
+
+
+def expected(mode: Mode) -> dict[str, list[str]]:
+  """Every result key a full run of `mode` records, per results.json section."""
+  keys = {
+    "speed": list(SPEED_STRATEGIES),
+    "pretrain": ["direction4", "distance", "probes"],
+    "tables": [f"{c.task}/{enc}" for enc, c in table_configs(mode)],
+    "curves": [curve_key(c) for c, _ in curve_configs(mode)],
+    "ablation": [ablation_key(c) for c in ablation_configs(mode)],
+  }
+  for name, rows in gabor_configs(mode).items():
+    keys[f"gabor_{name}"] = [label for label, _ in rows]
+  keys["gabor_refit"] = ["embed_1d", *mode.refit]
+  return keys
+
+
 # The papers' numbers (mean ± std where given).
 PAPER = {
   "direction": {

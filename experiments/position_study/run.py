@@ -3,10 +3,11 @@
   python -m experiments.position_study.run --quick --out=/tmp/position_quick   # CI, < 5 min
   python -m experiments.position_study.run --out=experiments/position_study    # the record
 
-Writes `results.json` (every score, per seed), `tables.md` (ours beside the papers') and
-the PNG figures into `--out`. `--parts` picks parts (default: all, in order); see plan.py.
-`--resume` keeps an earlier `results.json` in `--out` and runs only the configurations it
-lacks (a stopped run loses only the configuration it was training).
+Writes `results.json` (every score, per seed, with provenance), `tables.md` (ours beside
+the papers'), `claims.json` and the PNG figures into `--out`. `--parts` picks parts
+(default: all, in order); see plan.py. A re-run keeps the `results.json` in `--out` and runs
+only the configurations it lacks (a stopped run loses only the configuration it was
+training); `--restart` discards it. `--status` prints what is done and left, with an ETA.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     help="how seeds run: one vmapped program, lax.map, or one by one",
   )
   parser.add_argument(
-    "--resume", action="store_true", help="keep --out/results.json and run only what it lacks"
+    "--restart", action="store_true", help="discard --out/results.json and run everything"
   )
+  parser.add_argument("--status", action="store_true", help="print what is done and left")
   parser.add_argument(
     "--report_only",
     action="store_true",
@@ -58,22 +60,53 @@ def parse(argv: list[str]) -> argparse.Namespace:
   return args
 
 
+def status(results: dict, mode: plan.Mode, names: list[str]) -> dict[str, tuple[int, int]]:
+  """Prints, per part, configurations done of those planned and an ETA from the time the
+  done ones took; returns `{section: (done, planned)}`."""
+  counts, left_s = {}, 0.0
+  for section, keys in plan.expected(mode).items():
+    if section.split("_")[0] not in names:
+      continue
+    done = sum(k in results.get(section, {}) for k in keys)
+    counts[section] = (done, len(keys))
+    spent = results.get("timing", {}).get(section.split("_")[0], 0.0)
+    per_part = sum(d for s, (d, _) in counts.items() if s.split("_")[0] == section.split("_")[0])
+    if done < len(keys) and per_part:
+      left_s += (len(keys) - done) * spent / per_part
+    print(f"{section:14s} {done:3d} of {len(keys):3d} done")
+  total_done = sum(d for d, _ in counts.values())
+  total = sum(n for _, n in counts.values())
+  eta = f", about {left_s / 60:.0f} min left at the speed so far" if left_s else ""
+  print(f"{total_done} of {total} configurations done{eta}.")
+  return counts
+
+
 def main(argv: list[str] | None = None) -> dict:
   args = parse(sys.argv[1:] if argv is None else argv)
   os.makedirs(args.out, exist_ok=True)
-  if args.report_only:
-    with open(os.path.join(args.out, "results.json")) as f:
-      results = json.load(f)
-    report.write(results, args.out)
-    return results
+  path = os.path.join(args.out, "results.json")
+  previous = {}
+  if os.path.exists(path) and not args.restart:
+    with open(path) as f:
+      previous = json.load(f)
   mode = plan.QUICK if args.quick else plan.FULL
+  if args.report_only or args.status:
+    if args.status:
+      status(previous, mode, args.parts.split(","))
+    else:
+      report.write(previous, args.out)
+    return previous
+  name = "quick" if args.quick else "full"
+  if previous.get("mode", name) != name:
+    raise SystemExit(
+      f"{path} holds a --{previous['mode']} study; use another --out, or --restart to discard it."
+    )
   tfds.disable_progress_bar()
   log = lambda msg: print(msg, flush=True)
   study = parts.Study(mode, args.out, args.data_dir, args.strategy, log)
-  if args.resume and os.path.exists(os.path.join(args.out, "results.json")):
-    with open(os.path.join(args.out, "results.json")) as f:
-      study.results = json.load(f)
-    study.results.setdefault("timing", {})
+  study.results = previous or study.results
+  study.results.setdefault("timing", {})
+  study.results["mode"] = name
   argv = sys.argv[1:] if argv is None else argv
   study.results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
   study.results.setdefault("commands", []).append(study.results["provenance"]["command"])

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from experiments.position_study import plan, run
+from experiments.provenance import FIELDS
+from experiments.stats import check_claim
 
 
 @pytest.mark.slow  # 2-6 min: every part of the study at tiny sizes
@@ -58,3 +60,14 @@ def test_quick_study_runs_every_part(tmp_path):
     "fig11_concat_channels.png",
   ):
     assert os.path.getsize(os.path.join(out, name)) > 1000, name
+  for entry in json.load(open(os.path.join(out, "claims.json"))):
+    check_claim(entry)
+  assert set(results["provenance"]) >= set(FIELDS) and results["mode"] == "quick"
+
+  # --status reads the record without training; a re-run trains nothing new.
+  counts = run.status(results, plan.QUICK, list(run.RUNNERS))
+  assert all(done == planned for done, planned in counts.values()), counts
+  again = run.main(["--quick", f"--out={out}", f"--data_dir={data_dir}"])
+  assert again["tables"] == tables
+  with pytest.raises(SystemExit, match="--quick study"):
+    run.main([f"--out={out}", f"--data_dir={data_dir}", "--parts=speed"])
