@@ -61,19 +61,25 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def status(results: dict, mode: plan.Mode, names: list[str]) -> dict[str, tuple[int, int]]:
-  """Prints, per part, configurations done of those planned and an ETA from the time the
-  done ones took; returns `{section: (done, planned)}`."""
-  counts, left_s = {}, 0.0
-  for section, keys in plan.expected(mode).items():
-    if section.split("_")[0] not in names:
-      continue
-    done = sum(k in results.get(section, {}) for k in keys)
-    counts[section] = (done, len(keys))
-    spent = results.get("timing", {}).get(section.split("_")[0], 0.0)
-    per_part = sum(d for s, (d, _) in counts.items() if s.split("_")[0] == section.split("_")[0])
-    if done < len(keys) and per_part:
-      left_s += (len(keys) - done) * spent / per_part
-    print(f"{section:14s} {done:3d} of {len(keys):3d} done")
+  """Prints, per section, configurations done of those planned and an ETA (each part's own
+  seconds per configuration so far, else the mean over all parts); returns `{section:
+  (done, planned)}`."""
+  part = lambda section: section.split("_")[0]
+  counts = {
+    section: (sum(k in results.get(section, {}) for k in keys), len(keys))
+    for section, keys in plan.expected(mode).items()
+    if part(section) in names
+  }
+  timing = results.get("timing", {})
+  done_in = lambda p: sum(d for s, (d, _) in counts.items() if part(s) == p)
+  rates = {
+    p: timing[p] / done_in(p) for p in {part(s) for s in counts} if p in timing and done_in(p)
+  }
+  mean_rate = sum(timing.get(p, 0.0) for p in rates) / max(sum(map(done_in, rates)), 1)
+  left_s = 0.0
+  for section, (done, planned) in counts.items():
+    left_s += (planned - done) * rates.get(part(section), mean_rate)
+    print(f"{section:14s} {done:3d} of {planned:3d} done")
   total_done = sum(d for d, _ in counts.values())
   total = sum(n for _, n in counts.values())
   eta = f", about {left_s / 60:.0f} min left at the speed so far" if left_s else ""

@@ -1,0 +1,104 @@
+"""The resolution benchmark: every encoding trained at 32 px, tested at 16-96 px (issue 23).
+
+  python -m experiments.resolution.run --quick --out=/tmp/resolution_quick  # CI, < 5 min
+  python -m experiments.resolution.run --out=experiments/resolution         # the record
+  python -m experiments.resolution.run --status --out=experiments/resolution
+
+Trains each arm of `plan.py` (an encoding with its training-time choices) on each red-green
+task of `--tasks` (`configs/vit_redgreen.py`: the position study's 1-block ViT), `--seeds`
+seeds, through the one trainer (one workdir per run under `--out/runs`; a re-run reads
+finished runs and resumes interrupted ones), then tests every run at each size of
+`plan.TEST_SIZES` under each policy of its arm (`evaluate.py`). `report.py` writes
+`results.json` (with provenance), `leaderboard.md`, `accuracy_vs_size.png` and `claims.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from configs import vit_redgreen
+from experiments import runs
+from experiments.provenance import provenance
+from experiments.resolution import evaluate, plan, report
+
+
+def slug(text: str) -> str:
+  return text.replace(" ", "_").replace("+", "plus_")
+
+
+def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
+  """configs/vit_redgreen.py for one arm, task and seed."""
+  config = vit_redgreen.get_config(f"task={task},small={int(quick)}")
+  runs.for_run(config, seed=seed)
+  with config.unlocked():
+    config.model.posemb = evaluate.with_options(arm.posemb, **arm.options)
+    config.model.update(arm.model)
+    if len(arm.train_sizes) > 1:
+      config.data.train_sizes = arm.train_sizes
+  return config
+
+
+def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
+  """Every (run, arm, task), seed-major: a stopped record holds whole seeds."""
+  out = []
+  for seed in range(args.seeds):
+    for task in args.tasks:
+      for arm in plan.arms(args.quick):
+        key = f"{task}/{arm.name}/{seed}"
+        workdir = os.path.join(args.out, "runs", task, slug(arm.name), str(seed))
+        out.append((runs.Run(key, load_config(arm, task, seed, args.quick), workdir), arm, task))
+  return out
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--quick", action="store_true", help="3 arms, a few steps: CI")
+  parser.add_argument("--out", default="experiments/resolution")
+  parser.add_argument("--seeds", type=int, default=plan.SEEDS)
+  parser.add_argument("--tasks", default=",".join(plan.TASKS))
+  parser.add_argument("--status", action="store_true", help="print what is done and left")
+  args = parser.parse_args(argv)
+  args.tasks = args.tasks.split(",")
+  if args.quick:
+    args.seeds, args.tasks = 2, args.tasks[:1]
+  return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+  argv = sys.argv[1:] if argv is None else argv
+  args = parse(argv)
+  planned = plan_runs(args)
+  if args.status:
+    runs.status([run for run, _, _ in planned])
+    return {}
+  os.makedirs(args.out, exist_ok=True)
+  path = os.path.join(args.out, "results.json")
+  results = {"runs": {}}
+  if os.path.exists(path):
+    with open(path) as f:
+      results = json.load(f)
+  results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
+  sizes = plan.TEST_SIZES if not args.quick else (16, 32, 64)
+  arms = {run.key: (arm, task) for run, arm, task in planned}
+
+  def score(run: runs.Run, summary: dict) -> dict:
+    arm, task = arms[run.key]
+    scores = evaluate.at_sizes(run.config, run.workdir, task, arm.policies, sizes)
+    print(f"{run.key}: " + ", ".join(f"{p} {s}" for p, s in scores.items()), flush=True)
+    return {"task": task, "arm": arm.name, "seed": run.config.seed, "scores": scores}
+
+  def save(done: dict) -> None:
+    with open(path, "w") as f:
+      json.dump({**results, "runs": done}, f, indent=1)
+
+  results["runs"] = runs.execute([run for run, _, _ in planned], results["runs"], score, save)
+  save(results["runs"])
+  report.write(results, args.out)
+  return results
+
+
+if __name__ == "__main__":
+  main()
