@@ -220,6 +220,14 @@ def refit(study: Study) -> None:
     study.record("gabor_refit", enc, result.summary() | extra)
 
 
+def defaults(study: Study) -> None:
+  """`direction` at lfpe's default initial scales: the reason for `sweep.POSITION_INIT`."""
+  seeds = range(study.mode.seeds)
+  for label, config in plan.defaults_configs(study.mode):
+    if not study.done("defaults", label):
+      study.record("defaults", label, study.run(config, seeds, label).summary())
+
+
 def speed(study: Study, epochs: int = 2) -> None:
   """Wall time of S seeds trained as one vmapped program, with lax.map, or one by one."""
   seeds = range(study.mode.seeds)

@@ -7,6 +7,9 @@ Parts (each a list of `sweep.Config`s, trained S seeds at a time):
 * `curves`:   learning curves against the training-set size (003 Fig. 3).
 * `ablation`: no / 1-D / 2-D / relative positions at the stem, every layer, every layer
               shared (004, the ViT paper's Table 8), on `distance` with a 2-block ViT.
+* `defaults`: `direction` with lfpe's default initial scales (`position_init={}`) for the
+              encodings whose seeds then stay at chance, and with γ = 0.25 (see README,
+              "Initialisations"): why the study draws larger position signals.
 * `gabor`:    000's studies on `distance`: positions added to q / k / v (Tables 3-4), 2-32
               position channels concatenated to q and k (Eq. 13, Fig. 11), positions in the
               first k blocks of a 3-block ViT (Table 5), and Table 1's refit of a trained
@@ -20,7 +23,7 @@ import dataclasses
 from lfpe.studies.multiseed import TrainSpec
 from lfpe.studies.sweep import Config
 
-PARTS = ("pretrain", "tables", "curves", "ablation", "gabor")
+PARTS = ("pretrain", "tables", "curves", "ablation", "gabor", "defaults")
 TASKS = ("direction", "distance", "absolute", "color_shift")
 ENCODINGS = (
   "none",
@@ -182,6 +185,24 @@ def gabor_configs(mode: Mode) -> dict[str, list[tuple[str, Config]]]:
   return {"plus": plus, "concat": concat, "deep": deep}
 
 
+def defaults_configs(mode: Mode) -> list[tuple[str, Config]]:
+  """(label, config): `direction` at lfpe's default initial scales, and Fourier at γ = 0.25."""
+  n = mode.train_size
+  rows = [
+    ("fourier, lfpe defaults", Config("direction", "fourier", train_size=n, position_init={})),
+    (
+      "fourier(gamma=0.25), lfpe defaults",
+      Config("direction", "fourier(gamma=0.25)", train_size=n, position_init={}),
+    ),
+    (
+      "gabor_edge, lfpe defaults",
+      Config("direction", "gabor_edge", train_size=n, position_init={}),
+    ),
+    ("embed_1d, lfpe defaults", Config("direction", "embed_1d", train_size=n, position_init={})),
+  ]
+  return rows[:1] if mode is QUICK else rows
+
+
 def curve_key(config: Config) -> str:
   return f"{config.task}/{config.posemb}/{config.train_size}"
 
@@ -205,6 +226,7 @@ def expected(mode: Mode) -> dict[str, list[str]]:
   for name, rows in gabor_configs(mode).items():
     keys[f"gabor_{name}"] = [label for label, _ in rows]
   keys["gabor_refit"] = ["embed_1d", *mode.refit]
+  keys["defaults"] = [label for label, _ in defaults_configs(mode)]
   return keys
 
 

@@ -169,6 +169,15 @@ def gabor_tables(res: dict) -> str:
   return "\n\n".join(out)
 
 
+def defaults_table(res: dict) -> str:
+  """`direction` accuracy at lfpe's default initial scales, with the seeds left at chance."""
+  rows = [
+    [label, ms(e["test"], 100.0), f"{sum(v < 0.6 for v in e['test'])} of {len(e['test'])}"]
+    for label, e in res.get("defaults", {}).items()
+  ]
+  return _table(["direction, lfpe's default init", "test acc. %", "seeds at chance"], rows)
+
+
 def speed_table(res: dict) -> str:
   rows = []
   for strategy, e in res.get("speed", {}).items():
@@ -196,6 +205,7 @@ def markdown(res: dict) -> str:
     "**Pretrained Fourier positions (003 Sec. 5.1), `positions` probes**\n\n" + pretrain_table(res),
     "**004 Table 8: position-embedding ablation**\n\n" + ablation_table(res),
     gabor_tables(res),
+    "**Initialisations: `direction` at lfpe's default initial scales**\n\n" + defaults_table(res),
     "**Seeds trained together vs one after another**\n\n" + speed_table(res),
     "**Runtime per part**\n\n" + timing_table(res),
   ]

@@ -29,6 +29,7 @@ RUNNERS = {
   "curves": parts.curves,
   "ablation": parts.ablation,
   "gabor": parts.gabor,
+  "defaults": parts.defaults,
 }
 
 
