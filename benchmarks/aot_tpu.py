@@ -4,11 +4,14 @@
   python -m benchmarks.aot_tpu [--config configs/vit_b16_imagenet.py] [--topology v5e:4x4] \
       [--posembs embed_1d,fourier]
   python -m benchmarks.aot_tpu --config configs/detr_coco.py --posembs detr_sine,fourier
+  python -m benchmarks.aot_tpu --posembs embed_2d,rope_mixed --eval-sizes 160,224,384,512
 
 Builds the config (`posemb=NAME` as its argument, at full scale) on a ('data', 'model')
 mesh over the topology's devices, lowers and compiles `Program.train_step` with its
 shardings, and prints XLA's per-device memory and FLOPs against the chip's HBM: the
-full-scale config fits if the peak is below it.
+full-scale config fits if the peak is below it. `--eval-sizes` also compiles the eval step
+for images of each size (the resolution benchmark at full scale: trained at the config's
+size, tested at others without fine-tuning; learned tables resample, the grid follows).
 """
 
 from __future__ import annotations
@@ -47,7 +50,42 @@ def compile_for(path: str, topology: str, posemb: str, model_axis: int, fsdp: bo
   )
   prog = program_lib.build(config, mesh)
   compiled = prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()
-  return compiled, mesh
+  return compiled, mesh, prog
+
+
+def compile_eval(prog, size: int):
+  """The eval step compiled for batches of `eval_batch_size` images of `size` x `size`."""
+  state, batch = prog.abstract_inputs(prog.config.eval_batch_size)
+  variables = {"params": state.params, **state.constants}
+  batch = {
+    **batch,
+    "image": jax.ShapeDtypeStruct(
+      (batch["image"].shape[0], size, size, batch["image"].shape[-1]),
+      batch["image"].dtype,
+      sharding=batch["image"].sharding,
+    ),
+    "mask": jax.ShapeDtypeStruct((batch["image"].shape[0],), bool, sharding=prog.data_sharding),
+  }
+  return prog.eval_step.lower(variables, batch).compile()
+
+
+def _row(name: str, compiled, mesh) -> str:
+  """One table row: XLA's per-device memory and FLOPs of `compiled`."""
+  mem = compiled.memory_analysis()
+  gib = lambda b: b / 2**30
+  peak = (
+    mem.argument_size_in_bytes
+    + mem.temp_size_in_bytes
+    + mem.output_size_in_bytes
+    - mem.alias_size_in_bytes
+  )
+  flops = compiled.cost_analysis()["flops"]
+  kind = mesh.devices.flat[0].device_kind
+  return (
+    f"| {name} | {tuple(mesh.shape.values())} | {gib(mem.argument_size_in_bytes):.2f} "
+    f"| {gib(mem.temp_size_in_bytes):.2f} | {gib(mem.output_size_in_bytes):.2f} | "
+    f"{gib(peak):.2f} | {HBM_GIB.get(kind, '?')} ({kind}) | {flops / 1e12:.2f} |"
+  )
 
 
 def main() -> None:
@@ -57,33 +95,24 @@ def main() -> None:
   parser.add_argument("--posembs", default="embed_1d,fourier")
   parser.add_argument("--model-axis", type=int, default=1)
   parser.add_argument("--fsdp", action="store_true")
+  parser.add_argument("--eval-sizes", default="", help="also compile eval at these image sizes")
   args = parser.parse_args()
   print(
     f"Date {datetime.date.today()}; jax {jax.__version__}; {args.config}; "
     f"topology {args.topology}\n"
   )
   print(
-    "| posemb | mesh (data, model) | args GiB | temps GiB | outputs GiB | peak GiB/device | "
+    "| step | mesh (data, model) | args GiB | temps GiB | outputs GiB | peak GiB/device | "
     "HBM GiB | TFLOPs/step/device |\n|---|---|---|---|---|---|---|---|"
   )
+  sizes = [int(s) for s in args.eval_sizes.split(",") if s]
   for posemb in args.posembs.split(","):
-    compiled, mesh = compile_for(args.config, args.topology, posemb, args.model_axis, args.fsdp)
-    mem = compiled.memory_analysis()
-    gib = lambda b: b / 2**30
-    peak = (
-      mem.argument_size_in_bytes
-      + mem.temp_size_in_bytes
-      + mem.output_size_in_bytes
-      - (mem.alias_size_in_bytes)
+    compiled, mesh, prog = compile_for(
+      args.config, args.topology, posemb, args.model_axis, args.fsdp
     )
-    flops = compiled.cost_analysis()["flops"]
-    kind = mesh.devices.flat[0].device_kind
-    print(
-      f"| `{posemb}` | {tuple(mesh.shape.values())} | {gib(mem.argument_size_in_bytes):.2f} "
-      f"| {gib(mem.temp_size_in_bytes):.2f} | {gib(mem.output_size_in_bytes):.2f} | "
-      f"{gib(peak):.2f} | {HBM_GIB.get(kind, '?')} ({kind}) | {flops / 1e12:.2f} |",
-      flush=True,
-    )
+    print(_row(f"`{posemb}` train step", compiled, mesh), flush=True)
+    for size in sizes:
+      print(_row(f"`{posemb}` eval at {size} px", compile_eval(prog, size), mesh), flush=True)
 
 
 if __name__ == "__main__":

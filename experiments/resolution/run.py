@@ -23,6 +23,7 @@ from configs import vit_redgreen
 from experiments import runs
 from experiments.provenance import provenance
 from experiments.resolution import evaluate, plan, report
+from lfpe.studies import sweep
 
 
 def slug(text: str) -> str:
@@ -33,8 +34,9 @@ def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
   """configs/vit_redgreen.py for one arm, task and seed."""
   config = vit_redgreen.get_config(f"task={task},small={int(quick)}")
   runs.for_run(config, seed=seed)
+  posemb = sweep.Config(task, evaluate.with_options(arm.posemb, **arm.options)).model_config()
   with config.unlocked():
-    config.model.posemb = evaluate.with_options(arm.posemb, **arm.options)
+    config.model.posemb = posemb["posemb"]  # with the study's initial scales (POSITION_INIT)
     config.model.update(arm.model)
     if len(arm.train_sizes) > 1:
       config.data.train_sizes = arm.train_sizes
@@ -47,6 +49,8 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
   for seed in range(args.seeds):
     for task in args.tasks:
       for arm in plan.arms(args.quick):
+        if args.arms and arm.name not in args.arms:
+          continue
         key = f"{task}/{arm.name}/{seed}"
         workdir = os.path.join(args.out, "runs", task, slug(arm.name), str(seed))
         out.append((runs.Run(key, load_config(arm, task, seed, args.quick), workdir), arm, task))
@@ -59,9 +63,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--out", default="experiments/resolution")
   parser.add_argument("--seeds", type=int, default=plan.SEEDS)
   parser.add_argument("--tasks", default=",".join(plan.TASKS))
+  parser.add_argument("--arms", default="", help="comma-separated arm names (default: all)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)
   args.tasks = args.tasks.split(",")
+  args.arms = [a for a in args.arms.split(",") if a]
+  unknown = set(args.arms) - {a.name for a in plan.arms(args.quick)}
+  if unknown:
+    parser.error(f"--arms: unknown {sorted(unknown)}; see experiments/resolution/plan.py")
   if args.quick:
     args.seeds, args.tasks = 2, args.tasks[:1]
   return args
@@ -84,18 +93,30 @@ def main(argv: list[str] | None = None) -> dict:
   sizes = plan.TEST_SIZES if not args.quick else (16, 32, 64)
   arms = {run.key: (arm, task) for run, arm, task in planned}
 
-  def score(run: runs.Run, summary: dict) -> dict:
+  def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
+    """The run's accuracy at every size under each policy of its arm not yet scored (a
+    policy or size added later is scored on the trained run, nothing retrains)."""
     arm, task = arms[run.key]
-    scores = evaluate.at_sizes(run.config, run.workdir, task, arm.policies, sizes)
-    print(f"{run.key}: " + ", ".join(f"{p} {s}" for p, s in scores.items()), flush=True)
-    return {"task": task, "arm": arm.name, "seed": run.config.seed, "scores": scores}
+    entry = entry or {"task": task, "arm": arm.name, "seed": run.config.seed, "scores": {}}
+    missing = {
+      p: o
+      for p, o in arm.policies.items()
+      if set(map(str, sizes)) - set(entry["scores"].get(p, {}))
+    }
+    if missing:
+      entry["scores"].update(evaluate.at_sizes(run.config, run.workdir, task, missing, sizes))
+      print(f"{run.key}: " + ", ".join(f"{p} {entry['scores'][p]}" for p in missing), flush=True)
+    return entry
 
   def save(done: dict) -> None:
     with open(path, "w") as f:
       json.dump({**results, "runs": done}, f, indent=1)
 
-  results["runs"] = runs.execute([run for run, _, _ in planned], results["runs"], score, save)
-  save(results["runs"])
+  done = runs.execute([run for run, _, _ in planned], results["runs"], score, save)
+  for run, _, _ in planned:  # policies or sizes added since a run was scored
+    done[run.key] = score(run, {}, done[run.key])
+  results["runs"] = done
+  save(done)
   report.write(results, args.out)
   return results
 

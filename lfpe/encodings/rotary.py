@@ -19,6 +19,21 @@ larger than the training one (index coordinates, `grid_coords`).
   (x, y components).
 
 Prefix tokens (a class token) are not rotated (as in Heo et al.): pass grid tokens only.
+
+At a grid other than the training one (`grid_shape`, which the model fills in), `scaling`
+chooses how RoPE meets it:
+
+* `none`: extrapolate, index coordinates beyond the training range (Heo et al.'s default).
+* `pi`: position interpolation (Chen et al. 2023), per axis: coordinate m becomes m · L / L'
+  for a training length L and a test length L' (rotary-embedding-torch's
+  `interpolate_factor = L' / L`), so every offset stays inside the trained range. At L' = L
+  it is the identity.
+* `ntk`: NTK-aware scaling (bloc97 2023; rotary-embedding-torch's `theta_rescale_factor`),
+  per axis: the base becomes theta · s^(d_a / (d_a - 2)) with s = max(L' / L, 1) and d_a =
+  head_dim / 2 the channels that rotate with that axis, so the highest frequency is kept and
+  the lowest is divided by s (as PI would). Only for `axial` (fixed frequencies): `mixed`
+  learns its frequencies, which have no base to rescale; use `pi` there. L' is read from the
+  coordinates (largest index + 1), so `ntk` expects index grids.
 """
 
 from __future__ import annotations
@@ -37,6 +52,7 @@ from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.base import Registration, check_divisible, check_last_dim, check_positive
 
 MODES = ("axial", "mixed")
+SCALINGS = ("none", "pi", "ntk")
 THETA = {"axial": 100.0, "mixed": 10.0}  # Heo et al.'s defaults
 
 
@@ -45,11 +61,19 @@ def magnitudes(head_dim: int, theta: float) -> jnp.ndarray:
   return 1.0 / theta ** (jnp.arange(0, head_dim, 4, dtype=jnp.float32) / head_dim)
 
 
-def axial_freqs(head_dim: int, theta: float) -> jnp.ndarray:
-  """Axial frequencies `[2, 1, head_dim/2]` (rows y, x): x on the first d/4 pairs, y last."""
-  mag = magnitudes(head_dim, theta)
-  zero = jnp.zeros_like(mag)
-  return jnp.stack([jnp.concatenate([zero, mag]), jnp.concatenate([mag, zero])])[:, None]
+def axial_freqs(head_dim: int, theta: float, theta_x: float | None = None) -> jnp.ndarray:
+  """Axial frequencies `[2, 1, head_dim/2]` (rows y, x): x on the first d/4 pairs, y last;
+  `theta` for y and `theta_x` (default: `theta`) for x."""
+  mag_y = magnitudes(head_dim, theta)
+  mag_x = mag_y if theta_x is None else magnitudes(head_dim, theta_x)
+  zero = jnp.zeros_like(mag_y)
+  return jnp.stack([jnp.concatenate([zero, mag_y]), jnp.concatenate([mag_x, zero])])[:, None]
+
+
+def ntk_theta(theta: float, scale, head_dim: int):
+  """NTK-aware base for one axis stretched by `scale` (>= 1): theta · s^(d_a / (d_a - 2))."""
+  d_axis = head_dim // 2
+  return theta * jnp.maximum(scale, 1.0) ** (d_axis / (d_axis - 2))
 
 
 def mixed_freqs_init(theta: float):
@@ -80,13 +104,16 @@ class Rotary2D(Checked, nn.Module):
   """2-D RoPE on q or k: `__call__(x [B, N, heads, head_dim], coords [N, 2]) -> same shape`.
 
   `coords` are (y, x) positions, normally `grid_coords(shape)` (integer indices). `mode` is
-  `axial` or `mixed` (needs `num_heads`); `theta` defaults to Heo's 100 / 10.
+  `axial` or `mixed` (needs `num_heads`); `theta` defaults to Heo's 100 / 10. `scaling`
+  (`none`, `pi`, `ntk`) is the policy at a grid other than `grid_shape` (module docstring).
   """
 
   head_dim: int | None = None
   num_heads: int | None = None
   mode: str = "axial"
   theta: float | None = None
+  grid_shape: tuple[int, ...] | None = None
+  scaling: str = "none"
 
   kind: ClassVar[str] = "rotary"
 
@@ -100,10 +127,31 @@ class Rotary2D(Checked, nn.Module):
       check_divisible("num_heads", self.num_heads, 1, "mixed RoPE learns per-head freqs", owner)
     if self.theta is not None:
       check_positive("theta", self.theta, owner)
+    if self.scaling not in SCALINGS:
+      raise ValueError(f"{owner}: unknown scaling={self.scaling!r}; use one of {SCALINGS}.")
+    if self.scaling == "ntk" and self.mode != "axial":
+      raise ValueError(
+        f"{owner}: scaling='ntk' rescales fixed frequencies and mode={self.mode!r} learns its "
+        "own; use scaling='pi' (or mode='axial')."
+      )
+    if self.scaling != "none" and (self.grid_shape is None or len(self.grid_shape) != 2):
+      raise ValueError(
+        f"{owner}: scaling={self.scaling!r} needs the 2-D training grid_shape (the model "
+        f"gives it), got grid_shape={self.grid_shape!r}."
+      )
+    if self.scaling == "ntk" and self.head_dim < 8:
+      raise ValueError(
+        f"{owner}: scaling='ntk' needs head_dim >= 8 (d_a = head_dim / 2 channels per axis, "
+        f"base exponent d_a / (d_a - 2)), got head_dim={self.head_dim}."
+      )
 
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
-    """Index (y, x) coordinates of a row-major grid, `[prod(shape), 2]`."""
-    return coords_lib.grid(shape, "index")
+    """Index (y, x) coordinates of a row-major grid, `[prod(shape), 2]`; with `scaling='pi'`
+    each axis of length L' is scaled by L / L' (L: the training grid's length)."""
+    grid = coords_lib.grid(shape, "index")
+    if self.scaling != "pi":
+      return grid
+    return grid * jnp.asarray([t / n for t, n in zip(self.grid_shape, shape, strict=True)])
 
   @nn.compact
   def __call__(self, x: jnp.ndarray, coords: jnp.ndarray) -> jnp.ndarray:
@@ -119,7 +167,12 @@ class Rotary2D(Checked, nn.Module):
         f"pass grid tokens only and one coordinate row per token."
       )
     theta = THETA[self.mode] if self.theta is None else self.theta
-    if self.mode == "axial":
+    if self.mode == "axial" and self.scaling == "ntk":
+      lengths = jnp.max(coords, axis=0) + 1.0  # (L'_y, L'_x) of an index grid
+      scale = lengths / jnp.asarray(self.grid_shape, jnp.float32)
+      ntk = ntk_theta(theta, scale, self.head_dim)
+      freqs = axial_freqs(self.head_dim, ntk[0], ntk[1])
+    elif self.mode == "axial":
       freqs = axial_freqs(self.head_dim, theta)  # [2, 1, d/2]
     else:
       freqs = self.param("freqs", mixed_freqs_init(theta), (2, self.num_heads, self.head_dim // 2))

@@ -1,0 +1,103 @@
+"""Policies for a new resolution, against formulas: RoPE position interpolation and NTK-aware
+scaling (the relative-bias resize is checked against an explicit bicubic resize in
+test_relative.py, table resampling against PyTorch's kernels in test_resample.py)."""
+
+import jax
+import numpy as np
+import pytest
+
+from lfpe import encodings
+from lfpe.encodings import coords as coords_lib
+from lfpe.encodings import rotary
+
+HEAD_DIM, TRAIN = 16, (8, 8)
+
+
+def _rope(spec: str):
+  return encodings.build(spec, dim=32, grid_shape=TRAIN, num_heads=2, head_dim=HEAD_DIM, ndim=2)
+
+
+def _apply(module, shape, seed=0):
+  x = jax.random.normal(jax.random.key(seed), (1, shape[0] * shape[1], 2, HEAD_DIM))
+  coords = module.grid_coords(shape)
+  variables = module.init(jax.random.key(1), x, coords)
+  return x, coords, np.asarray(module.apply(variables, x, coords))
+
+
+@pytest.mark.parametrize("mode", ["axial", "mixed"])
+def test_pi_at_the_training_grid_is_the_identity(mode):
+  plain, pi = _rope(f"rope_{mode}"), _rope(f"rope_{mode}(scaling='pi')")
+  np.testing.assert_array_equal(pi.grid_coords(TRAIN), plain.grid_coords(TRAIN))
+
+
+def test_pi_scales_each_axis_by_the_training_length_over_the_new_one():
+  pi = _rope("rope_axial(scaling='pi')")
+  got = np.asarray(pi.grid_coords((16, 4)))
+  expected = np.asarray(coords_lib.grid((16, 4), "index")) * np.array([8 / 16, 8 / 4])
+  np.testing.assert_allclose(got, expected)
+  assert got[:, 0].max() == pytest.approx(15 * 8 / 16)  # m L / L': inside [0, L)
+
+
+def test_ntk_at_the_training_grid_is_the_identity():
+  _, _, plain = _apply(_rope("rope_axial"), TRAIN)
+  _, _, ntk = _apply(_rope("rope_axial(scaling='ntk')"), TRAIN)
+  np.testing.assert_allclose(ntk, plain, atol=1e-6)
+
+
+def test_ntk_matches_the_closed_form_of_its_base_change():
+  shape = (16, 24)  # s = 2 on y, 3 on x
+  x, coords, got = _apply(_rope("rope_axial(scaling='ntk')"), shape)
+  d_axis = HEAD_DIM // 2
+  theta_y, theta_x = (100.0 * s ** (d_axis / (d_axis - 2)) for s in (2.0, 3.0))
+  freqs = rotary.axial_freqs(HEAD_DIM, theta_y, theta_x)
+  np.testing.assert_allclose(got, np.asarray(rotary.rope(x, coords, freqs)), atol=1e-5)
+  # The NTK property: the highest frequency is kept, the lowest divided by s.
+  plain = np.asarray(rotary.magnitudes(HEAD_DIM, 100.0))
+  scaled = np.asarray(rotary.magnitudes(HEAD_DIM, theta_y))
+  assert scaled[0] == pytest.approx(plain[0]) and scaled[-1] == pytest.approx(plain[-1] / 2)
+
+
+def test_ntk_never_shrinks_a_smaller_grid():
+  _, _, plain = _apply(_rope("rope_axial"), (4, 4))
+  _, _, ntk = _apply(_rope("rope_axial(scaling='ntk')"), (4, 4))
+  np.testing.assert_allclose(ntk, plain, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+  ("spec", "match"),
+  [
+    ("rope_mixed(scaling='ntk')", "scaling='ntk'.*use scaling='pi'"),
+    ("rope_axial(scaling='yarn')", "unknown scaling"),
+  ],
+)
+def test_bad_policies_name_the_field_and_the_fix(spec, match):
+  with pytest.raises(ValueError, match=match):
+    _rope(spec)
+
+
+def test_a_policy_without_the_training_grid_is_refused():
+  with pytest.raises(ValueError, match="needs the 2-D training grid_shape"):
+    encodings.build("rope_axial(scaling='pi')", head_dim=HEAD_DIM, num_heads=2)
+
+
+def test_policies_reach_the_vit_at_a_new_size():
+  """The model gives RoPE its training grid: PI changes a 16x16 forward pass, not an 8x8 one."""
+  from lfpe.models import vit  # noqa: PLC0415
+
+  images = {s: jax.random.uniform(jax.random.key(2), (2, s, s, 3)) for s in (32, 64)}
+  outputs = {}
+  for scaling in ("none", "pi"):
+    model = vit.Model(
+      2,
+      variant="mu/4",
+      image_size=32,
+      pool="gap",
+      head_init_std=1.0,
+      posemb=f"rope_axial(scaling={scaling!r})",
+    )
+    variables = model.init(jax.random.key(0), images[32], train=False)
+    outputs[scaling] = {
+      s: np.asarray(model.apply(variables, x, train=False)) for s, x in images.items()
+    }
+  np.testing.assert_allclose(outputs["pi"][32], outputs["none"][32], atol=1e-6)
+  assert np.abs(outputs["pi"][64] - outputs["none"][64]).max() > 1e-4
