@@ -76,13 +76,14 @@ def progress(run: Run) -> Progress:
   return Progress(min(max(steps, default=0), total), total)
 
 
-def status(runs: Iterable[Run], out=sys.stdout) -> dict[str, int]:
-  """Prints done / part-way / not started, each part-way run, and an ETA; returns the counts.
+def status(runs: Iterable[Run], out=None) -> dict[str, int]:
+  """Prints done / part-way / not started, each part-way run, and an ETA (to `out`, default
+  the current `sys.stdout`); returns the counts.
 
   The ETA is the steps left times the mean seconds per step of the finished runs with the
   same number of steps (else of all finished runs): a guess from this machine's own speed.
   """
-  runs = list(runs)
+  runs, out = list(runs), out or sys.stdout
   states = {run.key: progress(run) for run in runs}
   done = [k for k, p in states.items() if p.done]
   partial = [k for k, p in states.items() if 0 < p.steps_done < p.total_steps]

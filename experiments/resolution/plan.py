@@ -29,8 +29,8 @@ TABLE_POLICIES = {
 }
 ROPE_POLICIES = {
   "extrapolate": {},
-  "pi": {"scaling": "pi", "train_shape": (8, 8)},
-  "ntk": {"scaling": "ntk", "train_shape": (8, 8)},
+  "pi": {"scaling": "pi"},  # the model gives RoPE its training grid
+  "ntk": {"scaling": "ntk"},
 }
 
 
@@ -56,7 +56,8 @@ MIXED = (24, 32, 48)
 
 
 def arms(quick: bool = False) -> tuple[Arm, ...]:
-  """Every arm of the benchmark (`quick`: three, for CI)."""
+  """Every arm of the benchmark (`quick`: three for CI, covering tables, RoPE policies,
+  coordinate augmentation and mixed resolution)."""
   every = (
     Arm("none", "none"),
     Arm("embed_1d", "embed_1d", policies=TABLE_POLICIES),
@@ -85,5 +86,6 @@ def arms(quick: bool = False) -> tuple[Arm, ...]:
     ),
   )
   if quick:
-    return tuple(a for a in every if a.name in ("none", "embed_2d", "rope_axial"))
+    quick_arms = ("none", "embed_2d mixed-res", "rope_axial +aug")
+    return tuple(a for a in every if a.name in quick_arms)
   return every

@@ -11,6 +11,9 @@ Fields of `default_config()`:
   augment: ops run on training examples only, before `preprocess` (e.g.
     `"random_crop(8, 1)|flip_lr"`); may be random, seeded per example.
   worker_count: grain worker processes for training (0: in the main process).
+  train_sizes: None, or mixed-resolution training: each training batch is resized (nearest)
+    to a size drawn uniformly from these (one size per batch, the same on every process);
+    evaluation stays at `image_size`. Each size compiles the train step once.
   cache: decode every record of the split once and keep it in memory (small datasets such
     as digits: the per-example PNG decoding otherwise dominates a tiny model's step).
   detection: None, or DETR inputs (detection_ops.py) from a dataset with boxes:
@@ -50,6 +53,7 @@ def default_config(name: str = "digits") -> ml_collections.ConfigDict:
       "augment": "",
       "worker_count": 0,
       "cache": False,
+      "train_sizes": config_dict.placeholder(tuple),
       "detection": _default_detection(name),
     }
   )
@@ -102,6 +106,7 @@ class Resolved:
   worker_count: int
   cache: bool = False
   detection: detection_ops.Detection | None = None
+  train_sizes: tuple[int, ...] | None = None
 
   def split(self, train: bool) -> str:
     return self.train_split if train else self.eval_split
@@ -155,7 +160,26 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
     worker_count=worker_count,
     cache=bool(data.get("cache", False)),
     detection=detection,
+    train_sizes=_train_sizes(data, detection),
   )
+
+
+def _train_sizes(data: ml_collections.ConfigDict, detection) -> tuple[int, ...] | None:
+  """`data.train_sizes` checked: None, or positive ints (not with `data.detection`)."""
+  sizes = data.get("train_sizes")
+  if sizes is None:
+    return None
+  if detection is not None:
+    raise ValueError(
+      "`data.train_sizes` is for classification; with `data.detection` use "
+      "`data.detection.train_sizes`."
+    )
+  sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
+  if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s <= 0 for s in sizes):
+    raise ValueError(
+      f"`data.train_sizes`={data.train_sizes!r} must be positive ints, e.g. (24, 32, 48)."
+    )
+  return sizes
 
 
 def _detection(

@@ -18,6 +18,9 @@ i.e. slice `shard_index` of `shard_count` contiguous, even slices of the split
 (`process_slice`). Batches are `{'image': [B, H, W, C] float32, 'label': [B] int32, ...}`
 as `jax.Array`s sharded over the mesh's `data` axis.
 
+Mixed resolution (`data.train_sizes`): each training batch is resized to one size drawn from
+them by (seed, batch index), the same on every process; `TrainIterator` keeps the index.
+
 Detection (`data.detection` set): examples are DETR's inputs (`detection_ops.OUTPUT`, with
 the pixel `mask`), each training example at a size drawn from `train_sizes`; evaluation
 passes over the split once per size of `test_sizes`, and marks real examples `valid`.
@@ -25,6 +28,7 @@ passes over the split once per size of `test_sizes`, and marks real examples `va
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 
 import grain
@@ -34,7 +38,7 @@ import numpy as np
 from absl import flags
 from jax.experimental import multihost_utils
 
-from lfpe.data import builders, config, detection_ops, ops
+from lfpe.data import builders, config, detection_ops, image_ops, ops
 
 Batch = dict[str, np.ndarray]
 
@@ -173,23 +177,54 @@ def to_global(batch: Batch, sharding: jax.sharding.Sharding, global_batch_size: 
   }
 
 
-class TrainIterator:
-  """Global training batches; `get_state` / `set_state` make it checkpointable."""
+def batch_size_draw(sizes: Sequence[int], seed: int, index: int) -> int:
+  """The image size of training batch `index` in mixed-resolution training: uniform over
+  `sizes`, a function of (seed, index) only, so every process draws the same."""
+  return int(sizes[np.random.default_rng([seed, index]).integers(len(sizes))])
 
-  def __init__(self, local: grain.DataLoaderIterator, sharding, global_batch_size: int):
+
+class TrainIterator:
+  """Global training batches; `get_state` / `set_state` make it checkpointable.
+
+  With `sizes` (mixed resolution, `data.train_sizes`), batch i is resized (nearest) to
+  `batch_size_draw(sizes, seed, i)`; the state then also holds i.
+  """
+
+  def __init__(
+    self,
+    local: grain.DataLoaderIterator,
+    sharding,
+    global_batch_size: int,
+    sizes: Sequence[int] | None = None,
+    seed: int = 0,
+  ):
     self._local, self._sharding, self._batch = local, sharding, global_batch_size
+    self._sizes, self._seed, self._index = sizes, seed, 0
 
   def __iter__(self) -> TrainIterator:
     return self
 
   def __next__(self) -> dict[str, jax.Array]:
-    return to_global(next(self._local), self._sharding, self._batch)
+    batch = next(self._local)
+    if self._sizes:
+      size = batch_size_draw(self._sizes, self._seed, self._index)
+      self._index += 1
+      if batch["image"].shape[1:3] != (size, size):
+        resize = lambda x: image_ops.resize_image(x, size, "nearest")
+        batch = {**batch, "image": np.stack([resize(x) for x in batch["image"]])}
+    return to_global(batch, self._sharding, self._batch)
 
   def get_state(self) -> bytes:
     """Where this process is (JSON bytes): the next batch after a restore is the next one."""
-    return self._local.get_state()
+    state = self._local.get_state()
+    if not self._sizes:
+      return state
+    return json.dumps({"grain": state.decode(), "batch_index": self._index}).encode()
 
   def set_state(self, state: bytes) -> None:
+    if self._sizes:
+      saved = json.loads(state)
+      state, self._index = saved["grain"].encode(), saved["batch_index"]
     self._local.set_state(state)
 
   def start_prefetch(self) -> None:
@@ -263,7 +298,7 @@ def make_loader(
       worker_count=resolved.worker_count,
       **kwargs,
     )
-    return TrainIterator(local, sharding, global_batch_size)
+    return TrainIterator(local, sharding, global_batch_size, resolved.train_sizes, seed)
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)
   return EvalLoader(local, sharding, global_batch_size)

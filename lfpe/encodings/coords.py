@@ -12,6 +12,8 @@ Absolute encodings take real-valued coordinates `[..., M]` (grouped Fourier:
   by the last valid value to (0, 2π]; `[B, H, W, 2]` as (y, x).
 * `boxes(boxes, groups)`: 4-D boxes (top, left, bottom, right) split into
   `groups` groups of `4 // groups` coordinates, `[..., G, M]` (002 Sec. 4.4).
+* `augment(coords, key, shift=, jitter=, rescale=)`: DINOv3's coordinate augmentation
+  for training (random shift, per-axis jitter, global rescale), in any mode.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -95,3 +98,48 @@ def boxes(box: jnp.ndarray, groups: int = 1) -> jnp.ndarray:
   if groups not in (1, 2, 4):
     raise ValueError(f"groups={groups} must divide the 4 box coordinates: use 1, 2 or 4.")
   return box.reshape(*box.shape[:-1], groups, 4 // groups)
+
+
+AUGMENT_KEYS = ("shift", "jitter", "rescale")
+
+
+def check_augment(options, owner: str) -> dict[str, float]:
+  """`options` ({shift, jitter, rescale}, any subset) as a dict of floats, or ValueError
+  naming the field: shift >= 0, jitter >= 1 and rescale >= 1 (1: off)."""
+  options = dict(options or {})
+  unknown = sorted(set(options) - set(AUGMENT_KEYS))
+  if unknown:
+    raise ValueError(f"{owner}: coord_augment.{unknown[0]} is unknown; use {AUGMENT_KEYS}.")
+  out = {"shift": 0.0, "jitter": 1.0, "rescale": 1.0}
+  for key, value in options.items():
+    low = 0.0 if key == "shift" else 1.0
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low:
+      raise ValueError(
+        f"{owner}: coord_augment.{key} must be a number >= {low:g} ({low:g}: off), got {value!r}."
+      )
+    out[key] = float(value)
+  return out
+
+
+def augment(coords, key, *, shift: float = 0.0, jitter: float = 1.0, rescale: float = 1.0):
+  """DINOv3's coordinate augmentation (Siméoni et al. 2025, RoPE "box jittering"): one draw
+  for all of `coords` `[..., M]`, for training only.
+
+  Each axis is normalised to [-1, 1] by the grid's own extent (centre and half-range over
+  all coordinates; `centered` coordinates are unchanged by it), then, as DINOv3 does in this
+  order: a shift u ~ U(-shift, shift) per axis is added, the axis is multiplied by a jitter
+  exp(U(-log jitter, log jitter)) per axis and by one rescale exp(U(-log rescale, log
+  rescale)) for all axes, and the result is mapped back to the coordinates' own mode. With
+  the defaults (0, 1, 1) it is the identity.
+  """
+  coords = jnp.asarray(coords, jnp.float32)
+  flat = coords.reshape(-1, coords.shape[-1])
+  low, high = flat.min(axis=0), flat.max(axis=0)
+  centre, half = (high + low) / 2, jnp.maximum((high - low) / 2, 1e-6)
+  k_shift, k_jitter, k_rescale = jax.random.split(key, 3)
+  m = coords.shape[-1]
+  offset = jax.random.uniform(k_shift, (m,), minval=-shift, maxval=shift)
+  log_j, log_r = math.log(jitter), math.log(rescale)
+  scale = jnp.exp(jax.random.uniform(k_jitter, (m,), minval=-log_j, maxval=log_j))
+  scale = scale * jnp.exp(jax.random.uniform(k_rescale, (), minval=-log_r, maxval=log_r))
+  return centre + ((coords - centre) / half + offset) * scale * half

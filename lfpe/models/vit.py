@@ -83,7 +83,9 @@ class ViT(Checked, nn.Module):
 
   Sizes default to B/16. `image_size` is the training size (it sizes learned position
   tables). `head_init_std` draws the classifier from N(0, std²) instead of zeros (big_vision's
-  zero head); the position studies use it.
+  zero head); the position studies use it. `coord_augment` ({shift, jitter, rescale}, off by
+  default) perturbs the coordinates of coordinate-based encodings while training (DINOv3's
+  recipe, `lfpe.encodings.coords.augment`); evaluation reads the plain grid.
   """
 
   num_classes: int
@@ -103,6 +105,7 @@ class ViT(Checked, nn.Module):
   attention_dropout: float = 0.0
   head_init_std: float = 0.0
   dtype: str = "float32"
+  coord_augment: Any = None
 
   def check(self) -> None:
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
@@ -136,6 +139,7 @@ class ViT(Checked, nn.Module):
       dropout=self.dropout,
       attention_dropout=self.attention_dropout,
       dtype=jnp.dtype(self.dtype),
+      coord_augment=dict(self.coord_augment) if self.coord_augment else None,
       **kwargs,
     )
 

@@ -99,8 +99,11 @@ class PositionSource(Checked, nn.Module):
   `posemb` is an encoding spec (`lfpe.encodings.parse`). `grid_shape` is the training grid
   (it sizes learned tables); calls may use another grid. `hook` is `add` (token stream),
   one of `QKV_HOOKS`, or `concat` (then the encoding has `2 * num_heads * concat_channels`
-  channels, split into the q and k channels of each head). `check()` builds the encoding
-  unbound once, so its own checks run when the source is defined, not while tracing.
+  channels, split into the q and k channels of each head). `coord_augment` ({shift, jitter,
+  rescale}, `lfpe.encodings.coords.augment`) perturbs the grid coordinates of coordinate-based
+  encodings when called with `train=True` (one draw per call from the 'dropout' stream, which
+  the trainer feeds when training); evaluation sees the plain grid. `check()` builds the
+  encoding unbound once, so its own checks run when the source is defined, not while tracing.
   """
 
   posemb: Any
@@ -110,9 +113,20 @@ class PositionSource(Checked, nn.Module):
   hook: str = ADD
   concat_channels: int = 16
   num_prefix: int = 0
+  coord_augment: Any = None
 
   def check(self) -> None:
-    self._encoding(parent=None)
+    encoding = self._encoding(parent=None)
+    if self.coord_augment:
+      owner = "coord_augment"
+      encodings.coords.check_augment(self.coord_augment, owner)
+      name = encodings.parse(self.posemb)[0]
+      if encoding.kind not in ("absolute", "rotary") or not encodings.info(name).resolution_free:
+        raise ValueError(
+          f"{owner}: posemb={name!r} (kind {encoding.kind!r}) reads no coordinates to augment; "
+          "use it with a coordinate-based encoding (fourier, sine_2d, rope_axial, ...) or "
+          "set coord_augment=None."
+        )
 
   def _encoding(self, **kwargs):
     context = encoding_context(
@@ -126,20 +140,30 @@ class PositionSource(Checked, nn.Module):
       init = nn.with_logical_partitioning(nn.initializers.normal(stddev=0.02), (None, None))
       self.prefix = self.param("prefix", init, (self.num_prefix, self.encoding.dim))  # [P, D]
 
-  def __call__(self, grid_shape: Sequence[int], coords: Array | None = None) -> dict[str, Any]:
+  def __call__(
+    self, grid_shape: Sequence[int], coords: Array | None = None, *, train: bool = False
+  ) -> dict[str, Any]:
     """Hooks for a grid of `grid_shape` (or per-example `coords` `[B, N, M]`, absolute only)."""
     kind, p = self.encoding.kind, self.num_prefix
+    augmenting = train and bool(self.coord_augment)
     if kind == "absolute":
-      return self._absolute(tuple(grid_shape), coords)
+      if augmenting and coords is None:
+        coords = self.encoding.grid_coords(tuple(grid_shape))
+      return self._absolute(tuple(grid_shape), self._augment(coords) if augmenting else coords)
     if kind == "bias":
       return {"logit_bias": _pad_prefix(self.encoding(grid_shape), p)}
     if kind == "logits":
       return {"relative": lambda q: _pad_prefix(self.encoding(q[:, p:], grid_shape), p)}
     if kind == "rotary":
       grid = self.encoding.grid_coords(grid_shape)  # [N, M]
+      grid = self._augment(grid) if augmenting else grid
       rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], grid)], axis=1)
       return {"rope": rope}
     return {}
+
+  def _augment(self, coords: Array) -> Array:
+    options = encodings.coords.check_augment(self.coord_augment, "coord_augment")
+    return encodings.coords.augment(coords, self.make_rng("dropout"), **options)
 
   def _absolute(self, grid_shape: tuple[int, ...], coords: Array | None) -> dict[str, Array]:
     table = self.encoding.grid(grid_shape) if coords is None else self.encoding(coords)

@@ -158,6 +158,8 @@ class Encoder(Checked, nn.Module):
     num_prefix: tokens before the grid tokens (class token).
     causal: causal self-attention (autoregressive models).
     norm: `pre` (ViT; the stack ends in `encoder_norm`) or `post` (DETR; no final norm).
+    coord_augment: {shift, jitter, rescale} of the encoding's coordinates when training
+      (`PositionSource`; off by default).
   """
 
   depth: int
@@ -176,6 +178,7 @@ class Encoder(Checked, nn.Module):
   dropout: float = 0.0
   attention_dropout: float = 0.0
   dtype: Any = None
+  coord_augment: Any = None
 
   def check(self) -> None:
     """Position options, the norm, then the encoding's own checks (one source, unbound)."""
@@ -201,6 +204,7 @@ class Encoder(Checked, nn.Module):
       hook=self.pos_hook if injection.startswith("attention") else ADD,
       concat_channels=self.concat_channels,
       num_prefix=self.num_prefix,
+      coord_augment=self.coord_augment,
       **kwargs,
     )
 
@@ -216,17 +220,18 @@ class Encoder(Checked, nn.Module):
       name=f"encoderblock_{i}",
     )
 
-  def _layer_hooks(self, injection: str, grid_shape, coords, given) -> list[dict[str, Any]]:
+  def _layer_hooks(self, injection: str, grid_shape, coords, given, train) -> list[dict[str, Any]]:
     """The position hooks of each block: `given`, one shared source, or one per block."""
     count = self.pos_layers or self.depth
+    source = lambda name: self._source(injection, name=name)(grid_shape, coords, train=train)
     if given is not None:
       hooks = [given] * count
     elif injection == "stem":
       hooks = []
     elif injection.endswith("_shared"):
-      hooks = [self._source(injection, name="pos")(grid_shape, coords)] * count
+      hooks = [source("pos")] * count
     else:
-      hooks = [self._source(injection, name=f"pos_{i}")(grid_shape, coords) for i in range(count)]
+      hooks = [source(f"pos_{i}") for i in range(count)]
     return hooks + [{}] * (self.depth - len(hooks))
 
   @nn.compact
@@ -261,9 +266,11 @@ class Encoder(Checked, nn.Module):
       )
     injection = resolve_injection(self.posemb, self.pos_injection)
     if injection == "stem":
-      x = _add_table(x, self._source(injection, name="pos")(grid_shape, coords))
+      source = self._source(injection, name="pos")
+      x = _add_table(x, source(grid_shape, coords, train=not deterministic))
     x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
-    for i, layer_hooks in enumerate(self._layer_hooks(injection, grid_shape, coords, hooks)):
+    train = not deterministic
+    for i, layer_hooks in enumerate(self._layer_hooks(injection, grid_shape, coords, hooks, train)):
       x = _add_table(x, layer_hooks)
       x = self._block(i)(
         x,

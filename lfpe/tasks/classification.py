@@ -72,10 +72,18 @@ class Classification:
         f"config.model.dtype={dtype!r} differs from config.compute_dtype="
         f"{config.compute_dtype!r}; set only config.compute_dtype."
       )
+    for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
+      try:
+        self._model(config, (size, size))
+      except ValueError as e:
+        raise ValueError(f"config.data.train_sizes has {size} px: {e}") from None
 
   def create_model(self, config: Any) -> nn.Module:
     """`Model(num_classes, **config.model)`, computing in config.compute_dtype (one hop)."""
-    num_classes, image_hw, _ = self.data_info(config)
+    return self._model(config, self.data_info(config)[1])
+
+  def _model(self, config: Any, image_hw: tuple[int, int]) -> nn.Module:
+    num_classes = self.data_info(config)[0]
     model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
     return model_family(config, "classification")(num_classes, image_size=image_hw, **model_config)
 

@@ -165,3 +165,35 @@ def test_cached_split_gives_the_same_batches_and_state(digits_config, mesh):
     np.testing.assert_array_equal(a["image"], b["image"])
     np.testing.assert_array_equal(a["label"], b["label"])
   assert plain.get_state() == cached.get_state()
+
+
+def test_mixed_resolution_draws_one_size_per_batch_and_resumes_exactly(digits_config, mesh):
+  """data.train_sizes: each batch at a size drawn by (seed, batch index), nearest-resized from
+  image_size; the state keeps the index, so a restored iterator continues the same draws."""
+  digits_config.image_size, digits_config.train_sizes = 16, (8, 16, 32)
+  it = _train(digits_config, mesh, seed=5)
+  first = [next(it) for _ in range(3)]
+  sizes = [pipeline.batch_size_draw((8, 16, 32), 5, i) for i in range(6)]
+  assert [b["image"].shape[1] for b in first] == sizes[:3]
+  assert len(set(sizes)) > 1  # draws differ (seed 5 gives more than one size in 6 batches)
+  state = it.get_state()
+  expected = [next(it) for _ in range(3)]
+  restored = _train(digits_config, mesh, seed=5)
+  restored.set_state(state)
+  for want in expected:
+    got = next(restored)
+    np.testing.assert_array_equal(np.asarray(got["image"]), np.asarray(want["image"]))
+  digits_config.train_sizes = None  # the same batches at image_size: a nearest resize of them
+  plain = _train(digits_config, mesh, seed=5)
+  for batch in first:
+    size = batch["image"].shape[1]
+    want = np.asarray(next(plain)["image"])
+    idx = np.floor((np.arange(size) + 0.5) * 16 / size).astype(int)
+    np.testing.assert_array_equal(np.asarray(batch["image"]), want[:, idx][:, :, idx])
+
+
+@pytest.mark.parametrize("sizes", [(0, 16), ("16",), ()])
+def test_bad_train_sizes_name_the_field(digits_config, sizes):
+  digits_config.train_sizes = sizes
+  with pytest.raises(ValueError, match="data.train_sizes"):
+    config.resolve(digits_config)
