@@ -100,7 +100,7 @@ def _initial_variables(module: nn.Module, key: jax.Array, init_shape) -> dict[st
     )
   if module.kind == "bias":
     return module.init(key, shape)
-  tokens = jnp.zeros((1, math.prod(shape), module.num_heads, module.head_dim))
+  tokens = jnp.zeros((1, math.prod(shape), module.num_heads or 1, module.head_dim))  # axial: any
   if module.kind == "logits":
     return module.init(key, tokens, shape)
   return module.init(key, tokens, module.grid_coords(shape))  # rotary

@@ -103,3 +103,21 @@ def test_an_nnx_encoding_inside_an_nnx_model_under_jit():
   x = jnp.ones((int(np.prod(SHAPE)), DIM))
   np.testing.assert_allclose(nnx.jit(lambda m, x: m(x))(model, x), model(x), rtol=1e-6)
   assert isinstance(encodings.create("sine_2d", dim=DIM), nn.Module)
+
+
+@pytest.mark.parametrize(
+  "spec", ["rope_axial(scaling='pi')", "rope_axial(scaling='ntk')", "rope_mixed(scaling='pi')"]
+)
+def test_resolution_policies_give_linen_numbers_at_a_new_grid(spec):
+  """The RoPE policies are options of the NNX module too, with the linen module's numbers at a
+  grid other than the training one (and axial RoPE builds without num_heads)."""
+  context = dict(head_dim=HEAD_DIM, grid_shape=SHAPE)
+  if spec.startswith("rope_mixed"):
+    context["num_heads"] = HEADS
+  pos, linen = pe.build(spec, rngs=nnx.Rngs(0), **context), encodings.build(spec, **context)
+  new = (8, 9)
+  tokens = jax.random.normal(jax.random.key(6), (1, 72, HEADS, HEAD_DIM))
+  coords = pos.grid_coords(new)
+  np.testing.assert_array_equal(coords, linen.grid_coords(new))
+  want = linen.apply(pos.variables(), tokens, coords)
+  np.testing.assert_allclose(pos(tokens, coords), want, rtol=1e-6, atol=1e-6)
