@@ -24,6 +24,7 @@ import time
 
 from configs import detr_shapes
 from experiments.detection import picture, report
+from experiments.provenance import provenance
 from experiments.runs import for_run
 from lfpe.train import trainer
 
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
         if key not in results:
           results[key] = run_one(posemb, protocol, seed, args)
           print(f"{key}: AP {results[key]['eval']['AP']:.4f}", flush=True)
+          results["provenance"] = provenance()  # the invocation that trained the newest run
           with open(path, "w") as f:
             json.dump(results, f, indent=1)
   report.write(results, args.out)

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from experiments import claims as claims_table  # noqa: E402
+from experiments import stats  # noqa: E402
 from experiments.stats import difference, fmt, interval  # noqa: E402
 
 NAMES = {
@@ -39,12 +41,71 @@ ORDERINGS = (
 )
 
 
+SAME_BPD = 0.02  # "about equal" (002: "similar performance"), in bits/dim
+TEXTS = {  # 002 Sec. 4.1 on Fig. 3, for each ordering
+  ("fourier", "embed_2d"): "Learnable-Fourier+MLP ends lower than Embed-2D (best; Fig. 3a)",
+  ("embed_2d", "sine_2d"): "Embed-2D ends lower than Sine-2D (second best)",
+  ("embed_2d", "sine_1d"): "Embed-2D ends lower than Sine-1D (second best)",
+  ("embed_2d", "embed_1d"): "Embed-2D ends lower than Embed-1D (second best)",
+  ("sine_2d", "sine_1d"): "Sine-2D clearly outperforms Sine-1D",
+  ("embed_1d", "sine_1d"): f"Embed-1D performs like Sine-1D (within ±{SAME_BPD} bits/dim)",
+  ("fourier", "fourier_no_mlp"): "Learnable-Fourier alone ends above L-F+MLP (Fig. 3b)",
+  ("fourier", "mlp"): "MLP alone ends above Learnable-Fourier+MLP (Fig. 3b)",
+}
+
+
+def claims(results: dict) -> list[dict]:
+  """claims.json: 002's orderings of final held-out bits/dim (lower is better, so a claim
+  "a below b" is direction -1), and its early-training claims at the first evaluation; paired
+  by seed (seed s of every encoding trains on the same crops in the same order)."""
+  tests = [(a, b, "final", -1 if rel == "<" else 0, TEXTS[(a, b)]) for a, b, rel in ORDERINGS]
+  tests += [
+    (
+      "fourier",
+      b,
+      "first",
+      -1,
+      f"Learnable-Fourier+MLP converges faster: below {NAMES[b]} at the first evaluation",
+    )
+    for b in ("embed_2d", "embed_1d", "sine_2d", "sine_1d")
+  ]
+  tests += [
+    ("fourier_no_mlp", "fourier", "first", 0,
+     f"Learnable-Fourier alone is competitive early (within ±{SAME_BPD} bits/dim of "
+     "Learnable-Fourier+MLP at the first evaluation; 002: the first 30k steps)"),
+  ]  # fmt: skip
+  value = lambda r, when: r["final"] if when == "final" else r["curve"][0][1]
+  out = []
+  for attention in _attentions(results):
+    for a, b, when, direction, text in tests:
+      ra, rb = _runs(results, attention, a), _runs(results, attention, b)
+      if len(ra) < 2 or len(ra) != len(rb):
+        continue
+      step = "the end" if when == "final" else f"step {ra[0]['curve'][0][0]}"
+      out.append(
+        stats.claim(
+          paper="002",
+          item="Fig. 3b" if "fourier_no_mlp" in (a, b) or b == "mlp" else "Fig. 3a",
+          text=f"{text} [{attention} attention]",
+          metric=f"held-out bits/dim at {step}",
+          a=f"{attention}/{a}",
+          b=f"{attention}/{b}",
+          a_values=[value(r, when) for r in ra],
+          b_values=[value(r, when) for r in rb],
+          direction=direction,
+          margin=SAME_BPD if direction == 0 else 0.0,
+          paired=True,
+        )
+      )
+  return out
+
+
 def _runs(results: dict, attention: str, posemb: str) -> list[dict]:
   return [v for k, v in sorted(results.items()) if k.startswith(f"{attention}/{posemb}/")]
 
 
 def _attentions(results: dict) -> list[str]:
-  return sorted({k.split("/")[0] for k in results})
+  return sorted({k.split("/")[0] for k in results if k != "provenance"})
 
 
 def table(results: dict) -> list[str]:
@@ -133,12 +194,13 @@ def sample_grid(samples: dict[str, np.ndarray], path: str, zoom: int = 6) -> Non
 
 
 def write(results: dict, samples: dict[str, np.ndarray], out: str) -> None:
-  """tables.md, fig3a.png, fig3b.png and samples.png from run.py's results."""
+  """tables.md, claims.json, fig3a.png, fig3b.png and samples.png from run.py's results."""
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's orderings, checked", "", *orderings(results), ""]
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
+  claims_table.write(claims(results), out)
   for name, encodings in FIGURES.items():
     figure(results, encodings, os.path.join(out, f"{name}.png"))
   sample_grid(samples, os.path.join(out, "samples.png"))

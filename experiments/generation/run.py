@@ -26,6 +26,7 @@ import numpy as np
 
 from configs import reformer_crops
 from experiments.generation import report
+from experiments.provenance import provenance
 from experiments.runs import for_run
 from lfpe.models import reformer
 from lfpe.train import trainer
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
           results[key] = run_one(posemb, attention, seed, args)
           print(f"{key}: {results[key]['final']:.3f} bits/dim", flush=True)
           os.makedirs(args.out, exist_ok=True)
+          results["provenance"] = provenance()  # the invocation that trained the newest run
           with open(path, "w") as f:
             json.dump(results, f, indent=1)
   samples = {a: draw_samples(a, args, num=4 if args.quick else 16) for a in ATTENTIONS}

@@ -11,8 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from experiments.generation.report import verdict  # noqa: E402
-from experiments.stats import difference, fmt, interval  # noqa: E402
+from experiments import claims as claims_table  # noqa: E402
+from experiments import stats as stats_lib  # noqa: E402
+from experiments.stats import fmt, interval  # noqa: E402
 
 METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "METEOR")
 # 002 Table 3 (widget captioning test set, x100): BLEU-1, BLEU-2, ROUGE, CIDEr, METEOR (SPICE
@@ -61,7 +62,7 @@ IDF_NOTE = (
 
 
 def _runs(results: dict, row: str) -> list[dict]:
-  return [r for _, r in sorted(results.items()) if r["row"] == row]
+  return [r for k, r in sorted(results.items()) if k != "provenance" and r["row"] == row]
 
 
 def _values(results: dict, row: str, metric: str) -> list[float]:
@@ -83,7 +84,8 @@ def welch_p(a, b) -> float:
 
 def scored(results: dict) -> list[str]:
   """The `METRICS` every run has (METEOR only where the runs scored it: it needs java)."""
-  return [m for m in METRICS if all(m in r["eval"] for r in results.values())]
+  runs = [r for k, r in results.items() if k != "provenance"]
+  return [m for m in METRICS if all(m in r["eval"] for r in runs)]
 
 
 def table3(results: dict) -> list[str]:
@@ -123,8 +125,9 @@ def table4(results: dict) -> list[str]:
     notes = [f" ({v:.1f})" for v in (*paper, paper[0] - paper[1])] if paper else [""] * 3
     cells = [fmt(seen) + notes[0], fmt(unseen) + notes[1], _signed(*interval(drop)) + notes[2]]
     lines.append(f"| {row} | {len(runs)} | " + " | ".join(cells) + " |")
-  total = sorted({r["eval"]["count"] for r in results.values()})
-  unseen = sorted({r["eval"]["count_unseen"] for r in results.values()})
+  runs = [r for k, r in results.items() if k != "provenance"]
+  total = sorted({r["eval"]["count"] for r in runs})
+  unseen = sorted({r["eval"]["count_unseen"] for r in runs})
   lines += ["", f"Test targets per run: {total} in all, {unseen} of them unseen."]
   return lines
 
@@ -135,18 +138,31 @@ def runner_up(results: dict) -> str | None:
   return max(others, key=lambda r: np.mean(_values(results, r, "CIDEr")), default=None)
 
 
-def findings(results: dict) -> list[str]:
-  lines = ["| 002 says | here: a - b (95 % CI) | verdict |", "|---|---|---|"]
-  for claim, a, b, metric in FINDINGS:
+def claims(results: dict) -> list[dict]:
+  """claims.json: 002's findings on CIDEr (points) and on the seen - unseen drop, paired by
+  seed when both rows ran the same seeds (seed s of every row trains on the same screens in
+  the same order), else Welch."""
+  out = []
+  for text, a, b, metric in FINDINGS:
     b = b or runner_up(results)
-    va, vb = _values(results, a, metric), _values(results, b, metric) if b else []
-    if not (va and vb):
+    ra, rb = _runs(results, a), _runs(results, b) if b else []
+    if len(ra) < 2 or len(rb) < 2:
       continue
-    mean, half = difference(va, vb)
-    what = "CIDEr seen - unseen" if metric == "drop" else metric
-    cell = f"{a} - {b}, {what}: {_signed(mean, half)}"
-    lines.append(f"| {claim} | {cell} | {verdict(-mean, half, '<')} |")
-  return lines
+    paired = [r["seed"] for r in ra] == [r["seed"] for r in rb]
+    out.append(
+      stats_lib.claim(
+        paper="002",
+        item="Table 4" if metric == "drop" else "Table 3",
+        text=f"{text} ({a} vs {b})",
+        metric="CIDEr seen - unseen" if metric == "drop" else metric,
+        a=a,
+        b=b,
+        a_values=_values(results, a, metric),
+        b_values=_values(results, b, metric),
+        paired=paired,
+      )
+    )
+  return out
 
 
 def checks_section(checks: dict) -> list[str]:
@@ -181,7 +197,8 @@ def screen_figure(image: np.ndarray, example: dict, path: str) -> None:
 
 
 def write(results: dict, checks: dict, image: np.ndarray, out: str) -> None:
-  """tables.md and screen.png from run.py's results and checks."""
+  """tables.md, claims.json and screen.png from run.py's results and checks."""
+  entries = claims(results)
   lines = ["## 002 Table 3: caption scores, x100 (mean ± 95 % CI over seeds; 002's value)", ""]
   lines += [*table3(results), ""]
   lines += [
@@ -196,9 +213,9 @@ def write(results: dict, checks: dict, image: np.ndarray, out: str) -> None:
     IDF_NOTE,
     "The drop's interval is over the runs' own seen - unseen differences (one model scores both).",
     "",
-    "## 002's findings, checked (Welch 95 % intervals of a - b)",
+    "## 002's findings, checked (claims.json: 95 % intervals of a - b)",
     "",
-    *findings(results),
+    claims_table.markdown(entries),
     "",
     "## Checks",
     "",
@@ -207,4 +224,5 @@ def write(results: dict, checks: dict, image: np.ndarray, out: str) -> None:
   ]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
+  claims_table.write(entries, out)
   screen_figure(image, checks["example"], os.path.join(out, "screen.png"))

@@ -26,6 +26,7 @@ import numpy as np
 
 from configs import layout_synthetic
 from experiments.layout import report
+from experiments.provenance import provenance
 from experiments.runs import for_run
 from lfpe import encodings
 from lfpe.data import builders, screens
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
       if key not in results:
         results[key] = run_one(row, seed, args)
         print(f"{row} seed {seed}: CIDEr {results[key]['eval']['CIDEr']:.1f}", flush=True)
+        results["provenance"] = provenance()  # the invocation that trained the newest run
         with open(path, "w") as f:
           json.dump(results, f, indent=1)
   example, image = example_caption(args)

@@ -205,19 +205,3 @@ def claims(results: dict) -> list[dict]:
       )
     )
   return out
-
-
-def markdown(entries: list[dict]) -> str:
-  """The verdict table of claims.json (the README's is this, generated)."""
-  lines = [
-    "| paper | item | claim | a − b (95 % CI) | n | verdict | min. detectable |",
-    "|---|---|---|---|---|---|---|",
-  ]
-  for c in entries:
-    lines.append(
-      f"| {c['paper']} | {c['item']} | {c['claim']} | {c['difference']:+.3g} "
-      f"[{c['ci_low']:+.3g}, {c['ci_high']:+.3g}] {'paired' if c['paired'] else 'Welch'} "
-      f"| {c['n']} | **{c['verdict']}**{' (both at ceiling)' * c.get('at_ceiling', False)} "
-      f"| {'n/a' if c['minimum_detectable'] is None else format(c['minimum_detectable'], '.3g')} |"
-    )
-  return "\n".join(lines)

@@ -6,13 +6,12 @@ are their mean ± std. Figures draw the same intervals, clipped to the metric's 
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 
-from experiments import stats
+from experiments import claims, stats
 from experiments.position_study import claims as claims_lib
 from experiments.position_study import plan
 from lfpe.analysis.similarity import plot_similarity_maps
@@ -301,15 +300,6 @@ def figures(res: dict, out: str) -> list[str]:
   return written
 
 
-def _replace_block(doc: str, name: str, text: str) -> str:
-  """`doc` with the block between `<!-- name:start -->` and `<!-- name:end -->` set to text."""
-  start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-  if start not in doc or end not in doc:
-    return doc
-  head, rest = doc.split(start, 1)
-  return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"
-
-
 def write(res: dict[str, Any], out: str) -> None:
   """`tables.md`, `claims.json` and the figures into `out`; the tables and the claims'
   verdict table also replace their blocks of `out/README.md` when it has them."""
@@ -317,14 +307,6 @@ def write(res: dict[str, Any], out: str) -> None:
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write(text)
   entries = claims_lib.claims(res)
-  with open(os.path.join(out, "claims.json"), "w") as f:
-    json.dump(entries, f, indent=1)
   figures(res, out)
-  readme = os.path.join(out, "README.md")
-  if os.path.exists(readme):
-    with open(readme) as f:
-      doc = f.read()
-    doc = _replace_block(doc, "tables", text)
-    doc = _replace_block(doc, "claims", claims_lib.markdown(entries) + "\n")
-    with open(readme, "w") as f:
-      f.write(doc)
+  claims.write(entries, out)
+  claims.update_readme(out, {"tables": text})

@@ -8,11 +8,11 @@ order), and the control compares the best arm with `none` at the training size.
 from __future__ import annotations
 
 import collections
-import json
 import os
 
 import numpy as np
 
+from experiments import claims as claims_table
 from experiments import stats
 from experiments.resolution import plan
 
@@ -174,22 +174,12 @@ def plot(results: dict, path: str) -> None:
 
 
 def write(results: dict, out: str) -> None:
-  """leaderboard.md, claims.json and accuracy_vs_size.png into `out`."""
+  """leaderboard.md, claims.json and accuracy_vs_size.png into `out` (and the README's
+  `leaderboard` and `claims` blocks, when it has them)."""
   entries = claims(results)
-  with open(os.path.join(out, "claims.json"), "w") as f:
-    json.dump(entries, f, indent=1)
+  board = leaderboard(results)
   with open(os.path.join(out, "leaderboard.md"), "w") as f:
-    f.write(leaderboard(results))
-    f.write("\n### Claims\n\n" + claims_markdown(entries))
+    f.write(board + "\n### Claims\n\n" + claims_table.markdown(entries) + "\n")
+  claims_table.write(entries, out)
+  claims_table.update_readme(out, {"leaderboard": board})
   plot(results, os.path.join(out, "accuracy_vs_size.png"))
-
-
-def claims_markdown(entries: list[dict]) -> str:
-  lines = ["| paper | claim | a − b (points, 95 % CI) | n | verdict |", "|---|---|---|---|---|"]
-  for c in entries:
-    lines.append(
-      f"| {c['paper']} {c['item']} | {c['claim']} | {c['difference']:+.1f} "
-      f"[{c['ci_low']:+.1f}, {c['ci_high']:+.1f}] | {c['n']} | **{c['verdict']}**"
-      f"{' (both at ceiling)' * c.get('at_ceiling', False)} |"
-    )
-  return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from experiments import claims as claims_table
 from experiments.position_study import claims
 
 
@@ -38,4 +39,4 @@ def test_both_arms_at_the_ceiling_are_flagged_and_unresolved():
   (entry,) = claims.claims(results)
   assert entry["at_ceiling"] and entry["verdict"] == "unresolved"
   assert entry["minimum_detectable"] is None
-  assert "both at ceiling" in claims.markdown([entry])
+  assert "both at ceiling" in claims_table.markdown([entry])
