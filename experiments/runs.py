@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from experiments.provenance import provenance
 from lfpe.train import trainer
 
 
@@ -76,15 +77,20 @@ def progress(run: Run) -> Progress:
   return Progress(min(max(steps, default=0), total), total)
 
 
-def status(runs: Iterable[Run], out=None) -> dict[str, int]:
+def status(runs: Iterable[Run], results: dict | None = None, out=None) -> dict[str, int]:
   """Prints done / part-way / not started, each part-way run, and an ETA (to `out`, default
-  the current `sys.stdout`); returns the counts.
+  the current `sys.stdout`); returns the counts. A run recorded in `results` (results.json)
+  is done even where its workdir is gone (`execute` reads it back, never retrains it).
 
   The ETA is the steps left times the mean seconds per step of the finished runs with the
   same number of steps (else of all finished runs): a guess from this machine's own speed.
   """
-  runs, out = list(runs), out or sys.stdout
+  runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: progress(run) for run in runs}
+  for run in runs:
+    if run.key in results and not states[run.key].done:
+      total = states[run.key].total_steps
+      states[run.key] = Progress(total, total)
   done = [k for k, p in states.items() if p.done]
   partial = [k for k, p in states.items() if 0 < p.steps_done < p.total_steps]
   counts = {"runs": len(runs), "done": len(done), "partial": len(partial)}
@@ -113,6 +119,27 @@ def status(runs: Iterable[Run], out=None) -> dict[str, int]:
 def _duration(seconds: float) -> str:
   hours, minutes = divmod(round(seconds / 60), 60)
   return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
+
+
+def load(path: str) -> dict[str, Any]:
+  """The record's results.json at `path` ({} before its first run)."""
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    return json.load(f)
+
+
+def saver(path: str) -> Callable[[dict], None]:
+  """`save(results)` for `execute`: writes `path` with this invocation's provenance (the
+  invocation that trained the newest run), creating its folder."""
+
+  def save(results: dict) -> None:
+    results["provenance"] = provenance()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+      json.dump(results, f, indent=1)
+
+  return save
 
 
 def execute(

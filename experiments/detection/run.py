@@ -2,12 +2,14 @@
 
   python -m experiments.detection.run --quick --out=/tmp/detection_quick   # CI, < 5 min
   python -m experiments.detection.run --out=experiments/detection          # the record
+  python -m experiments.detection.run --status --out=experiments/detection # done / left, ETA
 
 Trains `configs/detr_shapes.py` for `detr_sine` (Sine-2D), `embed_2d`, `mlp` and `fourier`
 (Learnable-Fourier+MLP), `--seeds` seeds each, under protocol `all` (every size in
 training and testing, normalised positions: Table 1) and `heldout` (the two largest sizes
 for testing only, raw positions: Table 2), through the regular trainer (one workdir per
-run under `--out/runs`, so a stopped experiment resumes where it stopped). Then every
+run under `--out/runs`, `experiments/runs.py`: a stopped record resumes where it stopped, a
+finished run is read back, `--status` reports without training). Then every
 run is scored at each test size alone (`trainer.evaluate_each`: one restore and one
 compiled eval step for the five sizes; `--quick` tests one size and skips this), and
 `report.py` writes
@@ -18,13 +20,11 @@ compiled eval step for the five sizes; `--quick` tests one size and skips this),
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import time
 
 from configs import detr_shapes
+from experiments import runs
 from experiments.detection import picture, report
-from experiments.provenance import provenance
 from experiments.runs import for_run
 from lfpe.train import trainer
 
@@ -43,20 +43,30 @@ def run_dir(args: argparse.Namespace, protocol: str, posemb: str, seed: int) -> 
   return os.path.join(args.out, "runs", protocol, posemb, str(seed))
 
 
-def run_one(posemb: str, protocol: str, seed: int, args: argparse.Namespace) -> dict:
-  """Trains (or finds trained) one run and scores it at every size of the dataset."""
-  config = load_config(posemb, protocol, seed, args)
-  workdir = run_dir(args, protocol, posemb, seed)
-  start = time.perf_counter()
-  summary = trainer.train_and_evaluate(config, workdir)
-  seconds = time.perf_counter() - start
-  tested = config.data.detection.test_sizes
+def planned(args: argparse.Namespace) -> list[runs.Run]:
+  """Every run of the record, seed-major: a stopped record has whole seeds."""
+  return [
+    runs.Run(
+      f"{protocol}/{posemb}/{seed}",
+      load_config(posemb, protocol, seed, args),
+      run_dir(args, protocol, posemb, seed),
+    )
+    for seed in range(args.seeds)
+    for protocol in PROTOCOLS
+    for posemb in ENCODINGS
+  ]
+
+
+def score(run: runs.Run, summary: dict, quick: bool) -> dict:
+  """A trained run's results entry: its eval, and AP at every test size alone."""
+  tested = run.config.data.detection.test_sizes
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
-  sizes = [] if args.quick else report.SIZES
+  sizes = [] if quick else report.SIZES
   if sizes:
-    scores = trainer.evaluate_each(one_size(config, sizes), workdir)
+    scores = trainer.evaluate_each(one_size(run.config, sizes), run.workdir)
     by_size.update(zip(map(str, sizes), scores, strict=True))
-  return {"eval": summary["eval"], "by_size": by_size, "seconds": seconds}
+  print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
+  return {"eval": summary["eval"], "by_size": by_size, "seconds": summary.get("wall_s")}
 
 
 def one_size(config, sizes) -> list:
@@ -76,21 +86,16 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--out", default="experiments/detection")
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
+  parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)
   if args.quick:
     args.seeds, args.steps = 1, args.steps or 4
-  path = os.path.join(args.out, "results.json")
-  results = json.load(open(path)) if os.path.exists(path) else {}
-  for seed in range(args.seeds):  # seed-major: a stopped record has whole seeds
-    for protocol in PROTOCOLS:
-      for posemb in ENCODINGS:
-        key = f"{protocol}/{posemb}/{seed}"
-        if key not in results:
-          results[key] = run_one(posemb, protocol, seed, args)
-          print(f"{key}: AP {results[key]['eval']['AP']:.4f}", flush=True)
-          results["provenance"] = provenance()  # the invocation that trained the newest run
-          with open(path, "w") as f:
-            json.dump(results, f, indent=1)
+  if args.status:
+    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
+    return {}
+  results = runs.load(os.path.join(args.out, "results.json"))
+  save = runs.saver(os.path.join(args.out, "results.json"))
+  runs.execute(planned(args), results, lambda run, summary: score(run, summary, args.quick), save)
   report.write(results, args.out)
   scenes = {
     protocol: picture.predictions(

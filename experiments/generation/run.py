@@ -1,6 +1,7 @@
 """Reformer-style image generation with seven position encodings (002 Fig. 3a and 3b).
 
   python -m experiments.generation.run --quick --out=/tmp/generation_quick  # CI, < 5 min
+  python -m experiments.generation.run --status --out=experiments/generation   # done / left, ETA
   python -m experiments.generation.run --out=experiments/generation         # the record
 
 Trains `configs/reformer_crops.py` (a tiny causal Reformer on 8x8 crops of real photographs)
@@ -19,14 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
 import numpy as np
 
 from configs import reformer_crops
+from experiments import runs
 from experiments.generation import report
-from experiments.provenance import provenance
 from experiments.runs import for_run
 from lfpe.models import reformer
 from lfpe.train import trainer
@@ -64,20 +64,32 @@ def zero_attention(variables):
   return {**variables, "params": params}
 
 
-def run_one(posemb: str, attention: str, seed: int, args: argparse.Namespace) -> dict:
-  """Trains (or finds trained) one run; its curve, final held-out bits per dim and time."""
-  config = load_config(posemb, attention, seed, args)
-  workdir = os.path.join(args.out, "runs", attention, posemb, str(seed))
-  start = time.perf_counter()
-  summary = trainer.train_and_evaluate(config, workdir)
+def planned(args: argparse.Namespace) -> list[runs.Run]:
+  """Every run of the record, in the order they train."""
+  return [
+    runs.Run(
+      f"{attention}/{posemb}/{seed}",
+      load_config(posemb, attention, seed, args),
+      os.path.join(args.out, "runs", attention, posemb, str(seed)),
+    )
+    for attention in ATTENTIONS
+    for posemb in ENCODINGS
+    for seed in range(args.seeds)
+  ]
+
+
+def score(run: runs.Run, summary: dict) -> dict:
+  """A trained run's curve, final held-out bits per dim, time (and for `fourier`, bits per
+  dim with attention zeroed)."""
   result = {
     "final": summary["eval"]["bits_per_dim"],
-    "curve": curve(workdir),
-    "seconds": time.perf_counter() - start,
+    "curve": curve(run.workdir),
+    "seconds": summary.get("wall_s"),
   }
-  if posemb == "fourier":
-    ablated = trainer.evaluate(config, workdir, edit=zero_attention)
+  if run.key.split("/")[1] == "fourier":
+    ablated = trainer.evaluate(run.config, run.workdir, edit=zero_attention)
     result["zero_attention"] = ablated["bits_per_dim"]
+  print(f"{run.key}: {result['final']:.3f} bits/dim", flush=True)
   return result
 
 
@@ -97,22 +109,15 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--steps", type=int, default=300)
   parser.add_argument("--eval-every", type=int, default=50)
+  parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)
   if args.quick:
     args.seeds, args.steps, args.eval_every = 1, 6, 3
+  if args.status:
+    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
+    return {}
   path = os.path.join(args.out, "results.json")
-  results = json.load(open(path)) if os.path.exists(path) else {}
-  for attention in ATTENTIONS:
-    for posemb in ENCODINGS:
-      for seed in range(args.seeds):
-        key = f"{attention}/{posemb}/{seed}"
-        if key not in results:
-          results[key] = run_one(posemb, attention, seed, args)
-          print(f"{key}: {results[key]['final']:.3f} bits/dim", flush=True)
-          os.makedirs(args.out, exist_ok=True)
-          results["provenance"] = provenance()  # the invocation that trained the newest run
-          with open(path, "w") as f:
-            json.dump(results, f, indent=1)
+  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path))
   samples = {a: draw_samples(a, args, num=4 if args.quick else 16) for a in ATTENTIONS}
   report.write(results, samples, args.out)
   return results

@@ -1,6 +1,7 @@
 """Widget captioning on synthetic screens with 002's ten box encodings (Tables 3 and 4).
 
   python -m experiments.layout.run --quick --out=/tmp/layout_quick  # CI, < 5 min
+  python -m experiments.layout.run --status --out=experiments/layout   # done / left, ETA
   python -m experiments.layout.run --out=experiments/layout         # the record
 
 Trains `configs/layout_synthetic.py` (the `tiny` layout captioner on `layout_screens/full`)
@@ -19,14 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
 import numpy as np
 
 from configs import layout_synthetic
+from experiments import runs
 from experiments.layout import report
-from experiments.provenance import provenance
 from experiments.runs import for_run
 from lfpe import encodings
 from lfpe.data import builders, screens
@@ -59,11 +59,21 @@ def workdir(row: str, seed: int, args: argparse.Namespace) -> str:
   return os.path.join(args.out, "runs", slug(row), str(seed))
 
 
-def run_one(row: str, seed: int, args: argparse.Namespace) -> dict:
-  """Trains (or finds trained) one run; its final eval metrics and seconds."""
-  start = time.perf_counter()
-  summary = trainer.train_and_evaluate(load_config(row, seed, args), workdir(row, seed, args))
-  return {"row": row, "seed": seed, "eval": summary["eval"], "seconds": time.perf_counter() - start}
+def planned(args: argparse.Namespace) -> list[runs.Run]:
+  """Every run of the record, row by row."""
+  return [
+    runs.Run(f"{slug(row)}/{seed}", load_config(row, seed, args), workdir(row, seed, args))
+    for row in ROWS
+    for seed in range(args.seeds)
+  ]
+
+
+def score(run: runs.Run, summary: dict) -> dict:
+  """A trained run's final eval metrics and seconds."""
+  row = next(r for r in ROWS if run.key == f"{slug(r)}/{run.config.seed}")
+  print(f"{row} seed {run.config.seed}: CIDEr {summary['eval']['CIDEr']:.1f}", flush=True)
+  seconds = summary.get("wall_s")
+  return {"row": row, "seed": run.config.seed, "eval": summary["eval"], "seconds": seconds}
 
 
 def embed_check(args: argparse.Namespace) -> dict:
@@ -114,21 +124,16 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--out", default="experiments/layout")
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
+  parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)
   if args.quick:
     args.seeds, args.steps = 1, args.steps or 4
+  if args.status:
+    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
+    return {}
   os.makedirs(args.out, exist_ok=True)
   path = os.path.join(args.out, "results.json")
-  results = json.load(open(path)) if os.path.exists(path) else {}
-  for row in ROWS:
-    for seed in range(args.seeds):
-      key = f"{slug(row)}/{seed}"
-      if key not in results:
-        results[key] = run_one(row, seed, args)
-        print(f"{row} seed {seed}: CIDEr {results[key]['eval']['CIDEr']:.1f}", flush=True)
-        results["provenance"] = provenance()  # the invocation that trained the newest run
-        with open(path, "w") as f:
-          json.dump(results, f, indent=1)
+  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path))
   example, image = example_caption(args)
   checks = {"embed_4d_held_out": embed_check(args), "example": example}
   with open(os.path.join(args.out, "checks.json"), "w") as f:

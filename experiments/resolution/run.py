@@ -80,15 +80,12 @@ def main(argv: list[str] | None = None) -> dict:
   argv = sys.argv[1:] if argv is None else argv
   args = parse(argv)
   planned = plan_runs(args)
+  path = os.path.join(args.out, "results.json")
+  results = runs.load(path) or {"runs": {}}
   if args.status:
-    runs.status([run for run, _, _ in planned])
+    runs.status([run for run, _, _ in planned], results["runs"])
     return {}
   os.makedirs(args.out, exist_ok=True)
-  path = os.path.join(args.out, "results.json")
-  results = {"runs": {}}
-  if os.path.exists(path):
-    with open(path) as f:
-      results = json.load(f)
   results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
   sizes = plan.TEST_SIZES if not args.quick else (16, 32, 64)
   arms = {run.key: (arm, task) for run, arm, task in planned}

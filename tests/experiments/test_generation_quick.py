@@ -5,12 +5,17 @@ import json
 import pytest
 
 from experiments.generation import run
+from experiments.provenance import FIELDS
+from experiments.stats import check_claim
 
 
 @pytest.mark.slow
 def test_quick_generation_experiment_runs_every_encoding_and_attention(tmp_path):
   results = run.main(["--quick", f"--out={tmp_path}"])
+  assert set(results.pop("provenance")) >= set(FIELDS)
   assert len(results) == len(run.ATTENTIONS) * len(run.ENCODINGS)
+  for entry in json.loads((tmp_path / "claims.json").read_text()):
+    check_claim(entry)
   for key, value in results.items():
     assert 0.0 < value["final"] < 8.0, key  # below uniform after a few steps
     assert [step for step, _ in value["curve"]] == [3, 6], key
@@ -22,4 +27,5 @@ def test_quick_generation_experiment_runs_every_encoding_and_attention(tmp_path)
   for name in ("fig3a.png", "fig3b.png", "samples.png"):
     assert (tmp_path / name).stat().st_size > 0
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
+  again.pop("provenance")
   assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)

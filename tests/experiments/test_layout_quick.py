@@ -6,6 +6,8 @@ import math
 import pytest
 
 from experiments.layout import run
+from experiments.provenance import FIELDS
+from experiments.stats import check_claim
 
 METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "CIDEr_seen", "CIDEr_unseen")
 
@@ -13,7 +15,10 @@ METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "CIDEr_seen", "CIDEr_unseen")
 @pytest.mark.slow
 def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   out = run.main(["--quick", f"--out={tmp_path}"])
-  runs = out["runs"]
+  runs = {k: v for k, v in out["runs"].items() if k != "provenance"}
+  assert set(out["runs"]["provenance"]) >= set(FIELDS)
+  for entry in json.loads((tmp_path / "claims.json").read_text()):
+    check_claim(entry)
   assert sorted(r["row"] for r in runs.values()) == sorted(run.ROWS)
   for key, value in runs.items():
     for metric in METRICS:
