@@ -13,7 +13,7 @@ from PIL import Image  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
 from experiments import stats  # noqa: E402
-from experiments.stats import difference, fmt, interval  # noqa: E402
+from experiments.stats import fmt, interval  # noqa: E402
 
 NAMES = {
   "embed_2d": "Embed-2D",
@@ -23,9 +23,10 @@ NAMES = {
   "fourier": "Learnable-Fourier+MLP",
   "fourier_no_mlp": "Learnable-Fourier",
   "mlp": "MLP",
+  "none": "no position (control)",
 }
 FIGURES = {
-  "fig3a": ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier"),
+  "fig3a": ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier", "none"),
   "fig3b": ("fourier", "fourier_no_mlp", "mlp"),
 }
 # 002 Sec. 4.1's statements: (a, b, relation), "<": a ends with lower bits/dim than b.
@@ -57,7 +58,8 @@ TEXTS = {  # 002 Sec. 4.1 on Fig. 3, for each ordering
 def claims(results: dict) -> list[dict]:
   """claims.json: 002's orderings of final held-out bits/dim (lower is better, so a claim
   "a below b" is direction -1), and its early-training claims at the first evaluation; paired
-  by seed (seed s of every encoding trains on the same crops in the same order)."""
+  by seed (seed s of every encoding trains on the same images in the same order); and the
+  control: the encoding with the lowest mean final bits/dim against `none`."""
   tests = [(a, b, "final", -1 if rel == "<" else 0, TEXTS[(a, b)]) for a, b, rel in ORDERINGS]
   tests += [
     (
@@ -77,15 +79,20 @@ def claims(results: dict) -> list[dict]:
   value = lambda r, when: r["final"] if when == "final" else r["curve"][0][1]
   out = []
   for attention in _attentions(results):
-    for a, b, when, direction, text in tests:
+    encoded = [p for p in NAMES if p != "none" and _runs(results, attention, p)]
+    best = min(encoded, key=lambda p: np.mean([r["final"] for r in _runs(results, attention, p)]))
+    control = (best, "none", "final", -1, f"control: position is needed ({NAMES[best]}, the best "
+               "encoding, ends below no position)")  # fmt: skip
+    for a, b, when, direction, text in [control, *tests]:
       ra, rb = _runs(results, attention, a), _runs(results, attention, b)
       if len(ra) < 2 or len(ra) != len(rb):
         continue
       step = "the end" if when == "final" else f"step {ra[0]['curve'][0][0]}"
+      item = "Fig. 3b" if "fourier_no_mlp" in (a, b) or b == "mlp" else "Fig. 3a"
       out.append(
         stats.claim(
-          paper="002",
-          item="Fig. 3b" if "fourier_no_mlp" in (a, b) or b == "mlp" else "Fig. 3a",
+          paper="lfpe" if b == "none" else "002",
+          item="control" if b == "none" else item,
           text=f"{text} [{attention} attention]",
           metric=f"held-out bits/dim at {step}",
           a=f"{attention}/{a}",
@@ -123,32 +130,6 @@ def table(results: dict) -> list[str]:
   return lines
 
 
-def verdict(mean: float, half: float, relation: str) -> str:
-  """Whether a difference (a - b, bits/dim) agrees with 002's relation between a and b."""
-  if np.isnan(half):
-    return "one seed: no interval"
-  holds_zero = abs(mean) <= half
-  if relation == "~":
-    return "reproduces (interval holds 0)" if holds_zero else "does not (they differ)"
-  if holds_zero:
-    return "not resolved (interval holds 0)"
-  return "reproduces" if mean < 0 else "does not (significant, opposite)"
-
-
-def orderings(results: dict) -> list[str]:
-  lines = ["| 002 says | attention | difference (bits/dim, 95 % CI) | here |", "|---|---|---|---|"]
-  for a, b, relation in ORDERINGS:
-    for attention in _attentions(results):
-      ra, rb = _runs(results, attention, a), _runs(results, attention, b)
-      if not (ra and rb):
-        continue
-      mean, half = difference([r["final"] for r in ra], [r["final"] for r in rb])
-      claim = f"{NAMES[a]} {'<' if relation == '<' else '≈'} {NAMES[b]}"
-      cell = f"{mean:+.3f}" if np.isnan(half) else f"{mean:+.3f} ± {half:.3f}"
-      lines.append(f"| {claim} | {attention} | {cell} | {verdict(mean, half, relation)} |")
-  return lines
-
-
 def ablation(results: dict) -> list[str]:
   lines = ["| attention | Learnable-Fourier+MLP | attention output zeroed |", "|---|---|---|"]
   for attention in _attentions(results):
@@ -175,32 +156,35 @@ def figure(results: dict, encodings: tuple[str, ...], path: str) -> None:
       ax.plot(steps, mean, label=NAMES[posemb])
       ax.fill_between(steps, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.2)
     ax.set(title=f"{attention} attention", xlabel="training step")
-  np.atleast_1d(axes)[0].set_ylabel("held-out bits per dim")
+  np.atleast_1d(axes)[0].set_ylabel("held-out bits per dim\n(mean, 95 % band over seeds)")
   np.atleast_1d(axes)[0].legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
 
 
-def sample_grid(samples: dict[str, np.ndarray], path: str, zoom: int = 6) -> None:
-  """One row of images per attention, each enlarged `zoom` times (nearest), 2 px apart."""
+def sample_grid(samples: dict[str, np.ndarray], path: str, levels: int, zoom: int = 6) -> None:
+  """One row of images per attention, each enlarged `zoom` times (nearest), 2 px apart; grey
+  levels 0..levels-1 drawn black to white."""
   rows = []
   for images in samples.values():
-    big = images.repeat(zoom, axis=1).repeat(zoom, axis=2)
+    grey = np.round(images.astype(np.float64) * (255 / (levels - 1))).astype(np.uint8)
+    big = np.broadcast_to(grey, (*grey.shape[:3], 3)).repeat(zoom, axis=1).repeat(zoom, axis=2)
     pad = np.full((big.shape[0], big.shape[1], 2, 3), 255, np.uint8)
     rows.append(np.concatenate([x for image in big for x in (image, pad[0])], axis=1))
   gap = np.full((2, rows[0].shape[1], 3), 255, np.uint8)
   Image.fromarray(np.concatenate([x for row in rows for x in (row, gap)], axis=0)).save(path)
 
 
-def write(results: dict, samples: dict[str, np.ndarray], out: str) -> None:
+def write(results: dict, samples: dict[str, np.ndarray], out: str, levels: int) -> None:
   """tables.md, claims.json, fig3a.png, fig3b.png and samples.png from run.py's results."""
+  entries = claims(results)
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
-  lines += ["## 002's orderings, checked", "", *orderings(results), ""]
+  lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
-  claims_table.write(claims(results), out)
+  claims_table.write(entries, out)
   for name, encodings in FIGURES.items():
     figure(results, encodings, os.path.join(out, f"{name}.png"))
-  sample_grid(samples, os.path.join(out, "samples.png"))
+  sample_grid(samples, os.path.join(out, "samples.png"), levels)

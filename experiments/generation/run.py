@@ -1,18 +1,20 @@
-"""Reformer-style image generation with seven position encodings (002 Fig. 3a and 3b).
+"""Reformer-style generation of whole digit images with eight position encodings (002 Fig. 3).
 
   python -m experiments.generation.run --quick --out=/tmp/generation_quick  # CI, < 5 min
   python -m experiments.generation.run --status --out=experiments/generation   # done / left, ETA
   python -m experiments.generation.run --out=experiments/generation         # the record
 
-Trains `configs/reformer_crops.py` (a tiny causal Reformer on 8x8 crops of real photographs)
-for Fig. 3a's `embed_2d`, `embed_1d`, `sine_2d`, `sine_1d`, `fourier` and Fig. 3b's
-`fourier_no_mlp`, `mlp` (and `fourier`), `--seeds` seeds each, with dense causal attention
-(`full`) and with LSH attention (`lsh`), through the regular trainer (one workdir per run
-under `--out/runs`, so a stopped experiment resumes where it stopped). Each run's held-out
-bits per dim are read from its metrics (an evaluation every `--eval-every` steps). Then
-every `fourier` run is scored again with its attention output zeroed (does the model use its
-attention?), one `fourier` model per attention draws sample images, and `report.py` writes
-`results.json`, `tables.md`, the two figures and `samples.png`.
+Trains `configs/reformer_digits.py` (a tiny causal Reformer on 16x16 digits in 8 grey levels,
+whose pixels depend strongly on where they are) for Fig. 3a's `embed_2d`, `embed_1d`,
+`sine_2d`, `sine_1d`, `fourier`, Fig. 3b's `fourier_no_mlp`, `mlp` (and `fourier`), and the
+no-position control `none`, `--seeds` paired seeds each (seed s of every encoding sees the
+same batches), with LSH attention (002's; `--attentions=lsh,full` adds dense causal
+attention), through the regular trainer (one workdir per run under `--out/runs`, so a stopped
+record resumes where it stopped). Each run's held-out bits per dim are read from its metrics
+(an evaluation every `--eval-every` steps: the learning curve). Then every `fourier` run is
+scored again with its attention output zeroed (does the model use its attention?), one
+`fourier` model per attention draws sample images, and `report.py` writes `results.json`,
+`tables.md`, `claims.json`, the two figures and `samples.png`.
 """
 
 from __future__ import annotations
@@ -24,22 +26,27 @@ import os
 import jax
 import numpy as np
 
-from configs import reformer_crops
+from configs import reformer_digits
 from experiments import runs
 from experiments.generation import report
 from experiments.runs import for_run
+from lfpe.data import digit_images
 from lfpe.models import reformer
 from lfpe.train import trainer
 
 FIG_3A = ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier")
 FIG_3B = ("fourier", "fourier_no_mlp", "mlp")
-ENCODINGS = tuple(dict.fromkeys(FIG_3A + FIG_3B))
-ATTENTIONS = ("full", "lsh")
+CONTROL = "none"
+ENCODINGS = tuple(dict.fromkeys(FIG_3A + FIG_3B + (CONTROL,)))
+ATTENTIONS = ("lsh", "full")
 
 
 def load_config(posemb: str, attention: str, seed: int, args: argparse.Namespace):
-  """configs/reformer_crops.py for one run, with the experiment's steps and seed."""
-  config = reformer_crops.get_config(f"posemb={posemb},attention={attention}")
+  """configs/reformer_digits.py for one run, with the experiment's steps and seed."""
+  size = 8 if args.quick else 16
+  config = reformer_digits.get_config(
+    f"posemb={posemb},attention={attention},size={size},small={int(args.quick)}"
+  )
   for_run(config, seed=seed, steps=args.steps, eval_every=args.eval_every)
   if args.quick:
     with config.unlocked():
@@ -72,9 +79,9 @@ def planned(args: argparse.Namespace) -> list[runs.Run]:
       load_config(posemb, attention, seed, args),
       os.path.join(args.out, "runs", attention, posemb, str(seed)),
     )
-    for attention in ATTENTIONS
-    for posemb in ENCODINGS
+    for attention in args.attentions
     for seed in range(args.seeds)
+    for posemb in ENCODINGS
   ]
 
 
@@ -107,19 +114,23 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--quick", action="store_true", help="tiny: a test of the pipeline")
   parser.add_argument("--out", default="experiments/generation")
   parser.add_argument("--seeds", type=int, default=3)
-  parser.add_argument("--steps", type=int, default=300)
-  parser.add_argument("--eval-every", type=int, default=50)
+  parser.add_argument("--steps", type=int, default=3000, help="from the learning curve")
+  parser.add_argument("--eval-every", type=int, default=250)
+  parser.add_argument("--attentions", default="lsh", help=f"comma-separated, of {ATTENTIONS}")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)
+  args.attentions = args.attentions.split(",")
+  if set(args.attentions) - set(ATTENTIONS):
+    parser.error(f"--attentions={','.join(args.attentions)}: choose from {ATTENTIONS}")
   if args.quick:
-    args.seeds, args.steps, args.eval_every = 1, 6, 3
+    args.seeds, args.steps, args.eval_every = 2, 6, 3
   if args.status:
     runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
     return {}
   path = os.path.join(args.out, "results.json")
   results = runs.execute(planned(args), runs.load(path), score, runs.saver(path))
-  samples = {a: draw_samples(a, args, num=4 if args.quick else 16) for a in ATTENTIONS}
-  report.write(results, samples, args.out)
+  samples = {a: draw_samples(a, args, num=4 if args.quick else 16) for a in args.attentions}
+  report.write(results, samples, args.out, levels=digit_images.LEVELS)
   return results
 
 

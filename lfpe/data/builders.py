@@ -18,7 +18,17 @@ from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 
-from lfpe.data import base, crops, detection_ops, digits, redgreen, screens, shapes, widget_caption
+from lfpe.data import (
+  base,
+  crops,
+  detection_ops,
+  digit_images,
+  digits,
+  redgreen,
+  screens,
+  shapes,
+  widget_caption,
+)
 from lfpe.errors import DatasetMissingError, did_you_mean
 
 _BUILD = (
@@ -61,7 +71,8 @@ _CATALOG = (
     instructions=_BUILD,
   ),
 )
-_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS, *screens.SPECS)
+_LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS, *digit_images.SPECS)
+_LOCAL += screens.SPECS
 _LOCAL += (widget_caption.SPEC,)  # built offline from a manual download (its message if missing)
 
 DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}

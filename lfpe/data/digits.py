@@ -20,12 +20,17 @@ SPLIT_SEED = 0
 TEST_PER_CLASS = 36
 
 
+def raw() -> tuple[np.ndarray, np.ndarray]:
+  """sklearn's digits as stored: float images `[1797, 8, 8]` in 0..16 and labels `[1797]`."""
+  datasets = require("sklearn.datasets", "experiments", "Building the digits datasets")
+  digits = datasets.load_digits()
+  return digits.images, digits.target.astype(np.int64)
+
+
 def load() -> tuple[np.ndarray, np.ndarray]:
   """sklearn's digits as uint8 images `[1797, 8, 8, 1]` in 0..255 and labels `[1797]`."""
-  datasets = require("sklearn.datasets", "experiments", "Building the digits dataset")
-  digits = datasets.load_digits()
-  images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)[..., None]
-  return images, digits.target.astype(np.int64)
+  images, labels = raw()
+  return np.round(images * (255.0 / 16.0)).astype(np.uint8)[..., None], labels
 
 
 def split_indices(labels: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,7 +1,8 @@
 """A Reformer-style autoregressive image model (002 Sec. 4.1, Fig. 3) with any position encoding.
 
 An image `[H, W, C]` is a sequence of `L = H*W*C` sub-pixel tokens in raster order, the
-channels of a pixel consecutive (vocabulary 256). Token `t` is predicted from the tokens
+channels of a pixel consecutive (vocabulary `vocab`: 256 sub-pixel values, or the grey
+levels of a quantised dataset). Token `t` is predicted from the tokens
 before it: the input at `t` is the embedding of token `t - 1` (zeros at `t = 0`) plus the
 position vector of token `t`, which is (002) the concatenation of
   * an absolute `lfpe.encodings` encoding of the token's 2-D pixel position `(row, col)`,
@@ -11,8 +12,9 @@ position vector of token `t`, which is (002) the concatenation of
 At full scale that is 768 + 256 = 1,024 = d_model. The embedding is duplicated into the two
 streams of a reversible stack (`lfpe.nn.reversible`) of `depth` layers, F = LayerNorm +
 causal self-attention (`lfpe.nn.lsh`: LSH, or dense with shared or separate q and k), G =
-a chunked feed-forward; the two outputs are concatenated, normalised and mapped to 256
-logits per token.
+a chunked feed-forward; the two outputs are concatenated, normalised and mapped to `vocab`
+logits per token. With `posemb='none'` the position vector is the channel embedding alone
+(and zeros): the no-position control.
 
 Randomness (LSH hashing, dropout) comes from the `lsh` rng stream, drawn once per call and
 split per layer, so the reversible backward pass redraws the forward pass's hashes.
@@ -37,7 +39,6 @@ from lfpe.nn.reversible import ChunkedFeedForward, ReversibleStack, merge_stream
 from lfpe.nn.transformer import layer_norm
 
 Array = jnp.ndarray
-VOCAB = 256  # sub-pixel values
 
 # name: the fields it sets. `imagenet64`: 002 / Reformer's ImageNet 64x64 model, with
 # n_buckets = 2 L / chunk_len (Reformer Sec. 2: chunks of twice the mean bucket size).
@@ -73,10 +74,11 @@ class AttentionSublayer(nn.Module):
 
 
 class Reformer(Checked, nn.Module):
-  """The model of the module docstring: tokens `[B, L]` int -> logits `[B, L, 256]`.
+  """The model of the module docstring: tokens `[B, L]` int -> logits `[B, L, vocab]`.
 
   Attributes:
     image_shape: `(H, W, C)` of the images; `L = H*W*C`.
+    vocab: values a token takes (256 sub-pixel values; the task passes its dataset's).
     width, depth, num_heads, mlp_dim: d_model, reversible layers, heads, d_ff.
     channel_dim: width of the channel embedding; the pixel encoding gets the rest.
     posemb: an absolute `lfpe.encodings` spec for pixel positions (002 Fig. 3).
@@ -91,6 +93,7 @@ class Reformer(Checked, nn.Module):
   """
 
   image_shape: tuple[int, int, int]
+  vocab: int = 256
   width: int = 64
   channel_dim: int = 16
   depth: int = 2
@@ -110,10 +113,11 @@ class Reformer(Checked, nn.Module):
 
   def check(self) -> None:
     _check_fields(self)
-    if encodings.kind(self.posemb) != "absolute":
+    if encodings.kind(self.posemb) not in ("absolute", "none"):
       raise ValueError(
         f"model.posemb={self.posemb!r} is of kind {encodings.kind(self.posemb)!r}; the "
-        "Reformer adds positions to its tokens: use an absolute encoding (e.g. 'fourier')."
+        "Reformer adds positions to its tokens: use an absolute encoding (e.g. 'fourier') "
+        "or 'none'."
       )
     self._positions(parent=None)  # builds the encoding once: its own checks run here
     self._attention()._check(self.width)
@@ -138,7 +142,7 @@ class Reformer(Checked, nn.Module):
 
   def setup(self):
     embed_init = nn.with_logical_partitioning(nn.initializers.normal(1.0), ("vocab", "embed"))
-    self.token_embedding = nn.Embed(VOCAB, self.width, embedding_init=embed_init)
+    self.token_embedding = nn.Embed(self.vocab, self.width, embedding_init=embed_init)
     self.positions = self._positions()
     channel_init = nn.with_logical_partitioning(nn.initializers.normal(0.02), (None, "embed"))
     shape = (self.image_shape[-1], self.channel_dim)
@@ -158,12 +162,14 @@ class Reformer(Checked, nn.Module):
     )
     self.final_norm = layer_norm("final_norm", jnp.float32)
     head_init = nn.with_logical_partitioning(nn.initializers.zeros, ("embed", "vocab"))
-    self.head = nn.Dense(VOCAB, kernel_init=head_init)  # zero: uniform logits, 8 bits/dim
+    self.head = nn.Dense(self.vocab, kernel_init=head_init)  # zero: uniform, log2(vocab) bits
 
   def position_vectors(self) -> Array:
     """`[L, width]`: the pixel encoding of each token beside its channel embedding."""
     h, w, c = self.image_shape
-    pixels = self.positions((h, w))["add"].astype(jnp.float32)  # [H*W, width - channel_dim]
+    hooks = self.positions((h, w))  # {} for posemb='none'
+    pixels = hooks.get("add", jnp.zeros((h * w, self.width - self.channel_dim)))
+    pixels = pixels.astype(jnp.float32)  # [H*W, width - channel_dim]
     pixels = jnp.repeat(pixels, c, axis=0)  # [L, width - channel_dim]
     channels = jnp.tile(jnp.asarray(self.channel_embedding, jnp.float32), (h * w, 1))
     return jnp.concatenate([pixels, channels], axis=-1)
@@ -216,7 +222,7 @@ def _check_fields(model: Reformer) -> None:
   shape = model.image_shape
   if not (isinstance(shape, tuple) and len(shape) == 3 and all(map(positive_int, shape))):
     raise ValueError(f"image_shape must be (H, W, C) positive ints, got {shape!r}.")
-  for key in ("width", "channel_dim", "depth", "num_heads", "mlp_dim"):
+  for key in ("vocab", "width", "channel_dim", "depth", "num_heads", "mlp_dim"):
     if not positive_int(getattr(model, key)):
       raise ValueError(f"model.{key} must be a positive int, got {getattr(model, key)!r}.")
   if model.channel_dim >= model.width:

@@ -1,10 +1,12 @@
 """Autoregressive image generation: next-sub-pixel cross-entropy, bits per dim.
 
-Batches hold `image [B, H, W, C]` uint8 (`photo_crops`, no preprocessing); eval batches
-also `mask [B]` marking real examples. Images are read in raster order with the channels
-of a pixel as consecutive tokens (002 Sec. 4.1: 64 x 64 x 3 = 12,288 tokens, vocabulary
-256). The model (`config.model_name='reformer'`) maps the tokens `[B, H*W*C]` to logits
-`[B, H*W*C, 256]`, the logit at t predicting token t from the tokens before it.
+Batches hold `image [B, H, W, C]` uint8 (`photo_crops`, `digit_images`; no preprocessing);
+eval batches also `mask [B]` marking real examples. Images are read in raster order with the
+channels of a pixel as consecutive tokens (002 Sec. 4.1: 64 x 64 x 3 = 12,288 tokens,
+vocabulary 256). The vocabulary V is the dataset spec's `num_classes` (256 sub-pixel values
+for photographs, 8 grey levels for `digit_images`). The model (`config.model_name=
+'reformer'`) maps the tokens `[B, H*W*C]` to logits `[B, H*W*C, V]`, the logit at t
+predicting token t from the tokens before it.
 
 Training loss: mean cross-entropy per sub-pixel (nats). Evaluation: bits per dim over the
 held-out split, `sum(bits) / (count * H*W*C)`, exact over the split (padding rows of
@@ -47,8 +49,8 @@ def token_bits(logits: jax.Array, targets: jax.Array) -> jax.Array:
 
 
 def bits_per_dim(logits: jax.Array, targets: jax.Array) -> jax.Array:
-  """Mean negative log-likelihood per sub-pixel in bits (`logits [..., 256]`, `targets [...]`
-  int); uniform logits give exactly 8.0."""
+  """Mean negative log-likelihood per sub-pixel in bits (`logits [..., V]`, `targets [...]`
+  int); uniform logits give exactly log2 V (8.0 for 256 values)."""
   return jnp.mean(token_bits(logits, targets))
 
 
@@ -77,8 +79,10 @@ class Generation:
       )
 
   def create_model(self, config: Any) -> nn.Module:
-    """`Model(image_shape=..., **config.model)`, computing in config.compute_dtype."""
-    model_config = {**config.model.to_dict(), "dtype": config.compute_dtype}
+    """`Model(image_shape=..., vocab=..., **config.model)` (the dataset's image shape and
+    number of token values), computing in config.compute_dtype."""
+    vocab = get_spec(config.data.name).num_classes
+    model_config = {"vocab": vocab, **config.model.to_dict(), "dtype": config.compute_dtype}
     return model_family(config, "generation")(image_shape=self.image_shape(config), **model_config)
 
   def example_batch(self, config: Any) -> dict[str, np.ndarray]:

@@ -10,10 +10,11 @@ from experiments.provenance import FIELDS
 from experiments.stats import check_claim
 
 EXPERIMENTS = pathlib.Path(__file__).resolve().parents[2] / "experiments"
-CLAIMS = sorted(EXPERIMENTS.glob("*/claims.json"))
+CLAIMS = sorted(EXPERIMENTS.glob("**/claims.json"))  # archived records' too
+IDS = [str(p.parent.relative_to(EXPERIMENTS)) for p in CLAIMS]
 
 
-@pytest.mark.parametrize("path", CLAIMS, ids=[p.parent.name for p in CLAIMS])
+@pytest.mark.parametrize("path", CLAIMS, ids=IDS)
 def test_every_verdict_follows_its_interval(path):
   entries = json.loads(path.read_text())
   assert entries, f"{path} holds no claim"
@@ -21,7 +22,7 @@ def test_every_verdict_follows_its_interval(path):
     check_claim(entry)
 
 
-@pytest.mark.parametrize("path", CLAIMS, ids=[p.parent.name for p in CLAIMS])
+@pytest.mark.parametrize("path", CLAIMS, ids=IDS)
 def test_the_record_beside_the_claims_has_provenance(path):
   results = json.loads((path.parent / "results.json").read_text())
   records = results["settings"].values() if "settings" in results else [results]

@@ -44,6 +44,24 @@ def test_a_fresh_model_scores_exactly_eight_bits_per_dim():
   assert float(bits_per_dim(logits, TOKENS)) == pytest.approx(8.0, abs=1e-5)
 
 
+def test_vocab_sizes_the_embedding_and_the_logits():
+  model, tokens = _model(vocab=8), TOKENS % 8
+  logits = _apply(model, _init(model, tokens), tokens)
+  assert logits.shape == (2, L, 8)  # fresh: uniform over 8 values, 3 bits per dim
+  assert float(bits_per_dim(logits, tokens)) == pytest.approx(3.0, abs=1e-5)
+
+
+def test_no_position_control_gives_tokens_only_their_channel_embedding():
+  model = _model(posemb="none")
+  variables = _init(model, TOKENS)
+  vectors = model.apply(variables, method=model.position_vectors)  # [L, width]
+  pixels, channels = vectors[:, :12], vectors[:, 12:]
+  np.testing.assert_array_equal(pixels, 0.0)
+  table = nn.unbox(variables["params"])["channel_embedding"]  # [C, channel_dim]
+  np.testing.assert_array_equal(channels, jnp.tile(table, (16, 1)))
+  assert "positions" not in variables["params"]  # nothing positional to learn
+
+
 @pytest.mark.parametrize("attention", ["full", "full_shared", "strict_lsh"])
 def test_logit_t_depends_only_on_tokens_before_t(attention):
   """Dense attention exactly; strictly causal LSH up to float summation order (the sort
@@ -124,6 +142,7 @@ def test_samples_follow_the_model():
   [
     ({"posemb": "rel_bias_2d"}, "model.posemb"),
     ({"channel_dim": 16}, "model.channel_dim"),
+    ({"vocab": 0}, "model.vocab"),
     ({"attention": "sparse"}, "model.attention"),
     ({"strictly_causal": 1}, "model.strictly_causal"),
     ({"not_a_field": 1}, "model.not_a_field"),

@@ -41,3 +41,14 @@ def test_eval_sums_skip_padding_rows_and_finalize_to_bits_per_dim():
   expected = bits_per_dim(logits[:3], image_tokens(jnp.asarray(images[:3])))
   assert metrics["bits_per_dim"] == pytest.approx(float(expected), rel=1e-5)
   assert metrics["count"] == 3
+
+
+@pytest.mark.parametrize("dataset, vocab", [("photo_crops/8x8", 256), ("digit_images/16x16", 8)])
+def test_the_model_predicts_the_datasets_token_values(dataset, vocab):
+  from configs import reformer_crops
+
+  config = reformer_crops.get_config("small=1")
+  with config.unlocked():
+    config.data.name = dataset
+  model = Generation().create_model(config)
+  assert (model.vocab, model.image_shape[-1]) == (vocab, 1 if vocab == 8 else 3)
