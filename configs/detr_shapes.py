@@ -12,7 +12,9 @@ benchmarks/README.md). Two deviations from DETR, for the CPU budget (both in
 box head and 3e-4 to 1e-3 the model stays on its first plateau, AP < 0.2 %, for the steps
 a run can afford here), and `query_groups=4` (Group DETR: four groups of 20 queries in
 training, each matched one-to-one on its own; group 0 alone at evaluation), which reaches
-a lower class loss in fewer steps for 1.6x the step time; 1,000 steps. Two protocols (002):
+a lower class loss in fewer steps for 1.6x the step time; 4,000 steps (the learning curve
+in experiments/detection/README.md: AP 12 % at 1,000 steps, 45 % at 2,000, 61 % at 3,000,
+64.5 % at 4,000). Two protocols (002):
 * `protocol=all` (Table 1): every size in training and testing, feature-map positions
   normalised to (0, 1] (`normalize_positions=True`);
 * `protocol=heldout` (Table 2): training on 32-48 px, testing on 56 and 64 px, positions
@@ -20,11 +22,10 @@ a lower class loss in fewer steps for 1.6x the step time; 1,000 steps. Two proto
 
   python -m lfpe.main --config=configs/detr_shapes.py:posemb=fourier --workdir=/tmp/detr
 
-Expected: about 2.7 min on 2 quiet CPU cores: 1,000 steps of batch 32 (7.5 steps/s), then
-evaluation on the first 500 test images at each test size (the seeds' spread, not the
-test sample, limits the AP's precision here, and 24 runs must fit in 1.5 h); eval AP
-about 6 % (summary.json, eval.AP; per encoding in experiments/detection/README.md, with
-a 4,000-step run that converges to AP 64.5 %: `--config.total_steps=4000`).
+Expected: about 10 min on 2 quiet CPU cores: 4,000 steps of batch 32 (6.6 steps/s), an
+evaluation on the first 500 test images at each test size every 1,000 steps; eval AP
+about 64 % for `fourier` (summary.json, eval.AP; per encoding in
+experiments/detection/README.md).
 
 Arguments: posemb=NAME (`detr_sine`, `embed_2d`, `mlp`, `fourier`, or any absolute
 encoding); gamma=G (given to the encodings that take it); protocol=all|heldout;
@@ -48,12 +49,12 @@ def get_config(arg: str | None = None):
     raise ValueError(f"config argument protocol={arg.protocol!r}; use one of {tuple(PROTOCOLS)}.")
   config = base_config()
   config.seed = 0
-  config.total_steps = 1000
+  config.total_steps = 4000
   config.batch_size = 32
   config.eval_batch_size = 64
   config.log_every = 50
   config.eval_every = 1000
-  config.checkpoint_every = 500
+  config.checkpoint_every = 1000
 
   config.data = data_config("shapes_detection/full")
   config.data.eval_split = "test[:500]"  # x 5 sizes: 2,500 scored images (see docstring)

@@ -18,17 +18,12 @@ from experiments.stats import difference, fmt, interval  # noqa: E402
 SIZES = (32, 40, 48, 56, 64)
 PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}  # test sizes (configs/detr_shapes.py)
 METRICS = ("AP", "AP50", "AP75")
-# Earlier records (their results.json, kept), against which each new record is compared
-# to measure what a recipe change did: file -> what differed from configs/detr_shapes.py.
-EARLIER = {
-  "results_one_group.json": "one query group, 1,000 steps (commit 8c907fe)",
-  "results_600_steps.json": "four query groups, 600 steps (commit 34d7de7)",
-}
 NAMES = {
   "detr_sine": "Sine-2D",
   "embed_2d": "Embed-2D",
   "mlp": "MLP",
   "fourier": "Learnable-Fourier+MLP",
+  "none": "no position (control)",
 }
 # 002 Tables 1 and 2 (DETR-R50 on COCO 2017 val, AP in %): AP, AP50, AP75.
 PAPER = {
@@ -51,6 +46,37 @@ def _runs(results: dict, protocol: str, posemb: str) -> list[dict]:
   return [v for k, v in sorted(results.items()) if k.startswith(f"{protocol}/{posemb}/")]
 
 
+def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
+  """The γ sweep's validation APs: {protocol: {γ: [AP of each seed]}}."""
+  out = {}
+  for key, value in sorted(results.items()):
+    if key.startswith("sweep/"):
+      _, protocol, gamma, _ = key.split("/")
+      out.setdefault(protocol, {}).setdefault(float(gamma.removeprefix("gamma=")), [])
+      out[protocol][float(gamma.removeprefix("gamma="))].append(value["eval"]["AP"])
+  return out
+
+
+def chosen_gammas(results: dict) -> dict[str, float]:
+  """The declared rule, per protocol swept: the γ with the highest mean validation AP
+  (ties to the smaller γ)."""
+  return {
+    protocol: max(aps, key=lambda g: (np.mean(aps[g]), -g))
+    for protocol, aps in sweep(results).items()
+  }
+
+
+def sweep_table(results: dict) -> list[str]:
+  chosen = chosen_gammas(results)
+  lines = ["| protocol | γ | validation AP (%) | chosen |", "|---|---|---|---|"]
+  for protocol, aps in sweep(results).items():
+    for gamma, values in sorted(aps.items()):
+      mark = "**yes**" if gamma == chosen[protocol] else ""
+      lines.append(f"| {protocol} | {gamma:g} | {fmt(values, scale=100)} (n = {len(values)}) "
+                   f"| {mark} |")  # fmt: skip
+  return lines
+
+
 # 002's claims on Tables 1-2 (AP, %): (item, protocol, a, b, text); a beats b.
 TESTED = (
   *(
@@ -71,15 +97,25 @@ TESTED = (
 
 def claims(results: dict) -> list[dict]:
   """claims.json: each of 002's Table 1-2 claims on AP (points), paired by seed (seed s of
-  every encoding draws the same data order)."""
+  every encoding draws the same data order); first, per protocol, the control: the
+  encoding with the highest mean AP against `none`."""
   out = []
-  for item, protocol, a, b, text in TESTED:
+  controls = []
+  for protocol in ("all", "heldout"):
+    encoded = [p for p in NAMES if p != "none" and _runs(results, protocol, p)]
+    if encoded:
+      best = max(
+        encoded, key=lambda p: np.mean([r["eval"]["AP"] for r in _runs(results, protocol, p)])
+      )
+      text = f"control: position is needed ({NAMES[best]}, the best encoding, beats no position)"
+      controls.append(("control", protocol, best, "none", text))
+  for item, protocol, a, b, text in (*controls, *TESTED):
     ra, rb = _runs(results, protocol, a), _runs(results, protocol, b)
     if len(ra) < 2 or len(ra) != len(rb):
       continue
     out.append(
       stats.claim(
-        paper="002",
+        paper="lfpe" if item == "control" else "002",
         item=item,
         text=text,
         metric=f"COCO AP (points), protocol {protocol}",
@@ -104,9 +140,10 @@ def table(results: dict, protocol: str) -> list[str]:
     runs = _runs(results, protocol, posemb)
     if not runs:
       continue
+    paper = PAPER[protocol].get(posemb, ("–",) * len(METRICS))
     cells = [
       f"{fmt([r['eval'][m] for r in runs], scale=100)} ({p})"
-      for m, p in zip(METRICS, PAPER[protocol][posemb], strict=True)
+      for m, p in zip(METRICS, paper, strict=True)
     ]
     lines.append(f"| {name} | {len(runs)} | " + " | ".join(cells) + " |")
   return lines
@@ -131,34 +168,12 @@ def drops(results: dict) -> list[str]:
       cells.append(_signed(*difference(at(b), at(a), scale=100)))
     else:
       cells.append("n/a")
-    paper = PAPER["heldout"][posemb][0] - PAPER["all"][posemb][0]
-    lines.append(f"| {name} | " + " | ".join(cells) + f" | {paper:+.1f} |")
-  return lines
-
-
-def ablation(results: dict, baseline: dict) -> list[str]:
-  """AP of `results` against `baseline` (another record, e.g. before a recipe change) per
-  protocol and encoding, the difference with its Welch 95 % interval; last, all runs pooled."""
-  lines = [
-    "| protocol | encoding | AP, baseline | AP, this record | difference |",
-    "|---|---|---|---|---|",
-  ]
-  ap = lambda runs: [r["eval"]["AP"] for r in runs]
-  pooled = ([], [])
-  for protocol in ("all", "heldout"):
-    for posemb, name in NAMES.items():
-      new, old = _runs(results, protocol, posemb), _runs(baseline, protocol, posemb)
-      if not (new and old):
-        continue
-      pooled[0].extend(ap(new))
-      pooled[1].extend(ap(old))
-      cells = (fmt(ap(old), scale=100), fmt(ap(new), scale=100))
-      diff = _signed(*difference(ap(new), ap(old), scale=100))
-      lines.append(f"| {protocol} | {name} | {cells[0]} | {cells[1]} | {diff} |")
-  if pooled[0]:
-    cells = (fmt(pooled[1], scale=100), fmt(pooled[0], scale=100))
-    diff = _signed(*difference(*pooled, scale=100))
-    lines.append(f"| both | all runs | {cells[0]} | {cells[1]} | {diff} |")
+    paper = (
+      f"{PAPER['heldout'][posemb][0] - PAPER['all'][posemb][0]:+.1f}"
+      if posemb in PAPER["all"]
+      else "–"
+    )
+    lines.append(f"| {name} | " + " | ".join(cells) + f" | {paper} |")
   return lines
 
 
@@ -191,16 +206,12 @@ def figure(results: dict, path: str) -> None:
 
 
 def write(results: dict, out: str) -> None:
-  """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json), and
-  the AP against each EARLIER record found in `out`."""
-  lines = ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
+  """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json)."""
+  lines = ["## The γ sweep of Learnable-Fourier+MLP (validation images)", ""]
+  lines += [*sweep_table(results), ""]
+  lines += ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
   lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
-  for name, recipe in EARLIER.items():
-    path = os.path.join(out, name)
-    if os.path.exists(path):
-      lines += [f"## AP against the earlier record `{name}`: {recipe}", ""]
-      lines += [*ablation(results, json.load(open(path))), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(claims(results), out)

@@ -1,20 +1,26 @@
-"""DETR-lite with four position encodings under 002's two protocols (Tables 1 and 2).
+"""DETR-lite with four position encodings and a no-position control under 002's two protocols.
 
   python -m experiments.detection.run --quick --out=/tmp/detection_quick   # CI, < 5 min
   python -m experiments.detection.run --out=experiments/detection          # the record
   python -m experiments.detection.run --status --out=experiments/detection # done / left, ETA
 
-Trains `configs/detr_shapes.py` for `detr_sine` (Sine-2D), `embed_2d`, `mlp` and `fourier`
-(Learnable-Fourier+MLP), `--seeds` seeds each, under protocol `all` (every size in
-training and testing, normalised positions: Table 1) and `heldout` (the two largest sizes
-for testing only, raw positions: Table 2), through the regular trainer (one workdir per
-run under `--out/runs`, `experiments/runs.py`: a stopped record resumes where it stopped, a
-finished run is read back, `--status` reports without training). Then every
-run is scored at each test size alone (`trainer.evaluate_each`: one restore and one
-compiled eval step for the five sizes; `--quick` tests one size and skips this), and
-`report.py` writes
-`results.json`, `tables.md` (mean ± 95 % CI beside 002's numbers) and the AP-vs-size plot;
-`predictions.png` shows Learnable-Fourier+MLP's boxes on test images (`picture.py`).
+Trains `configs/detr_shapes.py` (Tables 1 and 2 of 002) in two phases, through the regular
+trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stopped record
+resumes where it stopped, a finished run is read back, `--status` reports without training):
+1. **The γ sweep** (`SWEEP`): Learnable-Fourier+MLP at each γ of `GAMMAS`, per protocol,
+   `SWEEP_SEEDS` seeds of `SWEEP_STEPS` steps, trained on the training split minus its first
+   `VALIDATION` images and scored on those (at the protocol's test sizes): never on the
+   test images. The declared rule (`report.chosen_gamma`): the γ with the highest mean
+   validation AP, ties to the smaller γ.
+2. **The record**: `detr_sine` (Sine-2D), `embed_2d`, `mlp`, `fourier` (at its chosen γ) and
+   the control `none`, `--seeds` paired seeds each (seed s of every encoding draws the same
+   data order), under protocol `all` (every size in training and testing, normalised
+   positions: Table 1) and `heldout` (the two largest sizes for testing only, raw
+   positions: Table 2), `--steps` steps (the learning curve in the README chose them).
+Then every run is scored at each test size alone (`trainer.evaluate_each`; `--quick` tests
+one size and skips this), and `report.py` writes `results.json`, `tables.md`, `claims.json`
+and the AP-vs-size plot; `predictions.png` shows Learnable-Fourier+MLP's boxes on test
+images (`picture.py`).
 """
 
 from __future__ import annotations
@@ -28,27 +34,57 @@ from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.train import trainer
 
-ENCODINGS = ("detr_sine", "embed_2d", "mlp", "fourier")
+CONTROL = "none"
+ENCODINGS = ("detr_sine", "embed_2d", "mlp", "fourier", CONTROL)
 PROTOCOLS = ("all", "heldout")
 PICTURED = "fourier"  # whose predictions predictions.png shows (seed 0, each protocol)
+SWEEP = "fourier"  # the encoding whose γ the sweep chooses (the only one here that has one)
+GAMMAS = (0.25, 1.0, 4.0, 16.0)  # factors of 4: normalised positions and raw indices (0-7)
+SWEEP_SEEDS, SWEEP_STEPS = 2, 2000
+VALIDATION = 1000  # the first training images: the sweep's validation split (500 scored)
 
 
-def load_config(posemb: str, protocol: str, seed: int, args: argparse.Namespace):
+def load_config(posemb: str, protocol: str, seed: int, args, gamma: float = 1.0):
   """configs/detr_shapes.py for one run, with the experiment's steps and seed."""
-  arg = f"posemb={posemb},protocol={protocol}" + (",small=1" if args.quick else "")
+  arg = f"posemb={posemb},protocol={protocol},gamma={gamma}" + (",small=1" if args.quick else "")
   return for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
+
+
+def sweep_config(protocol: str, gamma: float, seed: int, args):
+  """A sweep run: trained without the validation images, scored on them."""
+  config = load_config(SWEEP, protocol, seed, args, gamma)
+  held = 16 if args.quick else VALIDATION
+  for_run(config, seed=seed, steps=args.sweep_steps)
+  with config.unlocked():
+    config.data.train_split = f"train[{held}:]"
+    config.data.eval_split = f"train[:{held // 2}]"
+  return config
 
 
 def run_dir(args: argparse.Namespace, protocol: str, posemb: str, seed: int) -> str:
   return os.path.join(args.out, "runs", protocol, posemb, str(seed))
 
 
-def planned(args: argparse.Namespace) -> list[runs.Run]:
-  """Every run of the record, seed-major: a stopped record has whole seeds."""
+def sweep_runs(args: argparse.Namespace) -> list[runs.Run]:
+  return [
+    runs.Run(
+      f"sweep/{protocol}/gamma={gamma}/{seed}",
+      sweep_config(protocol, gamma, seed, args),
+      os.path.join(args.out, "runs", "sweep", protocol, f"gamma={gamma}", str(seed)),
+    )
+    for seed in range(args.sweep_seeds)
+    for protocol in PROTOCOLS
+    for gamma in args.gammas
+  ]
+
+
+def record_runs(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs.Run]:
+  """The record's runs, seed-major (a stopped record has whole seeds); `fourier` at the γ
+  the sweep chose for each protocol (`gammas`; 1.0 where it has not, for --status only)."""
   return [
     runs.Run(
       f"{protocol}/{posemb}/{seed}",
-      load_config(posemb, protocol, seed, args),
+      load_config(posemb, protocol, seed, args, gammas.get(protocol, 1.0)),
       run_dir(args, protocol, posemb, seed),
     )
     for seed in range(args.seeds)
@@ -58,7 +94,11 @@ def planned(args: argparse.Namespace) -> list[runs.Run]:
 
 
 def score(run: runs.Run, summary: dict, quick: bool) -> dict:
-  """A trained run's results entry: its eval, and AP at every test size alone."""
+  """A trained run's results entry: its eval, and AP at every test size alone (not for the
+  sweep's runs, scored on validation images)."""
+  if run.key.startswith("sweep/"):
+    print(f"{run.key}: validation AP {summary['eval']['AP']:.4f}", flush=True)
+    return {"eval": summary["eval"], "seconds": summary.get("wall_s")}
   tested = run.config.data.detection.test_sizes
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
   sizes = [] if quick else report.SIZES
@@ -84,24 +124,30 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="tiny sizes: a test of the pipeline")
   parser.add_argument("--out", default="experiments/detection")
-  parser.add_argument("--seeds", type=int, default=3)
+  parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
+  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
+  parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)
+  args.gammas = GAMMAS
   if args.quick:
-    args.seeds, args.steps = 1, args.steps or 4
-  if args.status:
-    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
-    return {}
+    args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
+    args.gammas = (0.5, 1.0)
   results = runs.load(os.path.join(args.out, "results.json"))
+  if args.status:
+    runs.status(sweep_runs(args) + record_runs(args, report.chosen_gammas(results)), results)
+    return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
-  runs.execute(planned(args), results, lambda run, summary: score(run, summary, args.quick), save)
+  scored = lambda run, summary: score(run, summary, args.quick)
+  runs.execute(sweep_runs(args), results, scored, save)
+  record = {run.key: run for run in record_runs(args, report.chosen_gammas(results))}
+  runs.execute(list(record.values()), results, scored, save)
   report.write(results, args.out)
+  pictured = [record[f"{protocol}/{PICTURED}/0"] for protocol in PROTOCOLS]
   scenes = {
-    protocol: picture.predictions(
-      load_config(PICTURED, protocol, 0, args), run_dir(args, protocol, PICTURED, 0), count=4
-    )
-    for protocol in PROTOCOLS
+    protocol: picture.predictions(run.config, run.workdir, count=4)
+    for protocol, run in zip(PROTOCOLS, pictured, strict=True)
   }
   picture.draw(scenes, os.path.join(args.out, "predictions.png"))
   return results

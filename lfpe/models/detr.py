@@ -211,10 +211,12 @@ class DETR(Checked, nn.Module):
     x = nn.Conv(features=self.width, kernel_size=(1, 1), dtype=dtype, name="input_proj")(features)
     b, h, w, d = x.shape
     pad = downsample_mask(mask, (h, w))  # [B, h, w]
-    encoding = self._encoding()
-    self._check_table_size(encoding, (h, w), images.shape[1:3])
-    coords = feature_positions(pad, encoding, self.normalize_positions)
-    hooks = self._positions(name="pos")((h, w), coords)  # {'pos_q', 'pos_k'}: [B, h·w, D]
+    hooks = {}  # posemb='none', the no-position control: neither encoder nor decoder adds any
+    if encodings.kind(self.posemb) != "none":
+      encoding = self._encoding()
+      self._check_table_size(encoding, (h, w), images.shape[1:3])
+      coords = feature_positions(pad, encoding, self.normalize_positions)
+      hooks = self._positions(name="pos")((h, w), coords)  # {'pos_q', 'pos_k'}: [B, h·w, D]
     pad = pad.reshape(b, h * w)
     memory = self._encoder(name="encoder")(
       x.reshape(b, h * w, d), (h, w), hooks=hooks, key_padding_mask=pad, deterministic=not train
@@ -230,7 +232,7 @@ class DETR(Checked, nn.Module):
       jnp.zeros((b, num, d), dtype),
       memory,
       query_pos=query_pos,
-      memory_pos=hooks["pos_k"],
+      memory_pos=hooks.get("pos_k"),
       memory_padding_mask=pad,
       self_attention_bias=group_attention_bias(groups, self.num_queries) if groups > 1 else None,
       deterministic=not train,
@@ -326,11 +328,11 @@ def _check_posemb(posemb) -> None:
     kind = encodings.kind(posemb)
   except ValueError as e:
     raise ValueError(f"model.posemb: {e}") from None
-  if kind != "absolute":
+  if kind not in ("absolute", "none"):
     absolute = [n for n in encodings.NAMES if encodings.kind(n) == "absolute"]
     raise ValueError(
       f"model.posemb={posemb!r} is a {kind!r} encoding; DETR adds positions to queries "
-      f"and keys, so use an absolute one: {', '.join(absolute)}."
+      f"and keys, so use an absolute one ({', '.join(absolute)}) or 'none'."
     )
   if "normalize" in options:
     raise ValueError(

@@ -10,22 +10,24 @@ from experiments.stats import check_claim
 
 
 @pytest.mark.slow
-def test_quick_detection_experiment_runs_every_protocol_and_encoding(tmp_path, capsys):
+def test_quick_detection_experiment_sweeps_gamma_then_runs_every_protocol(tmp_path, capsys):
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
-  assert len(results) == len(run.PROTOCOLS) * len(run.ENCODINGS)
+  swept = [k for k in results if k.startswith("sweep/")]
+  assert sorted(swept) == [f"sweep/{p}/gamma={g}/0" for p in ("all", "heldout") for g in (0.5, 1.0)]
+  assert len(results) == len(swept) + len(run.PROTOCOLS) * len(run.ENCODINGS)
   for entry in json.loads((tmp_path / "claims.json").read_text()):
     check_claim(entry)
   for key, value in results.items():
     assert 0.0 <= value["eval"]["AP"] <= 1.0, key
-    assert value["by_size"], key
+    assert key in swept or value["by_size"], key
   tables = (tmp_path / "tables.md").read_text()
-  assert "002 Table 1" in tables and "Learnable-Fourier+MLP" in tables
+  assert "002 Table 1" in tables and "no position (control)" in tables and "γ sweep" in tables
   assert (tmp_path / "ap_by_size.png").stat().st_size > 0
   assert (tmp_path / "predictions.png").stat().st_size > 0
   capsys.readouterr()
   run.main(["--quick", f"--out={tmp_path}", "--status"])
-  assert "8 of 8 runs done" in capsys.readouterr().out
+  assert "14 of 14 runs done" in capsys.readouterr().out
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   again.pop("provenance")
   # Compared as JSON text: AP at an absent size is NaN, and NaN != NaN.

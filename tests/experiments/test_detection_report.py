@@ -1,40 +1,44 @@
-"""The detection report's ablation table: per-run AP of two records, differences, pooling."""
+"""The detection record's report on made-up results: the γ rule, the control, the tables."""
 
-import json
+import pytest
 
 from experiments.detection import report
 
 
-def _record(aps: dict) -> dict:
-  """results.json of runs `{(protocol, posemb): [AP per seed]}`."""
-  return {
-    f"{protocol}/{posemb}/{seed}": {"eval": dict.fromkeys(report.METRICS, ap), "by_size": {}}
-    for (protocol, posemb), values in aps.items()
-    for seed, ap in enumerate(values)
+def _entry(ap):
+  return {"eval": {"AP": ap, "AP50": ap, "AP75": ap}, "by_size": {}}
+
+
+def test_gamma_rule_takes_the_best_mean_validation_ap_ties_to_the_smaller():
+  results = {
+    "sweep/all/gamma=0.5/0": _entry(0.40),
+    "sweep/all/gamma=0.5/1": _entry(0.50),
+    "sweep/all/gamma=1.0/0": _entry(0.60),
+    "sweep/all/gamma=1.0/1": _entry(0.20),
+    "sweep/all/gamma=2.0/0": _entry(0.44),
+    "sweep/all/gamma=2.0/1": _entry(0.44),
+    "sweep/heldout/gamma=4.0/0": _entry(0.30),
+    "sweep/heldout/gamma=0.25/0": _entry(0.10),
+    "all/fourier/0": _entry(0.9),  # a record run is no sweep run
   }
+  assert report.sweep(results)["all"] == {0.5: [0.40, 0.50], 1.0: [0.60, 0.20], 2.0: [0.44] * 2}
+  # means: 0.45, 0.40, 0.44 -> 0.5; heldout: 4.0
+  assert report.chosen_gammas(results) == {"all": 0.5, "heldout": 4.0}
+  tied = {"sweep/all/gamma=2.0/0": _entry(0.3), "sweep/all/gamma=0.25/0": _entry(0.3)}
+  assert report.chosen_gammas(tied) == {"all": 0.25}
+  table = "\n".join(report.sweep_table(results))
+  assert "| all | 0.5 | 45.0 ± 63.5 (n = 2) | **yes** |" in table
 
 
-def test_ablation_differences_and_pooled_row():
-  new = _record({("all", "fourier"): [0.10, 0.12, 0.14], ("heldout", "mlp"): [0.05, 0.05, 0.08]})
-  old = _record({("all", "fourier"): [0.02, 0.04, 0.03], ("heldout", "mlp"): [0.01, 0.02, 0.03]})
-  lines = report.ablation(new, old)
-  assert len(lines) == 2 + 2 + 1  # header, two (protocol, encoding) rows, pooled
-  fourier = lines[2].split(" | ")
-  assert fourier[:2] == ["| all", "Learnable-Fourier+MLP"]
-  assert fourier[2].startswith("3.0 ± ") and fourier[3].startswith("12.0 ± ")
-  assert fourier[4].startswith("+9.0 ± ")
-  pooled = lines[-1].split(" | ")
-  assert pooled[:2] == ["| both", "all runs"] and pooled[4].startswith("+6.5 ± ")  # 9.0 - 2.5
-  assert "embed_2d" not in "".join(lines) and "Embed-2D" not in "".join(lines)  # no runs, no row
-
-
-def test_write_compares_with_each_earlier_record_found(tmp_path):
-  new = _record({("all", "fourier"): [0.10, 0.12, 0.14]})
-  for name, ap in zip(report.EARLIER, (0.02, 0.05), strict=True):
-    (tmp_path / name).write_text(json.dumps(_record({("all", "fourier"): [ap] * 3})))
-  report.write(new, str(tmp_path))
-  text = (tmp_path / "tables.md").read_text()
-  for name in report.EARLIER:
-    assert f"`{name}`" in text
-  assert "+10.0" in text and "+7.0" in text  # 12.0 - 2.0 and 12.0 - 5.0
-  assert (tmp_path / "ap_by_size.png").exists()
+def test_control_claim_pits_the_best_encoding_against_no_position():
+  aps = {"detr_sine": [0.30, 0.32, 0.31], "fourier": [0.40, 0.43, 0.41], "none": [0.1, 0.12, 0.09]}
+  results = {f"all/{p}/{s}": _entry(v) for p, vs in aps.items() for s, v in enumerate(vs)}
+  claims = report.claims(results)
+  control = [c for c in claims if c["item"] == "control"]
+  assert len(control) == 1 and (control[0]["a"], control[0]["b"]) == ("all/fourier", "all/none")
+  assert control[0]["verdict"] == "reproduced" and control[0]["paper"] == "lfpe"
+  assert control[0]["difference"] == pytest.approx(100 * (0.41333 - 0.10333), abs=1e-2)
+  fourier_vs_sine = [c for c in claims if c["b"] == "all/detr_sine"]
+  assert fourier_vs_sine[0]["verdict"] == "reproduced" and fourier_vs_sine[0]["n"] == 3
+  rows = "\n".join(report.table(results, "all"))
+  assert "| no position (control) | 3 |" in rows and "(–)" in rows

@@ -131,6 +131,18 @@ def test_positions_enter_queries_and_keys_never_values():
   np.testing.assert_allclose(run(blind), run(_perturb_positions(blind, 1)), rtol=1e-5, atol=1e-6)
 
 
+def test_no_position_control_adds_no_feature_map_positions():
+  model = Model(CLASSES, **SMALL, posemb="none")
+  params = _variables("none")["params"]
+  assert "pos" not in params  # no encoding to learn; the object queries stay (DETR's)
+  out, alone_a, _ = _apply(model, {"params": params}, *_inputs())
+  np.testing.assert_allclose(out["boxes"][:, :1], alone_a["boxes"], rtol=1e-4, atol=1e-4)
+  flat = traverse_util.flatten_dict(params)
+  flat[("query_pos",)] = flat[("query_pos",)] + 1.0  # the query positions still matter
+  moved = _apply(model, {"params": traverse_util.unflatten_dict(flat)}, *_inputs())[0]
+  assert not np.allclose(out["boxes"], moved["boxes"], atol=1e-3)
+
+
 def test_post_and_pre_norm_both_run_and_differ():
   post, pre = Model(CLASSES, **SMALL), Model(CLASSES, **SMALL, norm="pre")
   assert post.norm == "post"  # DETR's default
@@ -292,7 +304,6 @@ def test_image_size_sets_max_grid_to_the_feature_map(variant, size, grid):
     (dict(backbone="vgg"), "model.backbone='vgg' is unknown"),
     (dict(posemb="rel_bias_2d"), "model.posemb='rel_bias_2d' is a 'bias' encoding"),
     (dict(posemb="rope_axial"), "model.posemb='rope_axial' is a 'rotary' encoding"),
-    (dict(posemb="none"), "model.posemb='none' is a 'none' encoding"),
     (dict(posemb="fourrier"), "model.posemb: Unknown positional encoding 'fourrier'"),
     (dict(posemb="fourier(gamma=-1.0)"), r"model.posemb='fourier\(gamma=-1.0\)'.*gamma"),
     (dict(posemb="detr_sine(normalize=False)"), "set model.normalize_positions instead"),
