@@ -39,6 +39,8 @@ TABLE4 = {
 }
 BASELINE = "Embed-4D"
 BEST = "Learnable-Fourier+MLP-4/1"
+CONTROL = "No-position"  # run.py's control row (no 002 numbers)
+ROWS = (*TABLE3, CONTROL)
 # 002's findings as "a > b in metric" (`drop`: CIDEr seen minus unseen of each run).
 FINDINGS = (
   ("Learnable-Fourier+MLP-4/1 is best: above Embed-4D", BEST, BASELINE, "CIDEr"),
@@ -95,8 +97,8 @@ def table3(results: dict) -> list[str]:
     "| method | seeds | " + " | ".join(f"{m} (002)" for m in metrics) + " | CIDEr p vs Embed-4D |",
     "|---|---|" + "---|" * (len(metrics) + 1),
   ]
-  for row, paper in TABLE3.items():
-    runs = _runs(results, row)
+  for row in ROWS:
+    runs, paper = _runs(results, row), TABLE3.get(row, ("–",) * len(METRICS))
     if not runs:
       continue
     cells = [
@@ -115,7 +117,7 @@ def table4(results: dict) -> list[str]:
     "| method | seeds | seen CIDEr (002) | unseen CIDEr (002) | drop, seen - unseen (002) |",
     "|---|---|---|---|---|",
   ]
-  for row in TABLE3:
+  for row in ROWS:
     runs = _runs(results, row)
     if not runs:
       continue
@@ -139,11 +141,18 @@ def runner_up(results: dict) -> str | None:
 
 
 def claims(results: dict) -> list[dict]:
-  """claims.json: 002's findings on CIDEr (points) and on the seen - unseen drop, paired by
+  """claims.json: first the control (the Table 3 row with the highest mean CIDEr against
+  `CONTROL`), then 002's findings on CIDEr (points) and on the seen - unseen drop, paired by
   seed when both rows ran the same seeds (seed s of every row trains on the same screens in
   the same order), else Welch."""
   out = []
-  for text, a, b, metric in FINDINGS:
+  tested = list(FINDINGS)
+  rows = [r for r in TABLE3 if _runs(results, r)]
+  if rows and _runs(results, CONTROL):
+    best = max(rows, key=lambda r: np.mean(_values(results, r, "CIDEr")))
+    tested.insert(0, ("control: position is needed: the best row beats no position", best,
+                      CONTROL, "CIDEr"))  # fmt: skip
+  for text, a, b, metric in tested:
     b = b or runner_up(results)
     ra, rb = _runs(results, a), _runs(results, b) if b else []
     if len(ra) < 2 or len(rb) < 2:
@@ -151,8 +160,8 @@ def claims(results: dict) -> list[dict]:
     paired = [r["seed"] for r in ra] == [r["seed"] for r in rb]
     out.append(
       stats_lib.claim(
-        paper="002",
-        item="Table 4" if metric == "drop" else "Table 3",
+        paper="lfpe" if b == CONTROL else "002",
+        item="control" if b == CONTROL else "Table 4" if metric == "drop" else "Table 3",
         text=f"{text} ({a} vs {b})",
         metric="CIDEr seen - unseen" if metric == "drop" else metric,
         a=a,

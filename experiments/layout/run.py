@@ -1,11 +1,12 @@
-"""Widget captioning on synthetic screens with 002's ten box encodings (Tables 3 and 4).
+"""Widget captioning on synthetic screens with 002's ten box encodings and a control (Tables 3-4).
 
   python -m experiments.layout.run --quick --out=/tmp/layout_quick  # CI, < 5 min
   python -m experiments.layout.run --status --out=experiments/layout   # done / left, ETA
   python -m experiments.layout.run --out=experiments/layout         # the record
 
-Trains `configs/layout_synthetic.py` (the `tiny` layout captioner on `layout_screens/full`)
-for every row of 002 Table 3 (`lfpe.models.layout.TABLE3`), `--seeds` seeds each, through
+Trains `configs/layout_synthetic.py` (the `tiny` layout captioner on `layout_screens/grid`,
+captions that name the target's cell of a 10 x 10 grid) for every row of 002 Table 3
+(`lfpe.models.layout.TABLE3`) and the no-position control, `--seeds` seeds each, through
 the regular trainer (one workdir per run under `--out/runs/<row>/<seed>`, so a stopped
 experiment resumes where it stopped); each run's final eval metrics (BLEU-1/2, ROUGE-L,
 CIDEr, CIDEr on seen / unseen targets) go to `results.json` after the run. Then two checks
@@ -33,7 +34,9 @@ from lfpe.data import builders, screens
 from lfpe.models import layout
 from lfpe.train import trainer
 
-ROWS = tuple(layout.TABLE3)
+CONTROL = "No-position"  # the control row: the captioner without boxes
+ROWS = (*layout.TABLE3, CONTROL)
+POSEMBS = {**layout.TABLE3, CONTROL: "none"}
 EXAMPLE_ROW = "Learnable-Fourier+MLP-4/1"
 
 
@@ -47,7 +50,7 @@ def load_config(row: str, seed: int, args: argparse.Namespace):
 
   The row's groups are passed as given in `TABLE3` (an encoding's default is 1 group: the
   config's default of 4 would turn Table 3's `mlp` into a 4/1 MLP)."""
-  name, options = encodings.parse(layout.TABLE3[row])
+  name, options = encodings.parse(POSEMBS[row])
   arg = f"posemb={name},groups={options.get('groups', 1)}" + (",small=1" if args.quick else "")
   config = for_run(layout_synthetic.get_config(arg), seed=seed, steps=args.steps)
   with config.unlocked():
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="small data, a few steps: CI")
   parser.add_argument("--out", default="experiments/layout")
-  parser.add_argument("--seeds", type=int, default=3)
+  parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   args = parser.parse_args(argv)

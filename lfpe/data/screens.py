@@ -39,9 +39,18 @@ Features:
     padding, indices into `CAPTION_VOCAB` (0 pad, 1 bos, 2 eos, 3 unk; 127 in all).
   unseen [] int32: 1 if the target has a held-out coordinate (test only; 0 in train).
 
+Captions (the config's `captions`): `templates`, the paraphrases above, which the regular
+layouts make easy to learn (a tiny model reaches CIDEr ~300, the ceiling of the metric for
+these references); or `grid`, references that name the target's place on a 10 x 10 grid of
+the screen, "icon in row three column seven" (`grid_refs`: the row and column of the
+centre of the stored box, `floor(10 * (top + bottom) / 2 / 99) + 1`, likewise for the
+column), so a caption is right only if the model resolves the box to a tenth of the screen
+at every position, the held-out ones included.
+
 Every screen draws from its own generator, `numpy.random.default_rng([seed, split, row])`:
 the build is deterministic from the config's `seed`. Configs: `full` (20,000 train / 2,000
-test) and `small` (512 / 128, for tests and CI).
+test) and `small` (512 / 128, for tests and CI) with template captions; `grid` and
+`grid_small`, the same screens with grid captions.
 """
 
 from __future__ import annotations
@@ -89,10 +98,15 @@ CAPTION_WORDS = (
   "item", "navigation", "title", "dialog", "card", "grid", "image", "picture", "icon",
   "button", "checkbox", "switch", "toggle", "check", "arrow", "floating", "action", "open",
   "only", "rightmost", "for", "first", "second", "third", "fourth", "fifth", "sixth", "last",
+  "column", "and",
 )  # fmt: skip
+NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+GRID = len(NUMBERS)  # rows and columns of the `grid` captions' screen grid
+KIND_WORDS = {"fab": "floating button", "nav_item": "tab"}  # else the kind is its own word
+CAPTIONS = ("templates", "grid")
 # Captions copy screen words (labels, titles, button texts), so those are caption words too.
 SPECIAL = ("<pad>", "<bos>", "<eos>", "<unk>")  # the first caption ids (also widget_caption's)
-CAPTION_VOCAB = (*SPECIAL, *dict.fromkeys(CAPTION_WORDS + TEXT_VOCAB[1:]))
+CAPTION_VOCAB = (*SPECIAL, *dict.fromkeys(CAPTION_WORDS + NUMBERS + TEXT_VOCAB[1:]))
 PAD, BOS, EOS, UNK = range(len(SPECIAL))
 _TEXT_ID = {w: i for i, w in enumerate(TEXT_VOCAB)}
 _CAPTION_ID = {w: i for i, w in enumerate(CAPTION_VOCAB)}
@@ -113,6 +127,11 @@ class ScreensConfig(tfds.core.BuilderConfig):
   num_train: int = 20_000
   num_test: int = 2_000
   seed: int = 0
+  captions: str = "templates"
+
+  def __post_init__(self):
+    if self.captions not in CAPTIONS:
+      raise ValueError(f"ScreensConfig: captions={self.captions!r}; use one of {CAPTIONS}.")
 
 
 def _caption(text: str) -> list[int]:
@@ -122,7 +141,23 @@ def _caption(text: str) -> list[int]:
   return ids + [PAD] * (CAPTION_LEN - len(ids))
 
 
-def sample_example(rng: np.random.Generator, train: bool) -> dict[str, np.ndarray]:
+def grid_refs(kind: str, box: np.ndarray) -> tuple[str, ...]:
+  """The `grid` captions of an object of `kind` whose stored box is `box` (bins)."""
+  top, left, bottom, right = np.asarray(box, np.float64) / (BINS - 1)
+  cell = lambda lo, hi: NUMBERS[min(int(GRID * (lo + hi) / 2), GRID - 1)]
+  row, col = cell(top, bottom), cell(left, right)
+  name = KIND_WORDS.get(kind, kind)
+  return (
+    f"{name} in row {row} column {col}",
+    f"{name} at row {row} and column {col}",
+    f"the {name} in column {col} of row {row}",
+    f"{name} at column {col} row {row}",
+  )
+
+
+def sample_example(
+  rng: np.random.Generator, train: bool, captions: str = "templates"
+) -> dict[str, np.ndarray]:
   """One (screen, target) example as stored, without `screen_id` (module doc)."""
   objects = screen(rng)
   while not any(o.refs for o in objects):  # rare: nothing clickable (e.g. plain text rows)
@@ -144,6 +179,8 @@ def sample_example(rng: np.random.Generator, train: bool) -> dict[str, np.ndarra
     words = [_TEXT_ID[w] for w in objects[i].words.split()]
     texts[row, : len(words)] = words
   row = int(np.flatnonzero(order == target)[0])
+  if captions == "grid":
+    refs = grid_refs(objects[target].kind, boxes[row])
   return {
     "boxes": boxes,
     "types": types,
@@ -159,7 +196,8 @@ def generate(cfg: ScreensConfig, split: str) -> dict[str, np.ndarray]:
   """The examples of `split` as stacked arrays, each from its generator `[seed, split, row]`."""
   n, index = {"train": cfg.num_train, "test": cfg.num_test}[split], SPLITS.index(split)
   rows = [
-    sample_example(np.random.default_rng([cfg.seed, index, i]), split == "train") for i in range(n)
+    sample_example(np.random.default_rng([cfg.seed, index, i]), split == "train", cfg.captions)
+    for i in range(n)
   ]
   out = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
   return {"screen_id": np.arange(n, dtype=np.int64), **out}
@@ -233,6 +271,14 @@ class LayoutScreens(base.ArrayBuilder):
     ScreensConfig(name="full", description="20,000 train / 2,000 test examples."),
     ScreensConfig(
       name="small", description="512 / 128 examples (tests, CI).", num_train=512, num_test=128
+    ),
+    ScreensConfig(name="grid", description="`full` with grid captions.", captions="grid"),
+    ScreensConfig(
+      name="grid_small",
+      description="`small` with grid captions (tests, CI).",
+      num_train=512,
+      num_test=128,
+      captions="grid",
     ),
   ]
 

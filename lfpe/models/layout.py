@@ -11,7 +11,8 @@ as one linear map per part, summed: positions enter by addition, as everywhere i
     in the encoding's `coords_mode`, `coords.axis_values(bins, mode)[bin]` (the bin itself
     for learned tables and `sine_nd`, bin / (bins - 1) for `unit`: `fourier`, `mlp`), and for
     encodings with `groups` split by `coords.boxes`: G = 1 one 4-D group (002's "1/4"),
-    G = 2 (top, left) and (bottom, right) ("2/2"), G = 4 four 1-D groups ("4/1").
+    G = 2 (top, left) and (bottom, right) ("2/2"), G = 4 four 1-D groups ("4/1");
+    zeros for `posemb='none'` (the no-position control: objects without their boxes).
 A learned `target_embedding` is added to the object to caption. The encoder (pre-LN, no
 positions: objects are a set) masks the padding rows (`>= num_objects`) as keys. The decoder
 embeds the caption tokens, adds learned positions `caption_pos` as DETR's query positions
@@ -119,6 +120,10 @@ class LayoutCaptioner(Checked, nn.Module):
   def check(self) -> None:
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
     _check_fields(self)
+    if self._no_position:
+      self._encoder(parent=None)
+      self._decoder(parent=None)
+      return
     try:
       name = encodings.parse(self.posemb)[0]
       if not encodings.info(name).reads_boxes:
@@ -134,6 +139,11 @@ class LayoutCaptioner(Checked, nn.Module):
       raise ValueError(f"model.posemb={self.posemb!r}: {e}") from None
     self._encoder(parent=None)
     self._decoder(parent=None)
+
+  @property
+  def _no_position(self) -> bool:
+    """`posemb='none'`: the control, objects without their boxes."""
+    return encodings.kind(self.posemb) == "none"
 
   def _encoding(self, **kwargs):
     """The box encoding: `ndim` is 4, or 4 / G coordinates per group for grouped encodings."""
@@ -157,7 +167,7 @@ class LayoutCaptioner(Checked, nn.Module):
     embed = nn.with_logical_partitioning(nn.initializers.normal(1.0), (None, "embed"))
     self.text_embedding = nn.Embed(self.text_vocab, self.width, embedding_init=embed)
     self.type_embedding = nn.Embed(self.num_types, self.width, embedding_init=embed)
-    self.box_encoding = self._encoding()
+    self.box_encoding = None if self._no_position else self._encoding()
     self.object_proj = nn.Dense(self.width)
     vector = nn.with_logical_partitioning(nn.initializers.normal(1.0), ("embed",))
     self.target_embedding = self.param("target_embedding", vector, (self.width,))
@@ -185,7 +195,10 @@ class LayoutCaptioner(Checked, nn.Module):
     padding = jnp.arange(n) >= num_objects[:, None]
     real = (texts > 0)[..., None]  # [B, N, K, 1]
     words = jnp.sum(self.text_embedding(texts) * real, axis=-2) / jnp.maximum(real.sum(-2), 1)
-    box = self.box_encoding(self.box_coords(boxes)).astype(jnp.float32)
+    if self.box_encoding is None:  # the control: a box adds nothing
+      box = jnp.zeros((*boxes.shape[:2], self.width), jnp.float32)
+    else:
+      box = self.box_encoding(self.box_coords(boxes)).astype(jnp.float32)
     x = self.object_proj(jnp.concatenate([words, self.type_embedding(types), box], axis=-1))
     x = x + jax.nn.one_hot(target, n)[..., None] * self.target_embedding
     memory = self.encoder(
@@ -363,6 +376,8 @@ def _check_posemb(posemb) -> None:
   module = encodings.resolve(name)
   module = getattr(module, "func", module)
   mode = getattr(module, "coords_mode", None)
+  if kind == "none":
+    return
   if kind != "absolute" or getattr(module, "flatten", False) or mode == "detr":
     raise ValueError(
       f"model.posemb={posemb!r} cannot encode a box: the captioner adds an absolute "

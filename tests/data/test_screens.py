@@ -95,7 +95,7 @@ def test_vocabularies():
   assert (len(sc.TYPES), len(sc.TEXT_VOCAB), len(sc.CAPTION_VOCAB)) == (
     12,
     75,
-    127,
+    139,
   )  # as documented
   assert sc.TEXT_VOCAB[0] == "<pad>" and len(set(sc.TEXT_VOCAB)) == len(sc.TEXT_VOCAB)
   assert len(set(sc.CAPTION_VOCAB)) == len(sc.CAPTION_VOCAB)
@@ -186,3 +186,30 @@ def test_loader_reads_integer_batches(small_dir):
   batches = [{k: np.asarray(v) for k, v in b.items()} for b in test]
   assert len(batches) == 2 and all(b["mask"].all() for b in batches)
   assert 0.3 < np.concatenate([b["unseen"] for b in batches]).mean() < 0.7
+
+
+def test_grid_captions_name_the_cell_of_the_boxs_centre():
+  # centre (41 / 99, 90 / 99) = (0.414, 0.909): row 5, column 10 of the 10 x 10 grid
+  refs = sc.grid_refs("checkbox", [39, 86, 43, 94])
+  assert refs[0] == "checkbox in row five column ten" and len(set(refs)) == sc.NUM_REFS
+  assert sc.grid_refs("fab", [0, 0, 9, 10])[2] == "the floating button in column one of row one"
+  assert sc.grid_refs("nav_item", [99, 99, 99, 99])[0] == "tab in row ten column ten"
+  # a cell edge: centre 9.9 / 99 = 0.1 exactly is row two; a bin lower is row one
+  assert "row two" in sc.grid_refs("icon", [9, 0, 10.8, 1])[0]
+  assert "row one" in sc.grid_refs("icon", [9, 0, 10.6, 1])[0]
+
+
+def test_grid_configs_hold_the_same_screens_with_grid_captions():
+  cfg = dict(num_train=40, num_test=40)
+  for split in sc.SPLITS:
+    templates = sc.generate(sc.ScreensConfig(name="t", **cfg), split)
+    grid = sc.generate(sc.ScreensConfig(name="g", captions="grid", **cfg), split)
+    for key in ("boxes", "types", "texts", "target", "unseen"):
+      np.testing.assert_array_equal(grid[key], templates[key])
+    for i in range(40):  # from the stored (in train: snapped) box of the target
+      expected = sc.grid_refs(
+        sc.TYPES[grid["types"][i, grid["target"][i]]], grid["boxes"][i, grid["target"][i]]
+      )
+      assert [sc.decode(r) for r in grid["captions"][i]] == list(expected)
+  with pytest.raises(ValueError, match="captions='free'"):
+    sc.ScreensConfig(name="x", captions="free")

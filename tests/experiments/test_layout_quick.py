@@ -27,6 +27,7 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   assert len(out["checks"]["example"]["references"]) == 4
   tables = (tmp_path / "tables.md").read_text()
   assert "Table 3" in tables and "Table 4" in tables and "Learnable-Fourier+MLP-4/1" in tables
+  assert "| No-position | 1 |" in tables  # the control row
   assert (tmp_path / "screen.png").stat().st_size > 0
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   # Compared as JSON text: a metric may be NaN, and NaN != NaN.

@@ -67,7 +67,7 @@ def test_every_table3_row_builds_from_its_config_and_runs(row):
   batch = {**BATCH, "captions": jnp.zeros((B, 3, 12), jnp.int32).at[:, :, 0].set(1)}
   variables = task.init_variables(model, jax.random.key(0), batch)
   logits = task.forward(model, variables, batch, train=False, rng=None)["logits"]
-  assert logits.shape == (B, 3, 11, 127) and bool(jnp.isfinite(logits).all())
+  assert logits.shape == (B, 3, 11, 139) and bool(jnp.isfinite(logits).all())
 
 
 @pytest.mark.parametrize(
@@ -135,6 +135,17 @@ def test_padding_objects_do_not_matter_and_the_target_does(embed):
   other = {**BATCH, "target": BATCH["target"].at[1].set(0)}
   c = model.apply(variables, *_args(other), CAPTIONS, train=False)
   assert not np.allclose(a[1], c[1])  # the object to caption does
+
+
+def test_no_position_control_ignores_the_boxes():
+  model = _model("none")
+  variables = _init(model)
+  assert "box_encoding" not in variables["params"]
+  a = model.apply(variables, *_args(), CAPTIONS, train=False)
+  moved = {**BATCH, "boxes": BATCH["boxes"] + 40}
+  np.testing.assert_array_equal(a, model.apply(variables, *_args(moved), CAPTIONS, train=False))
+  other = {**BATCH, "target": BATCH["target"].at[1].set(0)}
+  assert not np.allclose(a[1], model.apply(variables, *_args(other), CAPTIONS, train=False)[1])
 
 
 def _with_head_bias(variables, token, value=1e4):
