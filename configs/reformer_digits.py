@@ -9,8 +9,14 @@ optimiser are `configs/reformer_crops.py`'s (a tiny causal Reformer, LSH attenti
 
   python -m lfpe.main --config=configs/reformer_digits.py:posemb=fourier --workdir=/tmp/gen
 
+Expected (the pilot in experiments/generation/pilot.json): 3,000 steps of batch 32 at 1.2
+steps/s on 2 CPU cores shared with two other jobs (45 min; faster on quiet cores); held-out
+bits per dim about 0.88 for `fourier` (3.0 is uniform), and about 1.6 for `none` after 500
+steps against 1.20 for `fourier`.
+
 Arguments: those of `configs/reformer_crops.py` (posemb=NAME, or `none` for the control;
-gamma, attention, strict, small) and size=8|16 (the image side).
+gamma, attention, strict) and size=8|16 (the image side); small=1 for the CI variant (a few
+steps of a smaller model; plumbing only).
 """
 
 from configs import reformer_crops
