@@ -31,8 +31,9 @@ def _cli_config(name: str, *overrides: str):
 
 def _rejects(family: str, posemb: str) -> bool:
   """Whether model family `family` refuses encoding `posemb` (ViT takes every encoding;
-  DETR, the Reformer and the layout captioner add positions to tokens: absolute only)."""
-  if family == "vit":
+  DETR, the Reformer and the layout captioner add positions to tokens: absolute only, or
+  `none`, the no-position control every family offers)."""
+  if family == "vit" or posemb == "none":
     return False
   reads_boxes = encodings.info(posemb).reads_boxes  # declared with the encoding
   return encodings.kind(posemb) != "absolute" or (family == "layout" and not reads_boxes)
