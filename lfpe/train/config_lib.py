@@ -67,6 +67,10 @@ def base_config() -> ml_collections.ConfigDict:
   force `jax.distributed.initialize()` (else only when the environment shows
   several processes). progress: tqdm bar on a terminal, else log lines every report_every
   steps (0: about 20 lines a run; rounded up to a multiple of log_every).
+  dropout_prng: the key type of dropout and LSH hashing, 'threefry2x32' (JAX's default) or
+  'rbg' (XLA's RngBitGenerator, as T5X and MaxText train: the same Bernoulli masks in
+  distribution, other draws, a faster step where dropout is a large share of it; see
+  benchmarks/README.md). Initialisation always uses threefry2x32.
   """
   return ml_collections.ConfigDict(
     dict(
@@ -83,6 +87,7 @@ def base_config() -> ml_collections.ConfigDict:
       distributed=False,
       progress=True,
       report_every=0,
+      dropout_prng="threefry2x32",
       mesh=dict(data=-1, model=1, fsdp=False),
       task=dict(name="classification", label_smoothing=0.0),
       optim=dict(

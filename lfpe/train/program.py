@@ -59,6 +59,15 @@ class Program:
     return state, batch
 
 
+def seed_keys(seed: int, dropout_prng: str = "threefry2x32") -> tuple[jax.Array, jax.Array]:
+  """(init key, dropout key) of `seed`: the halves of threefry key(seed). With dropout_prng
+  'rbg' the dropout key is the second half of rbg key(seed) (parameters init as before)."""
+  init_rng, dropout_rng = jax.random.split(jax.random.key(seed))
+  if dropout_prng != "threefry2x32":
+    dropout_rng = jax.random.split(jax.random.key(seed, impl=dropout_prng))[1]
+  return init_rng, dropout_rng
+
+
 def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Program:
   """Model, optimizer, state shardings and jitted steps of `config` on `mesh`.
 
@@ -69,7 +78,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   task = tasks.get(config.task) if task is None else task
   model = task.create_model(config) if model is None else model
   tx, schedule = optim.make_optimizer(config)
-  init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
+  init_rng, dropout_rng = seed_keys(config.seed, config.get("dropout_prng", "threefry2x32"))
   init = functools.partial(
     steps.init_state, example=task.example_batch(config), task=task, model=model, tx=tx
   )

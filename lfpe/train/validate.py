@@ -48,6 +48,9 @@ REQUIRED = (
   "model_name",
   "model",
 )
+# Key types for dropout (config.dropout_prng): unsafe_rbg is left out, its fold_in (one per
+# step) is not a good hash.
+DROPOUT_PRNGS = ("threefry2x32", "rbg")
 _MISSING = object()
 
 
@@ -126,6 +129,8 @@ def _validate_loop(config: Any) -> None:
   _integer(config, "schedule.warmup_steps", 0)  # longer than total_steps: clipped to it
   if "report_every" in config:
     _integer(config, "report_every", 0)
+  if "dropout_prng" in config:
+    _choice(config, "dropout_prng", DROPOUT_PRNGS)
 
 
 def _validate_optimizer(config: Any) -> None:

@@ -1,7 +1,7 @@
-"""experiments/runs.py: how a record adapts a shipped config for one run."""
+"""experiments/runs.py: how a record adapts a shipped config for one run, and runs them."""
 
-from configs import reformer_digits
-from experiments.runs import for_run
+from configs import reformer_digits, vit_digits
+from experiments.runs import Run, execute, for_run
 
 
 def test_for_run_sets_seed_steps_and_keeps_the_configs_checkpoints():
@@ -14,3 +14,24 @@ def test_for_run_sets_seed_steps_and_keeps_the_configs_checkpoints():
   assert (short.checkpoint_every, short.eval_every, short.schedule.warmup_steps) == (300, 300, 30)
   unchanged = for_run(reformer_digits.get_config(), seed=1)
   assert (unchanged.total_steps, unchanged.checkpoint_every) == (3000, 1000)
+
+
+def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp_path):
+  """Two runs at once (`jobs=2`: spawned one-thread processes) both finish, each saved as it
+  ends; a second invocation reads the finished workdirs instead of training again."""
+  planned = [
+    Run(
+      f"seed{s}",
+      for_run(vit_digits.get_config("small=1"), seed=s, steps=3),
+      str(tmp_path / f"s{s}"),
+    )
+    for s in (0, 1)
+  ]
+  saved = []
+  score = lambda run, summary: {"step": summary["step"], "loss": summary["train"]["loss"]}
+  results = execute(planned, {}, score, lambda r: saved.append(dict(r)), jobs=2)
+  assert sorted(results) == ["seed0", "seed1"] and [len(r) for r in saved] == [1, 2]
+  assert all(r["step"] == 3 for r in results.values())
+  assert results["seed0"]["loss"] != results["seed1"]["loss"]  # each run has its own seed
+  again = execute(planned, {}, score, lambda r: None)  # in this process, no training
+  assert again == results

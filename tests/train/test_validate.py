@@ -53,6 +53,7 @@ BAD = [  # (field, bad value, what the message must name)
   ("schedule.name", "step", "config.schedule.name"),
   ("schedule.warmup_steps", -1, "config.schedule.warmup_steps"),
   ("report_every", -1, "config.report_every"),
+  ("dropout_prng", "unsafe_rbg", "config.dropout_prng"),
   ("task.name", "segmentation", "config.task.name"),
   ("task.label_smoothing", 1.5, "config.task.label_smoothing"),
   ("model.patch_size", 3, "model.patch_size"),
