@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib.util
 import json
 import os
@@ -66,8 +67,8 @@ def _timed(fn) -> float:
 
 def worker(args) -> dict:
   """Seconds per train step (after compiling) of the config `args.worker` with `args.set`
-  ("k=v,...", top-level string fields) set, in the tree on sys.path; with a barrier, the
-  timed steps start once `args.jobs` workers have compiled."""
+  ("path=value,...", a value as JSON or else a string) set, in the tree on sys.path; with a
+  barrier, the timed steps start once `args.jobs` workers have compiled."""
   import jax
 
   import lfpe
@@ -78,7 +79,13 @@ def worker(args) -> dict:
 
   config = _load_config(args.worker, args.arg)
   with config.unlocked():
-    config.update(dict(kv.split("=") for kv in args.set.split(",") if kv))
+    for path, text in (kv.split("=") for kv in args.set.split(",") if kv):
+      *parents, leaf = path.split(".")
+      node = functools.reduce(getattr, parents, config)
+      try:
+        setattr(node, leaf, json.loads(text))  # true, 3, 0.5
+      except json.JSONDecodeError:
+        setattr(node, leaf, text)  # rbg
     if args.data_dir:
       config.data.data_dir = args.data_dir
   task, (tx, schedule) = tasks.get(config.task), optim.make_optimizer(config)

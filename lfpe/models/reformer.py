@@ -86,6 +86,9 @@ class Reformer(Checked, nn.Module):
     chunk_len, n_buckets, n_hashes: LSH settings.
     strictly_causal: LSH's sliding window (`lfpe.nn.lsh`), so that the bits per dim are an
       exact autoregressive likelihood; False is the Reformer paper's chunk pairs.
+    rounds_at_once: LSH: every hash round in one pass, kept for the backward pass (the same
+      numbers, faster at short lengths, n_hashes times the attention memory); False: one
+      round at a time, recomputed (`lfpe.nn.lsh`).
     ff_chunk_len: positions per feed-forward chunk (0: all at once).
     dropout: on the attention and feed-forward outputs.
     reversible, remat: the stack's backward pass (`lfpe.nn.reversible.ReversibleStack`).
@@ -105,6 +108,7 @@ class Reformer(Checked, nn.Module):
   n_buckets: int = 4
   n_hashes: int = 2
   strictly_causal: bool = False
+  rounds_at_once: bool = False
   ff_chunk_len: int = 0
   dropout: float = 0.0
   reversible: bool = True
@@ -135,6 +139,7 @@ class Reformer(Checked, nn.Module):
       n_buckets=self.n_buckets,
       n_hashes=self.n_hashes,
       strictly_causal=self.strictly_causal,
+      rounds_at_once=self.rounds_at_once,
       dropout=self.dropout,
       dtype=self.dtype,
       parent=None,
@@ -230,8 +235,9 @@ def _check_fields(model: Reformer) -> None:
       f"model.channel_dim={model.channel_dim} must be below model.width={model.width}: "
       "the pixel encoding gets width - channel_dim channels (002: 1024 = 768 + 256)."
     )
-  if not isinstance(model.strictly_causal, bool):
-    raise ValueError(f"model.strictly_causal must be True or False, got {model.strictly_causal!r}.")
+  for key in ("strictly_causal", "rounds_at_once", "reversible", "remat"):
+    if not isinstance(getattr(model, key), bool):
+      raise ValueError(f"model.{key} must be True or False, got {getattr(model, key)!r}.")
   if model.attention not in ATTENTIONS:
     raise ValueError(f"model.attention={model.attention!r} is unknown; use one of {ATTENTIONS}.")
   check_dtype(model)

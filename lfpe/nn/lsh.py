@@ -10,7 +10,10 @@
 4. undo the sort; the rounds are weighted by the softmax over rounds of their log-sum-exp
    (each round's share of the total softmax mass).
 Memory is `O(L * 2 chunk_len)` per head, never `O(L²)`: the rounds run one after another
-(`lax.map`) and each is recomputed in the backward pass (`jax.checkpoint`).
+(`lax.map`) and each is recomputed in the backward pass (`jax.checkpoint`). With
+`rounds_at_once=True` every round runs in one pass and is kept for the backward pass: the
+same numbers, `n_hashes` times the memory, a faster step at short lengths
+(benchmarks/README.md, "Record steps").
 
 Conventions shared with `full_self_attention(shared_qk=True)`, so that one bucket with at most
 two chunks gives dense attention to float precision:
@@ -146,6 +149,7 @@ def lsh_self_attention(
   causal: bool = True,
   mask: Array | None = None,
   strictly_causal: bool = False,
+  rounds_at_once: bool = False,
 ) -> Array:
   """Reformer's LSH self-attention (module docstring) `[B, L, H, d]`.
 
@@ -153,7 +157,8 @@ def lsh_self_attention(
   valid token. `L` is padded up to a multiple of `chunk_len` inside; the padding sorts after
   every bucket, is never attended to, and is cropped from the output. `strictly_causal`
   (needs `causal`): the sliding window of the module docstring instead of the paper's chunk
-  pairs, so that the output at t does not depend on the inputs after t.
+  pairs, so that the output at t does not depend on the inputs after t. `rounds_at_once`:
+  all hash rounds in one pass, not one at a time recomputed in the backward pass.
   """
   _check_lsh(chunk_len, n_buckets, n_hashes, "lsh_self_attention", causal, strictly_causal)
   b, length, _, _ = qk.shape
@@ -164,12 +169,15 @@ def lsh_self_attention(
   buckets = _hash(qk, key, n_buckets, n_hashes)  # [B, H, R, L]
   buckets = jnp.pad(buckets, ((0, 0),) * 3 + ((0, pad),), constant_values=n_buckets)
   qk, v = (jnp.pad(x, ((0, 0), (0, pad), (0, 0), (0, 0))) for x in (qk, v))
-  # One hash round at a time, recomputed in the backward pass: memory of one round's chunks.
-  attend = jax.checkpoint(
-    partial(_attend_rounds, chunk_len=chunk_len, causal=causal, strictly_causal=strictly_causal)
+  attend = partial(
+    _attend_rounds, chunk_len=chunk_len, causal=causal, strictly_causal=strictly_causal
   )
-  out, lse = jax.lax.map(lambda r: attend(qk, v, valid, r[:, :, None]), jnp.moveaxis(buckets, 2, 0))
-  out, lse = jnp.moveaxis(out[:, :, :, 0], 0, 2), jnp.moveaxis(lse[:, :, :, 0], 0, 2)
+  if rounds_at_once:
+    out, lse = attend(qk, v, valid, buckets)  # [B, H, R, Lp, d], [B, H, R, Lp]
+  else:  # one round at a time, recomputed in the backward pass: memory of one round's chunks
+    one_round = jax.checkpoint(lambda r: attend(qk, v, valid, r[:, :, None]))
+    out, lse = jax.lax.map(one_round, jnp.moveaxis(buckets, 2, 0))
+    out, lse = jnp.moveaxis(out[:, :, :, 0], 0, 2), jnp.moveaxis(lse[:, :, :, 0], 0, 2)
   weights = jax.nn.softmax(lse, axis=2)[..., None].astype(out.dtype)  # over the rounds
   out = jnp.sum(weights * out, axis=2)  # [B, H, Lp, d]
   return out.transpose(0, 2, 1, 3)[:, :length]
@@ -234,6 +242,7 @@ class CausalSelfAttention(nn.Module):
     causal: whether a position may only attend to positions <= its own.
     strictly_causal: LSH only: the sliding window that keeps the output at t independent of
       the inputs after t (`lsh_self_attention`); dense attention is strictly causal anyway.
+    rounds_at_once: LSH only: every hash round in one pass (`lsh_self_attention`).
     dropout: dropout rate on the output (after the output projection).
     dtype: compute dtype of the projections (e.g. bfloat16); the softmax runs in float32.
 
@@ -248,6 +257,7 @@ class CausalSelfAttention(nn.Module):
   n_hashes: int = 2
   causal: bool = True
   strictly_causal: bool = False
+  rounds_at_once: bool = False
   dropout: float = 0.0
   dtype: jnp.dtype | None = None
 
@@ -317,6 +327,7 @@ class CausalSelfAttention(nn.Module):
         causal=self.causal,
         mask=mask,
         strictly_causal=self.strictly_causal,
+        rounds_at_once=self.rounds_at_once,
       )
     out = nn.DenseGeneral(
       features=width,

@@ -99,6 +99,17 @@ def test_one_d_encodings_see_the_raster_index_of_the_pixel():
   assert not np.allclose(vectors[3, :12], vectors[6, :12])
 
 
+def test_rounds_at_once_reaches_the_lsh_layers_and_keeps_the_loss():
+  """model.rounds_at_once=True: the same loss (rounds in one pass, not one at a time), and a
+  program without the per-round loop (the field reaches every attention layer)."""
+  at_once, one_by_one = _model(rounds_at_once=True, n_hashes=2), _model(n_hashes=2)
+  variables = _randomize_head(_init(one_by_one, TOKENS))
+  loss = lambda m: bits_per_dim(_apply(m, variables, TOKENS, train=True), TOKENS)
+  assert float(loss(at_once)) == pytest.approx(float(loss(one_by_one)), abs=1e-6)
+  loops = lambda m: str(jax.make_jaxpr(lambda v: _apply(m, v, TOKENS))(variables)).count("scan[")
+  assert loops(one_by_one) - loops(at_once) == one_by_one.depth  # one lax.map per layer
+
+
 @pytest.mark.parametrize("attention", ["lsh", "full"])
 def test_reversible_stack_gives_the_plain_stacks_logits_and_gradients(attention):
   rev, plain = (
@@ -145,6 +156,7 @@ def test_samples_follow_the_model():
     ({"vocab": 0}, "model.vocab"),
     ({"attention": "sparse"}, "model.attention"),
     ({"strictly_causal": 1}, "model.strictly_causal"),
+    ({"rounds_at_once": "yes"}, "model.rounds_at_once"),
     ({"not_a_field": 1}, "model.not_a_field"),
     ({"variant": "huge"}, "model.variant"),
     ({"posemb": "fourier(gama=1)"}, "gama"),

@@ -15,7 +15,14 @@ from lfpe.nn.lsh import CausalSelfAttention, full_self_attention, lsh_self_atten
 B, H, HD = 2, 2, 4
 _jit_lsh = jax.jit(
   lsh_self_attention,
-  static_argnames=("chunk_len", "n_buckets", "n_hashes", "causal", "strictly_causal"),
+  static_argnames=(
+    "chunk_len",
+    "n_buckets",
+    "n_hashes",
+    "causal",
+    "strictly_causal",
+    "rounds_at_once",
+  ),
 )
 
 
@@ -151,6 +158,24 @@ def test_matches_numpy_reference_built_from_buckets(causal, strict):
     np.testing.assert_allclose(out[b], ref, atol=1e-5)
     total_cut += cut
   assert total_cut > 0  # the chunking, not only the buckets, shaped some key sets
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_rounds_at_once_gives_the_same_outputs_and_gradients(strict):
+  """All hash rounds in one pass (kept for the backward pass) = one round at a time
+  (recomputed): the same attention, only the memory and the speed differ."""
+  qk, v = _qkv(37, seed=4)
+  loss = lambda at_once: (
+    lambda qk, v: jnp.sum(
+      jnp.sin(_lsh(qk, v, n_hashes=3, strictly_causal=strict, rounds_at_once=at_once))
+    )
+  )
+  (one, grads_one), (all_, grads_all) = (
+    jax.value_and_grad(loss(at_once), argnums=(0, 1))(qk, v) for at_once in (False, True)
+  )
+  np.testing.assert_allclose(all_, one, rtol=1e-6)
+  for a, b in zip(grads_all, grads_one, strict=True):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("strict", [False, True])
