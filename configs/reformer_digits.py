@@ -14,6 +14,9 @@ steps/s on 2 CPU cores shared with two other jobs (45 min; faster on quiet cores
 bits per dim about 0.88 for `fourier` (3.0 is uniform), and about 1.6 for `none` after 500
 steps against 1.20 for `fourier`.
 
+At 256 tokens the LSH layers run every hash round in one pass (`model.rounds_at_once`, the
+same numbers without the per-round recompute; benchmarks/README.md, "Record steps").
+
 Arguments: those of `configs/reformer_crops.py` (posemb=NAME, or `none` for the control;
 gamma, attention, strict) and size=8|16 (the image side); small=1 for the CI variant (a few
 steps of a smaller model; plumbing only).
@@ -34,6 +37,7 @@ def get_config(arg: str | None = None):
     eval_split = config.data.eval_split  # the small variant's shorter evaluation
     config.data = data_config(f"digit_images/{arg.size}x{arg.size}")
     config.data.eval_split = eval_split
+    config.model.rounds_at_once = True  # 256 tokens: every hash round in one pass is faster
     if not arg.small:  # long enough for the curves to plateau (experiments/generation)
       config.total_steps, config.eval_every, config.checkpoint_every = 3000, 250, 1000
   config.lock()

@@ -147,6 +147,17 @@ def saver(path: str) -> Callable[[dict], None]:
   return save
 
 
+def add_jobs_flag(parser: Any) -> None:
+  """`--jobs N` of a record's command line (`execute`'s `jobs`)."""
+  parser.add_argument(
+    "--jobs",
+    type=int,
+    default=1,
+    help="runs trained at once, each in its own one-thread process (2 on a 2-core CPU: "
+    "more steps per second; keep it the same across the invocations of one record)",
+  )
+
+
 def execute(
   runs: Iterable[Run],
   results: dict[str, Any],

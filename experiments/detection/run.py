@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
   parser.add_argument("--status", action="store_true", help="print what is done and left")
+  runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   args.gammas = GAMMAS
   if args.quick:
@@ -140,9 +141,9 @@ def main(argv: list[str] | None = None) -> dict:
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
-  runs.execute(sweep_runs(args), results, scored, save)
+  runs.execute(sweep_runs(args), results, scored, save, jobs=args.jobs)
   record = {run.key: run for run in record_runs(args, report.chosen_gammas(results))}
-  runs.execute(list(record.values()), results, scored, save)
+  runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)
   pictured = [record[f"{protocol}/{PICTURED}/0"] for protocol in PROTOCOLS]
   scenes = {

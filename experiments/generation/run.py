@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--eval-every", type=int, default=250)
   parser.add_argument("--attentions", default="lsh", help=f"comma-separated, of {ATTENTIONS}")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
+  runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   args.attentions = args.attentions.split(",")
   if set(args.attentions) - set(ATTENTIONS):
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
     runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
     return {}
   path = os.path.join(args.out, "results.json")
-  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path))
+  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)
   samples = {a: draw_samples(a, args, num=4 if args.quick else 16) for a in args.attentions}
   report.write(results, samples, args.out, levels=digit_images.LEVELS)
   return results

@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
+  runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   if args.quick:
     args.seeds, args.steps = 1, args.steps or 4
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
     return {}
   os.makedirs(args.out, exist_ok=True)
   path = os.path.join(args.out, "results.json")
-  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path))
+  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)
   example, image = example_caption(args)
   checks = {"embed_4d_held_out": embed_check(args), "example": example}
   with open(os.path.join(args.out, "checks.json"), "w") as f:

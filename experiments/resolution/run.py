@@ -65,6 +65,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--tasks", default=",".join(plan.TASKS))
   parser.add_argument("--arms", default="", help="comma-separated arm names (default: all)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
+  runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   args.tasks = args.tasks.split(",")
   args.arms = [a for a in args.arms.split(",") if a]
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
     with open(path, "w") as f:
       json.dump({**results, "runs": done}, f, indent=1)
 
-  done = runs.execute([run for run, _, _ in planned], results["runs"], score, save)
+  done = runs.execute([run for run, _, _ in planned], results["runs"], score, save, jobs=args.jobs)
   for run, _, _ in planned:  # policies or sizes added since a run was scored
     done[run.key] = score(run, {}, done[run.key])
   results["runs"] = done
