@@ -73,6 +73,27 @@ def _timed(fn) -> float:
   return time.perf_counter() - start
 
 
+def step_parts(config) -> tuple:
+  """(task, model, optimizer, schedule, a batch of the train data on one device): what the
+  trainer's step of `config` takes, from the `lfpe` on sys.path (either tree)."""
+  import jax
+
+  from lfpe import data as data_lib
+  from lfpe import tasks
+  from lfpe.train import optim, sharding
+
+  task, (tx, schedule) = tasks.get(config.task), optim.make_optimizer(config)
+  mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
+  loader = data_lib.make_loader(
+    config.data,
+    global_batch_size=config.batch_size,
+    seed=0,
+    train=True,
+    mesh=sharding.batch_sharding(mesh),
+  )
+  return task, task.create_model(config), tx, schedule, next(iter(loader))
+
+
 def worker(args) -> dict:
   """Seconds per train step (after compiling) of the config `args.worker` with `args.set`
   ("path=value,...", a value as JSON or else a string) set, in the tree on sys.path; with a
@@ -80,9 +101,7 @@ def worker(args) -> dict:
   import jax
 
   import lfpe
-  from lfpe import data as data_lib
-  from lfpe import tasks
-  from lfpe.train import optim, sharding
+  from lfpe.train import sharding
   from lfpe.train import steps as steps_lib
 
   config = _load_config(args.worker, args.arg)
@@ -96,17 +115,7 @@ def worker(args) -> dict:
         setattr(node, leaf, text)  # rbg
     if args.data_dir:
       config.data.data_dir = args.data_dir
-  task, (tx, schedule) = tasks.get(config.task), optim.make_optimizer(config)
-  model = task.create_model(config)
-  mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
-  loader = data_lib.make_loader(
-    config.data,
-    global_batch_size=config.batch_size,
-    seed=0,
-    train=True,
-    mesh=sharding.batch_sharding(mesh),
-  )
-  batch = next(iter(loader))
+  task, model, tx, schedule, batch = step_parts(config)
   state = jax.jit(
     lambda k: sharding.unbox(
       steps_lib.init_state(k, task.example_batch(config), task=task, model=model, tx=tx)

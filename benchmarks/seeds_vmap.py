@@ -21,9 +21,8 @@ import time
 import jax
 
 from benchmarks.aot_tpu import load_config
-from lfpe import data as data_lib
-from lfpe import tasks
-from lfpe.train import optim, sharding, steps
+from benchmarks.record_steps import step_parts
+from lfpe.train import sharding, steps
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -36,17 +35,7 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=30)
   args = parser.parse_args()
   config = load_config(args.config, args.arg)
-  task, (tx, schedule) = tasks.get(config.task), optim.make_optimizer(config)
-  model = task.create_model(config)
-  mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
-  loader = data_lib.make_loader(
-    config.data,
-    global_batch_size=config.batch_size,
-    seed=0,
-    train=True,
-    mesh=sharding.batch_sharding(mesh),
-  )
-  batch = next(iter(loader))
+  task, model, tx, schedule, batch = step_parts(config)
   init = functools.partial(
     steps.init_state, example=task.example_batch(config), task=task, model=model, tx=tx
   )
