@@ -22,6 +22,7 @@ from concurrent import futures
 from typing import Any
 
 from experiments.provenance import provenance
+from lfpe import data
 from lfpe.train import trainer
 
 
@@ -182,6 +183,8 @@ def execute(
       results[run.key] = score(run, trainer.train_and_evaluate(run.config, run.workdir))
       save(results)
     return results
+  for name, data_dir in {(r.config.data.name, r.config.data.data_dir) for r in pending}:
+    data.prepare(name, data_dir)  # here, once: jobs building one dataset at once collide
   context = multiprocessing.get_context("spawn")  # a fresh interpreter: never fork JAX
   with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
     started = {pool.submit(_train, run.config, run.workdir): run for run in pending}

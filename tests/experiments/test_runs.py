@@ -1,6 +1,7 @@
 """experiments/runs.py: how a record adapts a shipped config for one run, and runs them."""
 
 from configs import reformer_digits, vit_digits
+from experiments import runs as runs_lib
 from experiments.runs import Run, execute, for_run
 
 
@@ -16,9 +17,12 @@ def test_for_run_sets_seed_steps_and_keeps_the_configs_checkpoints():
   assert (unchanged.total_steps, unchanged.checkpoint_every) == (3000, 1000)
 
 
-def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp_path):
+def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp_path, monkeypatch):
   """Two runs at once (`jobs=2`: spawned one-thread processes) both finish, each saved as it
-  ends; a second invocation reads the finished workdirs instead of training again."""
+  ends, their dataset prepared once here first; a second invocation reads the finished
+  workdirs instead of training again."""
+  prepared = []
+  monkeypatch.setattr(runs_lib.data, "prepare", lambda *a: prepared.append(a))
   planned = [
     Run(
       f"seed{s}",
@@ -31,6 +35,7 @@ def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp
   score = lambda run, summary: {"step": summary["step"], "loss": summary["train"]["loss"]}
   results = execute(planned, {}, score, lambda r: saved.append(dict(r)), jobs=2)
   assert sorted(results) == ["seed0", "seed1"] and [len(r) for r in saved] == [1, 2]
+  assert prepared == [(planned[0].config.data.name, planned[0].config.data.data_dir)]
   assert all(r["step"] == 3 for r in results.values())
   assert results["seed0"]["loss"] != results["seed1"]["loss"]  # each run has its own seed
   again = execute(planned, {}, score, lambda r: None)  # in this process, no training
