@@ -137,37 +137,50 @@ def claims(results: dict) -> list[dict]:
   return out
 
 
+# Panels of the plot: arms whose name starts with one of these prefixes (`none`, the
+# control, is drawn in every panel).
+FAMILIES = (
+  ("learned tables", ("embed_",)),
+  ("sinusoids and Fourier", ("sine_2d", "fourier", "learnable_sine", "mlp", "gabor")),
+  ("relative tables", ("rel_",)),
+  ("2-D RoPE", ("rope_",)),
+)
+
+
 def plot(results: dict, path: str) -> None:
-  """Accuracy against test size, one panel per task, 95 % bands clipped to [0, 100]."""
+  """Accuracy against test size: a row per task, a panel per family of encodings (the
+  control in each), 95 % bands clipped to [0, 100]."""
   import matplotlib
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
   tables = cells(results)
-  fig, axes = plt.subplots(1, len(tables), figsize=(7 * len(tables), 5), squeeze=False)
-  for ax, (task, rows) in zip(axes[0], tables.items(), strict=True):
-    for i, ((arm, policy), by_size) in enumerate(rows.items()):
-      sizes = sorted(int(s) for s in by_size)
-      mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
-      mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
-      style = "-" if policy in ("extrapolate", "bicubic") else "--"
-      ax.plot(sizes, mean, style, color=f"C{i % 10}", label=f"{arm} / {policy}", lw=1.2)
-      ax.fill_between(
-        sizes,
-        np.clip(mean - half, 0, 100),
-        np.clip(mean + half, 0, 100),
-        color=f"C{i % 10}",
-        alpha=0.12,
-      )
-    ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(plan.TEST_SIZES, [str(s) for s in plan.TEST_SIZES])
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("test image size (px; trained at 32)")
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_title(f"{task}: mean and 95 % CI over seeds")
-    ax.legend(fontsize=6, ncol=2, loc="lower center")
+  fig, axes = plt.subplots(
+    len(tables), len(FAMILIES), figsize=(4.2 * len(FAMILIES), 3.6 * len(tables)), squeeze=False
+  )
+  for row, (task, rows) in zip(axes, tables.items(), strict=True):
+    for ax, (family, prefixes) in zip(row, FAMILIES, strict=True):
+      drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
+      for i, (arm, policy) in enumerate(drawn):
+        by_size = rows[arm, policy]
+        sizes = sorted(int(s) for s in by_size)
+        mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
+        mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
+        color = "0.5" if arm == "none" else f"C{i % 10}"
+        style = ":" if arm == "none" else "-" if policy in ("extrapolate", "bicubic") else "--"
+        ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
+        low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
+        ax.fill_between(sizes, low, high, color=color, alpha=0.12)
+      ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
+      ax.set_xscale("log", base=2)
+      ax.set_xticks(plan.TEST_SIZES, [str(s) for s in plan.TEST_SIZES])
+      ax.minorticks_off()
+      ax.set_ylim(0, 101)
+      ax.set_title(f"{task}: {family}", fontsize=9)
+      ax.set_xlabel("test size (px; trained at 32)", fontsize=8)
+      ax.set_ylabel("test accuracy (%)", fontsize=8)
+      ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
