@@ -83,13 +83,16 @@ def progress(run: Run) -> Progress:
   return Progress(min(max(steps, default=0), total), total)
 
 
-def status(runs: Iterable[Run], results: dict | None = None, out=None) -> dict[str, int]:
+def status(
+  runs: Iterable[Run], results: dict | None = None, out=None, *, jobs: int = 1
+) -> dict[str, int]:
   """Prints done / part-way / not started, each part-way run, and an ETA (to `out`, default
   the current `sys.stdout`); returns the counts. A run recorded in `results` (results.json)
   is done even where its workdir is gone (`execute` reads it back, never retrains it).
 
   The ETA is the steps left times the mean seconds per step of the finished runs with the
-  same number of steps (else of all finished runs): a guess from this machine's own speed.
+  same number of steps (else of all finished runs), over `jobs` runs at once (each run's
+  seconds per step were measured beside the other jobs): a guess from this machine's speed.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: progress(run) for run in runs}
@@ -113,7 +116,7 @@ def status(runs: Iterable[Run], results: dict | None = None, out=None) -> dict[s
   rates = [p.seconds_per_step for p in states.values() if p.done and p.seconds_per_step]
   left = sum(p.total_steps - p.steps_done for p in states.values())
   if left and rates:
-    seconds = left * sum(rates) / len(rates)
+    seconds = left * sum(rates) / len(rates) / max(jobs, 1)
     print(
       f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far.", file=out
     )

@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> dict:
     args.gammas = (0.5, 1.0)
   results = runs.load(os.path.join(args.out, "results.json"))
   if args.status:
-    runs.status(sweep_runs(args) + record_runs(args, report.chosen_gammas(results)), results)
+    runs.status(
+      sweep_runs(args) + record_runs(args, report.chosen_gammas(results)), results, jobs=args.jobs
+    )
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.quick:
     args.seeds, args.steps, args.eval_every = 2, 6, 3
   if args.status:
-    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
+    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")), jobs=args.jobs)
     return {}
   path = os.path.join(args.out, "results.json")
   results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)

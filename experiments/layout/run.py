@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.quick:
     args.seeds, args.steps = 1, args.steps or 4
   if args.status:
-    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")))
+    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")), jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   path = os.path.join(args.out, "results.json")

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
   path = os.path.join(args.out, "results.json")
   results = runs.load(path) or {"runs": {}}
   if args.status:
-    runs.status([run for run, _, _ in planned], results["runs"])
+    runs.status([run for run, _, _ in planned], results["runs"], jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
