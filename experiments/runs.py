@@ -175,10 +175,11 @@ def execute(
   `score(run, summary)` turns a finished run into its results entry; `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
   those resume from their checkpoints). With `jobs` > 1, that many runs train at once, each
-  in its own process with one XLA:CPU thread (`ONE_THREAD`): a small model keeps one core
-  nearly as busy as two, so on a CPU the record trains more steps per second
-  (benchmarks/README.md, "Record steps"). Float sums may group differently with one thread
-  than with several, so keep `jobs` the same across the invocations of one record.
+  in its own process with one XLA:CPU thread (`ONE_THREAD`): on the 2-core CPU two such jobs
+  train 1.06-1.2x the steps per second of one two-thread run (benchmarks/README.md, "Record
+  steps"). A run that fails stops the record with its error (the other jobs are killed, to
+  resume from their checkpoints). Float sums may group differently with one thread than
+  with several, so keep `jobs` the same across the invocations of one record.
   """
   pending = [run for run in runs if run.key not in results]
   if jobs <= 1:
@@ -191,10 +192,19 @@ def execute(
   context = multiprocessing.get_context("spawn")  # a fresh interpreter: never fork JAX
   with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
     started = {pool.submit(_train, run.config, run.workdir): run for run in pending}
-    for done in futures.as_completed(started):
-      run = started[done]
-      results[run.key] = score(run, done.result())
-      save(results)
+    try:
+      for done in futures.as_completed(started):
+        run = started[done]
+        results[run.key] = score(run, done.result())
+        save(results)
+    except BaseException:  # a failed run (or ^C) stops the record now, not after every run
+      pool.shutdown(wait=False, cancel_futures=True)
+      jobs_left = multiprocessing.active_children()
+      for job in jobs_left:
+        job.terminate()  # its run resumes from its last checkpoint next time
+      for job in jobs_left:
+        job.join(timeout=30)
+      raise
   return results
 
 

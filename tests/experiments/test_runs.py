@@ -2,7 +2,11 @@
 
 import io
 import json
+import multiprocessing
 import os
+import time
+
+import pytest
 
 from configs import reformer_digits, vit_digits
 from experiments import runs as runs_lib
@@ -66,3 +70,20 @@ def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
   out = io.StringIO()
   runs_lib.status(planned, results, out, jobs=2)
   assert "160 steps left: about 1 min" in out.getvalue()  # two runs at once: 48 s
+
+
+def test_a_failed_job_stops_the_record_and_kills_the_other_jobs(tmp_path):
+  """One run's error ends `execute` at once (not after every queued run), with that error;
+  the other job is killed part-way and nothing is saved for it."""
+  bad = for_run(vit_digits.get_config("small=1"), seed=0, steps=3)
+  with bad.unlocked():
+    bad.optim.lr = -1.0  # a ConfigError in the job, before any compilation
+  long = for_run(vit_digits.get_config("small=1"), seed=1, steps=100_000)
+  planned = [Run("long", long, str(tmp_path / "long")), Run("bad", bad, str(tmp_path / "bad"))]
+  saved = []
+  start = time.perf_counter()
+  with pytest.raises(Exception, match="optim.lr"):
+    execute(planned, {}, lambda run, s: s, saved.append, jobs=2)
+  assert time.perf_counter() - start < 120 and not saved
+  assert not multiprocessing.active_children()
+  assert not os.path.exists(tmp_path / "long" / "summary.json")
