@@ -140,10 +140,13 @@ def load(path: str) -> dict[str, Any]:
 
 def saver(path: str) -> Callable[[dict], None]:
   """`save(results)` for `execute`: writes `path` with this invocation's provenance (the
-  invocation that trained the newest run), creating its folder."""
+  invocation that trained the newest run), creating its folder. The provenance is taken
+  now, as the invocation starts: the commit of the code it imported, not of later commits
+  made while it trains."""
+  stamp = provenance()
 
   def save(results: dict) -> None:
-    results["provenance"] = provenance()
+    results["provenance"] = stamp
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as f:
       json.dump(results, f, indent=1)

@@ -87,3 +87,14 @@ def test_a_failed_job_stops_the_record_and_kills_the_other_jobs(tmp_path):
   assert time.perf_counter() - start < 120 and not saved
   assert not multiprocessing.active_children()
   assert not os.path.exists(tmp_path / "long" / "summary.json")
+
+
+def test_saver_stamps_the_provenance_of_the_invocation_start(tmp_path, monkeypatch):
+  """Commits made while a record trains do not relabel the code that trained it."""
+  stamps = iter([{"commit": "start"}, {"commit": "later"}])
+  monkeypatch.setattr(runs_lib, "provenance", lambda: next(stamps))
+  save = runs_lib.saver(str(tmp_path / "out" / "results.json"))
+  save({"a": 1})
+  save({"a": 1, "b": 2})
+  with open(tmp_path / "out" / "results.json") as f:
+    assert json.load(f) == {"a": 1, "b": 2, "provenance": {"commit": "start"}}
