@@ -31,7 +31,7 @@ from experiments.layout import report
 from experiments.runs import for_run
 from lfpe import encodings
 from lfpe.data import builders, screens
-from lfpe.models import layout
+from lfpe.models import layout, layout_decode
 from lfpe.train import trainer
 
 CONTROL = "No-position"  # the control row: the captioner without boxes
@@ -108,7 +108,9 @@ def example_caption(args: argparse.Namespace) -> tuple[dict, np.ndarray]:
   index = next(i for i in range(len(source)) if source[i]["unseen"])
   example = source[index]
   batch = {k: np.asarray(example[k])[None] for k in layout.INPUTS}
-  decode = jax.jit(lambda v, b: layout.greedy_decode(prog.model, v, b, screens.CAPTION_LEN - 1))
+  decode = jax.jit(
+    lambda v, b: layout_decode.greedy_decode(prog.model, v, b, screens.CAPTION_LEN - 1)
+  )
   tokens = np.asarray(decode(variables, batch))[0]
   result = {
     "row": EXAMPLE_ROW,

@@ -37,7 +37,7 @@ import numpy as np
 
 from lfpe.data import get_spec, screens, widget_caption
 from lfpe.extras import require_extra
-from lfpe.models import layout
+from lfpe.models import layout_decode
 from lfpe.tasks.base import model_family
 
 FIELDS = ("boxes", "types", "texts", "num_objects", "target", "captions")
@@ -151,9 +151,9 @@ class Captioning:
       return {"logits": logits}
     max_len = batch["captions"].shape[-1] - 1
     if self.beam_size == 1:
-      tokens = layout.greedy_decode(model, variables, batch, max_len)
+      tokens = layout_decode.greedy_decode(model, variables, batch, max_len)
     else:
-      tokens = layout.beam_decode(
+      tokens = layout_decode.beam_decode(
         model, variables, batch, max_len, self.beam_size, self.length_penalty
       )
     return {"logits": logits, "tokens": tokens}

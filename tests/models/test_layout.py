@@ -11,7 +11,7 @@ import optax
 import pytest
 
 from lfpe import encodings, tasks
-from lfpe.models import MODELS, layout
+from lfpe.models import MODELS, layout, layout_decode
 from lfpe.models.layout import EOS, PAD
 from lfpe.train.optim import make_optimizer
 
@@ -158,9 +158,9 @@ def _with_head_bias(variables, token, value=1e4):
 def test_decoding_stops_at_eos_and_respects_the_length_limit(embed, beam):
   model, variables = embed
   decode = lambda v, n: (
-    layout.greedy_decode(model, v, BATCH, n)
+    layout_decode.greedy_decode(model, v, BATCH, n)
     if beam is None
-    else layout.beam_decode(model, v, BATCH, n, beam_size=beam)
+    else layout_decode.beam_decode(model, v, BATCH, n, beam_size=beam)
   )
   np.testing.assert_array_equal(decode(_with_head_bias(variables, EOS), 7), [[EOS] + [PAD] * 6] * B)
   np.testing.assert_array_equal(decode(_with_head_bias(variables, 5), 4), np.full((B, 4), 5))
@@ -183,9 +183,9 @@ def test_decoding_ends_at_the_first_eos(beam):
   variables = _init(model)
   run = jax.jit(
     lambda v, n=7: (
-      layout.greedy_decode(model, v, BATCH, n)
+      layout_decode.greedy_decode(model, v, BATCH, n)
       if beam is None
-      else layout.beam_decode(model, v, BATCH, n, beam_size=beam)
+      else layout_decode.beam_decode(model, v, BATCH, n, beam_size=beam)
     )
   )
   np.testing.assert_array_equal(run(variables), [[5, 6, 7, EOS, PAD, PAD, PAD]] * B)
@@ -197,8 +197,8 @@ def test_greedy_equals_beam_with_one_beam(embed):
   kernel = params["head"]["kernel"]
   params["head"]["kernel"] = 3.0 * jax.random.normal(jax.random.key(9), kernel.shape)
   variables = {**variables, "params": params}  # logits that vary with the inputs
-  greedy = jax.jit(lambda v: layout.greedy_decode(model, v, BATCH, 7))(variables)
-  beam = layout.beam_decode(model, variables, BATCH, 7, beam_size=1, length_penalty=0.0)
+  greedy = jax.jit(lambda v: layout_decode.greedy_decode(model, v, BATCH, 7))(variables)
+  beam = layout_decode.beam_decode(model, variables, BATCH, 7, beam_size=1, length_penalty=0.0)
   np.testing.assert_array_equal(greedy, beam)
   assert len(np.unique(np.asarray(greedy))) > 2  # a real caption, not one repeated token
 
