@@ -52,6 +52,13 @@ FINDINGS = (
   ("grouping: 2/2 above 1/4", "Learnable-Fourier+MLP-2/2", "Learnable-Fourier+MLP-1/4", "CIDEr"),
   ("the MLP is needed: Fourier+MLP-2/2 above Fourier-2/2", "Learnable-Fourier+MLP-2/2",
    "Learnable-Fourier-2/2", "CIDEr"),
+  ("Fixed-Fourier+MLP-2/2 clearly best of the fixed group: above 4/1",
+   "Fixed-Fourier+MLP-2/2", "Fixed-Fourier+MLP-4/1", "CIDEr"),
+  ("Fixed-Fourier+MLP-2/2 clearly best of the fixed group: above 1/4",
+   "Fixed-Fourier+MLP-2/2", "Fixed-Fourier+MLP-1/4", "CIDEr"),
+  *((f"learnable above fixed Fourier features (\"on most cases\"): {g}",
+     f"Learnable-Fourier+MLP-{g}", f"Fixed-Fourier+MLP-{g}", "CIDEr")
+    for g in ("1/4", "2/2", "4/1")),
 )  # fmt: skip
 IDF_NOTE = (
   "CIDEr of the seen and unseen subsets takes its document frequencies from the references "

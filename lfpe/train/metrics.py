@@ -155,12 +155,14 @@ class MetricWriter:
     if postfix:
       self._bar.set_postfix({k: f"{v:.4g}" for k, v in postfix.items()}, refresh=False)
 
-  def summary(self, step: int, **extra: Any) -> None:
-    """WORKDIR/summary.json: the last metrics of every split, the step, `extra`."""
+  def summary(self, step: int, **extra: Any) -> dict[str, Any]:
+    """WORKDIR/summary.json: the last metrics of every split, the step, `extra`; returned
+    (on every process) as written."""
+    summary = {"step": step, **self.latest, **extra}
     if self.is_main:
-      summary = {"step": step, **self.latest, **extra}
       with open(os.path.join(self.workdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+    return summary
 
   def close(self) -> None:
     self._bar.close()

@@ -146,8 +146,7 @@ def train_and_evaluate(
         writer.advance(step)
       manager.wait_until_finished()
       wall_s = time.perf_counter() - start_time
-      writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
-      summary = {"step": config.total_steps, **writer.latest}
+      summary = writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
   _print_final_line(summary, headline, workdir)
   return summary
 

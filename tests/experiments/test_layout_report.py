@@ -20,3 +20,31 @@ def test_control_claim_pits_the_best_row_against_no_position():
   table3 = "\n".join(report.table3(results))
   assert "| No-position | 3 | 50.0 ± 0.0 (–) |" in table3
   assert "| No-position | 3 |" in "\n".join(report.table4(results))
+
+
+def test_fixed_fourier_findings_compare_the_right_rows():
+  """002 Sec. 4.4: Fixed-Fourier+MLP-2/2 best of the fixed group, and learnable Fourier
+  features above the fixed ones at each grouping (same seeds: paired)."""
+  ciders = {
+    "Fixed-Fourier+MLP-1/4": (80, 81, 82),
+    "Fixed-Fourier+MLP-2/2": (90, 92, 91),
+    "Fixed-Fourier+MLP-4/1": (85, 85, 86),
+    "Learnable-Fourier+MLP-1/4": (80, 81, 82),  # equal to fixed: unresolved
+    "Learnable-Fourier+MLP-2/2": (95, 96, 96),
+    "Learnable-Fourier+MLP-4/1": (80, 79, 81),  # below fixed: contradicted
+  }
+  results = {f"{r}/{s}": _run(r, s, c) for r, cs in ciders.items() for s, c in enumerate(cs)}
+  found = {(c["a"], c["b"]): c for c in report.claims(results)}
+  fixed = "Fixed-Fourier+MLP-2/2"
+  assert found[(fixed, "Fixed-Fourier+MLP-4/1")]["verdict"] == "reproduced"
+  assert found[(fixed, "Fixed-Fourier+MLP-1/4")]["difference"] == 10.0
+  verdicts = {
+    g: found[(f"Learnable-Fourier+MLP-{g}", f"Fixed-Fourier+MLP-{g}")]
+    for g in ("1/4", "2/2", "4/1")
+  }
+  assert {g: c["verdict"] for g, c in verdicts.items()} == {
+    "1/4": "unresolved",
+    "2/2": "reproduced",
+    "4/1": "contradicted",
+  }
+  assert all(c["paired"] and c["n"] == 3 for c in verdicts.values())

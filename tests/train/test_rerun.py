@@ -41,6 +41,14 @@ def finished(tmp_path_factory):
   return workdir, _run(workdir)
 
 
+def test_a_trained_run_returns_its_summary_file(finished):
+  """What `train_and_evaluate` returns is summary.json, wall time included: a record that
+  trains in a job process keeps each run's seconds."""
+  workdir, summary = finished
+  assert summary == json.loads((workdir / "summary.json").read_text())
+  assert summary["wall_s"] > 0 and summary["start_step"] == 0
+
+
 def test_rerun_of_a_finished_workdir_keeps_its_results(tmp_path, finished, caplog):
   workdir = tmp_path / "w"
   shutil.copytree(finished[0], workdir)
