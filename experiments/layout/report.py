@@ -182,11 +182,14 @@ def claims(results: dict) -> list[dict]:
 
 
 def checks_section(checks: dict) -> list[str]:
-  embed, example = checks["embed_4d_held_out"], checks["example"]
+  embed, wr, example = checks["embed_4d_held_out"], checks["fourier_wr"], checks["example"]
   lines = [
     f"Embed-4D (seed 0), rows of the held-out bins of {', '.join(embed['tables'])}: largest "
     f"change from the init {embed['held_out_max_change']:.3g} (other bins: "
     f"{embed['seen_max_change']:.3g}): {'passed' if embed['passed'] else 'FAILED'}.",
+    "",
+    f"{wr['row']} (seed 0), its Fourier projection W_r: initial sd {wr['init_sd']:.3g} (1/γ), "
+    f"largest change in training {wr['max_change']:.3g}, mean {wr['mean_change']:.3g}.",
     "",
     f"{example['row']} (seed 0) on test screen {example['test_index']} (unseen target, box "
     f"{example['target_box']}; `screen.png`, target in red):",

@@ -79,13 +79,18 @@ def score(run: runs.Run, summary: dict) -> dict:
   return {"row": row, "seed": run.config.seed, "eval": summary["eval"], "seconds": seconds}
 
 
+def box_encoding_params(row: str, args: argparse.Namespace) -> tuple[dict, dict]:
+  """`row` seed 0's box-encoding parameters at initialisation and after training."""
+  config = load_config(row, 0, args)
+  prog, trained = trainer.restore(config, workdir(row, 0, args))
+  initial = prog.init_state().variables()  # the trainer's init: same program, same seed
+  return tuple(jax.device_get(v["params"]["box_encoding"]) for v in (initial, trained))
+
+
 def embed_check(args: argparse.Namespace) -> dict:
   """Embed-4D seed 0: largest change of its table rows at the held-out bins (0: still the
   init) and at the other bins (> 0: training did reach the tables)."""
-  config = load_config("Embed-4D", 0, args)
-  prog, trained = trainer.restore(config, workdir("Embed-4D", 0, args))
-  initial = prog.init_state().variables()  # the trainer's init: same program, same seed
-  before, after = (jax.device_get(v["params"]["box_encoding"]) for v in (initial, trained))
+  before, after = box_encoding_params("Embed-4D", args)
   held = np.asarray(screens.HELD_OUT)
   seen = np.setdiff1d(np.arange(screens.BINS), held)
   change = {k: np.abs(np.asarray(after[k]) - np.asarray(before[k])) for k in sorted(before)}
@@ -97,6 +102,15 @@ def embed_check(args: argparse.Namespace) -> dict:
     "seen_max_change": seen_change,
     "passed": held_change == 0.0 and seen_change > 0.0,
   }
+
+
+def fourier_check(args: argparse.Namespace) -> dict:
+  """Learnable-Fourier+MLP-4/1 seed 0: how far training moved the Fourier projection W_r
+  against its initial spread (1/γ), i.e. how far it is from Fixed-Fourier+MLP-4/1."""
+  before, after = (np.asarray(p["wr"]) for p in box_encoding_params(report.BEST, args))
+  change = np.abs(after - before)
+  return {"row": report.BEST, "init_sd": float(before.std()), "max_change": float(change.max()),
+          "mean_change": float(change.mean())}  # fmt: skip
 
 
 def example_caption(args: argparse.Namespace) -> tuple[dict, np.ndarray]:
@@ -141,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict:
   path = os.path.join(args.out, "results.json")
   results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)
   example, image = example_caption(args)
-  checks = {"embed_4d_held_out": embed_check(args), "example": example}
+  checks = {"embed_4d_held_out": embed_check(args), "fourier_wr": fourier_check(args)}
+  checks["example"] = example
   with open(os.path.join(args.out, "checks.json"), "w") as f:
     json.dump(checks, f, indent=1)
   report.write(results, checks, image, args.out)

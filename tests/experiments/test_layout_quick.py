@@ -24,6 +24,7 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
     for metric in METRICS:
       assert math.isfinite(value["eval"][metric]), (key, metric)
   assert out["checks"]["embed_4d_held_out"]["passed"]
+  assert out["checks"]["fourier_wr"]["max_change"] > 0  # W_r is trained
   assert len(out["checks"]["example"]["references"]) == 4
   tables = (tmp_path / "tables.md").read_text()
   assert "Table 3" in tables and "Table 4" in tables and "Learnable-Fourier+MLP-4/1" in tables
