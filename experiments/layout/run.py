@@ -155,8 +155,11 @@ def main(argv: list[str] | None = None) -> dict:
   path = os.path.join(args.out, "results.json")
   results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)
   example, image = example_caption(args)
-  checks = {"embed_4d_held_out": embed_check(args), "fourier_wr": fourier_check(args)}
-  checks["example"] = example
+  checks = {
+    "embed_4d_held_out": embed_check(args),
+    "fourier_wr": fourier_check(args),
+    "example": example,
+  }
   with open(os.path.join(args.out, "checks.json"), "w") as f:
     json.dump(checks, f, indent=1)
   report.write(results, checks, image, args.out)
