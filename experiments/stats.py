@@ -57,15 +57,17 @@ def verdict(ci_low: float, ci_high: float, direction: int = 1, margin: float = 0
   """'reproduced' when the interval of (a - b) excludes 0 on the paper's side (`direction`
   +1: the paper says a > b; -1: a < b), 'contradicted' on the other side, else 'unresolved'.
 
-  `direction=0` is a claim that a and b are about equal: 'reproduced' when the whole interval
-  lies within ±`margin` (an equivalence test; the margin is declared with the claim),
-  'contradicted' when it excludes 0, else 'unresolved'."""
+  `direction=0` is a claim that a and b are about equal, an equivalence test with the
+  `margin` declared with the claim: 'reproduced' when the whole interval lies within
+  ±`margin`, 'contradicted' when it lies wholly outside (the difference is known to exceed
+  the margin; with no margin, when it excludes 0), else 'unresolved'. An interval inside the
+  margin that excludes 0 shows a difference too small to matter: still 'reproduced'."""
   if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
     return "unresolved"
   if direction == 0:
-    if ci_low > 0 or ci_high < 0:
+    if ci_low > margin or ci_high < -margin:
       return "contradicted"
-    return "reproduced" if margin > 0 and -margin < ci_low and ci_high < margin else "unresolved"
+    return "reproduced" if -margin < ci_low and ci_high < margin else "unresolved"
   if ci_low > 0 or ci_high < 0:
     return "reproduced" if (ci_low > 0) == (direction > 0) else "contradicted"
   return "unresolved"

@@ -43,6 +43,7 @@ ORDERINGS = (
 
 
 SAME_BPD = 0.02  # "about equal" (002: "similar performance"), in bits/dim
+EARLY = 0.3  # 002's "first 30k steps" of its 100k, as a share of training
 TEXTS = {  # 002 Sec. 4.1 on Fig. 3, for each ordering
   ("fourier", "embed_2d"): "Learnable-Fourier+MLP ends lower than Embed-2D (best; Fig. 3a)",
   ("embed_2d", "sine_2d"): "Embed-2D ends lower than Sine-2D (second best)",
@@ -57,8 +58,9 @@ TEXTS = {  # 002 Sec. 4.1 on Fig. 3, for each ordering
 
 def claims(results: dict) -> list[dict]:
   """claims.json: 002's orderings of final held-out bits/dim (lower is better, so a claim
-  "a below b" is direction -1), and its early-training claims at the first evaluation; paired
-  by seed (seed s of every encoding trains on the same images in the same order); and the
+  "a below b" is direction -1), and its early-training claims (faster convergence: at the
+  first evaluation; Learnable-Fourier alone "competitive for the first 30k steps" of 100k: the
+  mean over the evaluations in the first `EARLY` of training); paired by seed (seed s of every encoding trains on the same images in the same order); and the
   control: the encoding with the lowest mean final bits/dim against `none`."""
   tests = [(a, b, "final", -1 if rel == "<" else 0, TEXTS[(a, b)]) for a, b, rel in ORDERINGS]
   tests += [
@@ -72,11 +74,11 @@ def claims(results: dict) -> list[dict]:
     for b in ("embed_2d", "embed_1d", "sine_2d", "sine_1d")
   ]
   tests += [
-    ("fourier_no_mlp", "fourier", "first", 0,
-     f"Learnable-Fourier alone is competitive early (within ±{SAME_BPD} bits/dim of "
-     "Learnable-Fourier+MLP at the first evaluation; 002: the first 30k steps)"),
+    ("fourier_no_mlp", "fourier", "early", 0,
+     f"Learnable-Fourier alone is competitive early (mean over the first {EARLY:.0%} of "
+     f"training within ±{SAME_BPD} bits/dim of Learnable-Fourier+MLP's; 002: the first 30k "
+     "of 100k steps)"),
   ]  # fmt: skip
-  value = lambda r, when: r["final"] if when == "final" else r["curve"][0][1]
   out = []
   for attention in _attentions(results):
     encoded = [p for p in NAMES if p != "none" and _runs(results, attention, p)]
@@ -87,7 +89,12 @@ def claims(results: dict) -> list[dict]:
       ra, rb = _runs(results, attention, a), _runs(results, attention, b)
       if len(ra) < 2 or len(ra) != len(rb):
         continue
-      step = "the end" if when == "final" else f"step {ra[0]['curve'][0][0]}"
+      steps = [step for step, _ in ra[0]["curve"]]
+      step = {
+        "final": "the end",
+        "first": f"step {steps[0]}",
+        "early": f"steps {steps[0]}-{early_steps(steps)[-1]} (mean)",
+      }[when]
       item = "Fig. 3b" if "fourier_no_mlp" in (a, b) or b == "mlp" else "Fig. 3a"
       out.append(
         stats.claim(
@@ -97,14 +104,29 @@ def claims(results: dict) -> list[dict]:
           metric=f"held-out bits/dim at {step}",
           a=f"{attention}/{a}",
           b=f"{attention}/{b}",
-          a_values=[value(r, when) for r in ra],
-          b_values=[value(r, when) for r in rb],
+          a_values=[_value(r, when) for r in ra],
+          b_values=[_value(r, when) for r in rb],
           direction=direction,
           margin=SAME_BPD if direction == 0 else 0.0,
           paired=True,
         )
       )
   return out
+
+
+def early_steps(steps: list[int]) -> list[int]:
+  """The evaluated steps within the first `EARLY` of training (at least the first one)."""
+  return [s for s in steps if s <= EARLY * steps[-1]] or steps[:1]
+
+
+def _value(run: dict, when: str) -> float:
+  """A run's held-out bits/dim at the end, at the first evaluation, or averaged early."""
+  if when == "final":
+    return run["final"]
+  if when == "first":
+    return run["curve"][0][1]
+  early = set(early_steps([step for step, _ in run["curve"]]))
+  return float(np.mean([bpd for step, bpd in run["curve"] if step in early]))
 
 
 def _runs(results: dict, attention: str, posemb: str) -> list[dict]:

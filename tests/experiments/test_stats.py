@@ -73,8 +73,12 @@ def test_equivalence_claims_need_the_interval_inside_the_margin():
 
   assert verdict(-0.1, 0.2, direction=0, margin=0.5) == "reproduced"
   assert verdict(-0.1, 0.6, direction=0, margin=0.5) == "unresolved"
-  assert verdict(0.1, 0.6, direction=0, margin=0.5) == "contradicted"
+  assert verdict(0.1, 0.6, direction=0, margin=0.5) == "unresolved"  # may or may not exceed it
+  assert verdict(0.6, 0.9, direction=0, margin=0.5) == "contradicted"  # known to exceed it
+  assert verdict(-0.9, -0.6, direction=0, margin=0.5) == "contradicted"
+  assert verdict(0.1, 0.2, direction=0, margin=0.5) == "reproduced"  # excludes 0, too small
   assert verdict(-0.1, 0.2, direction=0) == "unresolved"  # no margin: nothing shown
+  assert verdict(0.1, 0.2, direction=0) == "contradicted"  # no margin: any difference
   entry = claim(
     paper="002",
     item="Fig. 3a",
