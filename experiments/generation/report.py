@@ -60,8 +60,9 @@ def claims(results: dict) -> list[dict]:
   """claims.json: 002's orderings of final held-out bits/dim (lower is better, so a claim
   "a below b" is direction -1), and its early-training claims (faster convergence: at the
   first evaluation; Learnable-Fourier alone "competitive for the first 30k steps" of 100k: the
-  mean over the evaluations in the first `EARLY` of training); paired by seed (seed s of every encoding trains on the same images in the same order); and the
-  control: the encoding with the lowest mean final bits/dim against `none`."""
+  mean over the evaluations in the first `EARLY` of training); paired by seed (seed s of
+  every encoding trains on the same images in the same order); and the control: the
+  encoding with the lowest mean final bits/dim against `none`."""
   tests = [(a, b, "final", -1 if rel == "<" else 0, TEXTS[(a, b)]) for a, b, rel in ORDERINGS]
   tests += [
     (
