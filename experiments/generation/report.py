@@ -90,11 +90,11 @@ def claims(results: dict) -> list[dict]:
       ra, rb = _runs(results, attention, a), _runs(results, attention, b)
       if len(ra) < 2 or len(ra) != len(rb):
         continue
-      steps = [step for step, _ in ra[0]["curve"]]
+      early = early_steps([step for step, _ in ra[0]["curve"]])
       step = {
         "final": "the end",
-        "first": f"step {steps[0]}",
-        "early": f"steps {steps[0]}-{early_steps(steps)[-1]} (mean)",
+        "first": f"step {early[0]}",
+        "early": f"steps {early[0]}-{early[-1]} (mean)" if len(early) > 1 else f"step {early[0]}",
       }[when]
       item = "Fig. 3b" if "fourier_no_mlp" in (a, b) or b == "mlp" else "Fig. 3a"
       out.append(
