@@ -42,3 +42,40 @@ def test_control_claim_pits_the_best_encoding_against_no_position():
   assert fourier_vs_sine[0]["verdict"] == "reproduced" and fourier_vs_sine[0]["n"] == 3
   rows = "\n".join(report.table(results, "all"))
   assert "| no position (control) | 3 |" in rows and "(–)" in rows
+
+
+def test_table_1_claims_embed_2d_last_against_sine_2d_and_mlp():
+  aps = {"detr_sine": [0.30, 0.32, 0.31], "mlp": [0.29, 0.30, 0.30], "embed_2d": [0.2, 0.21, 0.2]}
+  results = {f"all/{p}/{s}": _entry(v) for p, vs in aps.items() for s, v in enumerate(vs)}
+  last = {c["a"]: c for c in report.claims(results) if c["b"] == "all/embed_2d"}
+  assert set(last) == {"all/detr_sine", "all/mlp"}  # fourier has no runs here
+  assert all(c["item"] == "Table 1" and c["verdict"] == "reproduced" for c in last.values())
+
+
+def _args(**kw):
+  import argparse  # noqa: PLC0415
+
+  return argparse.Namespace(**{"quick": False, "steps": 0, "sweep_steps": 2000, **kw})
+
+
+def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_images():
+  from experiments.detection import run  # noqa: PLC0415
+
+  heldout = run.sweep_config("heldout", 4.0, 1, _args()).data
+  assert heldout.detection.train_sizes == (32, 40) and heldout.detection.test_sizes == (48,)
+  assert (heldout.train_split, heldout.eval_split) == ("train[1000:]", "train[:500]")
+  every = run.sweep_config("all", 4.0, 1, _args()).data.detection
+  assert every.train_sizes == every.test_sizes == (32, 40, 48, 56, 64)
+  record = run.load_config("fourier", "heldout", 1, _args()).data.detection
+  assert record.train_sizes == (32, 40, 48) and record.test_sizes == (56, 64)
+
+
+def test_a_finished_run_recorded_with_another_gamma_stops_the_record():
+  from experiments.detection import run  # noqa: PLC0415
+
+  args = _args(seeds=1, out="/unused", encodings=("fourier",))
+  record = [r for r in run.record_runs(args, {"all": 4.0}) if r.key == "all/fourier/0"]
+  run.check_recorded_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=4.0)"}})
+  run.check_recorded_encodings(record, {"all/fourier/0": {}})  # recorded before posemb was
+  with pytest.raises(SystemExit, match=r"recorded with posemb=fourier\(gamma=1.0\)"):
+    run.check_recorded_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=1.0)"}})
