@@ -148,10 +148,25 @@ def saver(path: str) -> Callable[[dict], None]:
   def save(results: dict) -> None:
     results["provenance"] = stamp
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
+    with open(f"{path}.tmp", "w") as f:  # then renamed: a kill never leaves half a file
       json.dump(results, f, indent=1)
+    os.replace(f"{path}.tmp", path)
 
   return save
+
+
+def check_encodings(planned: Iterable[Run], results: dict) -> None:
+  """Stops (before training) if a finished run in `results` was trained with another
+  encoding than its config now gives (its `posemb` entry), e.g. a γ that a sweep chose
+  before the sweep's flags changed."""
+  for run in planned:
+    recorded = results.get(run.key, {}).get("posemb")
+    if recorded is not None and recorded != str(run.config.model.posemb):
+      sys.exit(
+        f"{run.key} was recorded with posemb={recorded}, but its config now gives "
+        f"{run.config.model.posemb}: keep the sweep's flags as they were, or re-run it "
+        "(remove it from results.json and its workdir)."
+      )
 
 
 def add_jobs_flag(parser: Any) -> None:

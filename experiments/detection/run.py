@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Iterable
 
 from configs import detr_shapes
 from experiments import runs
@@ -122,19 +120,6 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
   return {**entry, "seconds": summary.get("wall_s")}
 
 
-def check_recorded_encodings(record: Iterable[runs.Run], results: dict) -> None:
-  """Stops (before training) if a finished run was trained with another encoding than its
-  config now gives, e.g. a γ the sweep chose before `--sweep-seeds` changed."""
-  for run in record:
-    recorded = results.get(run.key, {}).get("posemb")
-    if recorded is not None and recorded != str(run.config.model.posemb):
-      sys.exit(
-        f"{run.key} was recorded with posemb={recorded}, but the sweep now gives "
-        f"{run.config.model.posemb}: keep the sweep's flags as they were, or re-run that "
-        "protocol's record runs (remove them from results.json and their workdirs)."
-      )
-
-
 def one_size(config, sizes) -> list:
   """`config` once per test image size, each testing that size alone."""
   configs = []
@@ -171,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
   scored = lambda run, summary: score(run, summary, args.quick)
   runs.execute(sweep_runs(args), results, scored, save, jobs=args.jobs)
   record = {run.key: run for run in record_runs(args, report.chosen_gammas(results))}
-  check_recorded_encodings(record.values(), results)
+  runs.check_encodings(record.values(), results)
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)
   pictured = [record[f"{protocol}/{PICTURED}/0"] for protocol in PROTOCOLS]

@@ -39,19 +39,45 @@ FIG_3B = ("fourier", "fourier_no_mlp", "mlp")
 CONTROL = "none"
 ENCODINGS = tuple(dict.fromkeys(FIG_3A + FIG_3B + (CONTROL,)))
 ATTENTIONS = ("lsh", "full")
+SWEPT = ("fourier", "fourier_no_mlp")  # the encodings with a kernel width γ (002 Eq. 4)
+# Positions in [0, 1]: kernel widths from the whole 16-pixel image (1) to about a pixel (1/16).
+GAMMAS = (1.0, 0.25, 0.0625)
+SWEEP_SEEDS, SWEEP_STEPS = 2, 1500
+VALIDATION = 300  # the first training digits: the sweep's validation split
 
 
-def load_config(posemb: str, attention: str, seed: int, args: argparse.Namespace):
+def load_config(
+  posemb: str, attention: str, seed: int, args: argparse.Namespace, gamma: float = 1.0
+):
   """configs/reformer_digits.py for one run, with the experiment's steps and seed."""
   size = 8 if args.quick else 16
   config = reformer_digits.get_config(
-    f"posemb={posemb},attention={attention},size={size},small={int(args.quick)}"
+    f"posemb={posemb},attention={attention},gamma={gamma},size={size},small={int(args.quick)}"
   )
   for_run(config, seed=seed, steps=args.steps, eval_every=args.eval_every)
   if args.quick:
     with config.unlocked():
       config.data.eval_split = "test[:128]"
   return config
+
+
+def sweep_runs(args: argparse.Namespace) -> list[runs.Run]:
+  """The γ sweep: each swept encoding at each γ, trained on the training digits but the
+  first `VALIDATION` and scored on those (never on the test digits)."""
+  held = 64 if args.quick else VALIDATION
+  out = []
+  for attention in args.attentions:
+    for seed in range(args.sweep_seeds):
+      for posemb in (p for p in args.swept if p in args.encodings):
+        for gamma in args.gammas:
+          config = load_config(posemb, attention, seed, args, gamma)
+          for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
+          with config.unlocked():
+            config.data.train_split = f"train[{held}:]"
+            config.data.eval_split = f"train[:{held}]"
+          key = f"sweep/{attention}/{posemb}/gamma={gamma}/{seed}"
+          out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
+  return out
 
 
 def curve(workdir: str) -> list[list[float]]:
@@ -71,12 +97,13 @@ def zero_attention(variables):
   return {**variables, "params": params}
 
 
-def planned(args: argparse.Namespace) -> list[runs.Run]:
-  """Every run of the record, in the order they train."""
+def planned(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs.Run]:
+  """Every run of the record, in the order they train; the swept encodings at the γ the
+  sweep chose (`gammas`, keyed `attention/posemb`; 1.0 where it has not, for --status)."""
   return [
     runs.Run(
       f"{attention}/{posemb}/{seed}",
-      load_config(posemb, attention, seed, args),
+      load_config(posemb, attention, seed, args, gammas.get(f"{attention}/{posemb}", 1.0)),
       os.path.join(args.out, "runs", attention, posemb, str(seed)),
     )
     for attention in args.attentions
@@ -91,8 +118,12 @@ def score(run: runs.Run, summary: dict) -> dict:
   result = {
     "final": summary["eval"]["bits_per_dim"],
     "curve": curve(run.workdir),
+    "posemb": str(run.config.model.posemb),  # with its γ
     "seconds": summary.get("wall_s"),
   }
+  if run.key.startswith("sweep/"):
+    print(f"{run.key}: validation {result['final']:.3f} bits/dim", flush=True)
+    return result
   if run.key.split("/")[1] == "fourier":
     ablated = trainer.evaluate(run.config, run.workdir, edit=zero_attention)
     result["zero_attention"] = ablated["bits_per_dim"]
@@ -100,9 +131,9 @@ def score(run: runs.Run, summary: dict) -> dict:
   return result
 
 
-def draw_samples(attention: str, args: argparse.Namespace, num: int = 16) -> np.ndarray:
-  """`num` images from the seed-0 `fourier` model with `attention`."""
-  config = load_config("fourier", attention, 0, args)
+def draw_samples(attention: str, args: argparse.Namespace, gamma: float, num: int = 16):
+  """`num` images from the seed-0 `fourier` model with `attention` (trained at `gamma`)."""
+  config = load_config("fourier", attention, 0, args, gamma)
   workdir = os.path.join(args.out, "runs", attention, "fourier", "0")
   prog, variables = trainer.restore(config, workdir)
   draw = jax.jit(lambda v, key: reformer.sample(prog.model, v, key, num))
@@ -117,6 +148,8 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--steps", type=int, default=3000, help="from the learning curve")
   parser.add_argument("--eval-every", type=int, default=250)
   parser.add_argument("--attentions", default="lsh", help=f"comma-separated, of {ATTENTIONS}")
+  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
+  parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
   parser.add_argument(
     "--encodings",
     default=",".join(ENCODINGS),
@@ -131,17 +164,29 @@ def main(argv: list[str] | None = None) -> dict:
   args.encodings = args.encodings.split(",")
   if set(args.encodings) - set(ENCODINGS):
     parser.error(f"--encodings={','.join(args.encodings)}: choose from {ENCODINGS}")
-  if args.quick:
+  args.gammas, args.swept = GAMMAS, SWEPT
+  if args.quick:  # the sweep of one encoding at two γ: every phase, in CI time
     args.seeds, args.steps, args.eval_every = 2, 6, 3
-  if args.status:
-    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")), jobs=args.jobs)
-    return {}
+    args.sweep_seeds, args.sweep_steps, args.gammas, args.swept = 1, 4, (1.0, 0.25), SWEPT[:1]
   path = os.path.join(args.out, "results.json")
-  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)
+  results = runs.load(path)
+  if args.status:
+    record = planned(args, report.chosen_gammas(results))
+    runs.status(sweep_runs(args) + record, results, jobs=args.jobs)
+    return {}
+  save = runs.saver(path)
+  runs.execute(sweep_runs(args), results, score, save, jobs=args.jobs)
+  gammas = report.chosen_gammas(results)
+  record = planned(args, gammas)
+  runs.check_encodings(record, results)
+  results = runs.execute(record, results, score, save, jobs=args.jobs)
   if set(args.encodings) != set(ENCODINGS):
     print("trained the --encodings asked for; the report is written once all are trained")
     return results
-  samples = {a: draw_samples(a, args, num=4 if args.quick else 16) for a in args.attentions}
+  samples = {
+    a: draw_samples(a, args, gammas.get(f"{a}/fourier", 1.0), num=4 if args.quick else 16)
+    for a in args.attentions
+  }
   report.write(results, samples, args.out, levels=digit_images.LEVELS)
   return results
 

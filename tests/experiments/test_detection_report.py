@@ -71,11 +71,12 @@ def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_imag
 
 
 def test_a_finished_run_recorded_with_another_gamma_stops_the_record():
+  from experiments import runs  # noqa: PLC0415
   from experiments.detection import run  # noqa: PLC0415
 
   args = _args(seeds=1, out="/unused", encodings=("fourier",))
   record = [r for r in run.record_runs(args, {"all": 4.0}) if r.key == "all/fourier/0"]
-  run.check_recorded_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=4.0)"}})
-  run.check_recorded_encodings(record, {"all/fourier/0": {}})  # recorded before posemb was
+  runs.check_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=4.0)"}})
+  runs.check_encodings(record, {"all/fourier/0": {}})  # recorded before posemb was
   with pytest.raises(SystemExit, match=r"recorded with posemb=fourier\(gamma=1.0\)"):
-    run.check_recorded_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=1.0)"}})
+    runs.check_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=1.0)"}})

@@ -13,6 +13,10 @@ from experiments.stats import check_claim
 def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_path):
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
+  swept = sorted(k for k in results if k.startswith("sweep/"))
+  assert swept == ["sweep/lsh/fourier/gamma=0.25/0", "sweep/lsh/fourier/gamma=1.0/0"]
+  for key in swept:
+    assert 0.0 < results.pop(key)["final"] < 3.0, key
   assert len(results) == 2 * len(run.ENCODINGS)  # 2 seeds, LSH attention
   entries = json.loads((tmp_path / "claims.json").read_text())
   for entry in entries:
@@ -26,9 +30,11 @@ def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_pat
   fourier = results["lsh/fourier/0"]
   assert fourier["zero_attention"] > fourier["final"]  # the model uses its attention
   tables = (tmp_path / "tables.md").read_text()
-  assert "Learnable-Fourier+MLP ends lower than Embed-2D" in tables
+  assert "Learnable-Fourier+MLP ends lower than Embed-2D" in tables and "γ sweep" in tables
   for name in ("fig3a.png", "fig3b.png", "samples.png"):
     assert (tmp_path / name).stat().st_size > 0
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   again.pop("provenance")
+  for key in swept:
+    again.pop(key)
   assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)

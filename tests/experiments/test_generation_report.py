@@ -78,3 +78,50 @@ def test_the_control_pits_the_best_encoding_against_no_position():
   assert control["difference"] == pytest.approx(-0.5, abs=1e-6)
   assert control["verdict"] == "reproduced"
   assert len(entries) == 1 + len(report.ORDERINGS) + 4 + 1
+
+
+def test_gamma_rule_takes_the_lowest_mean_validation_bits_per_dim_ties_to_the_smaller():
+  entry = lambda bpd: {"final": bpd, "curve": [[1500, bpd]]}
+  results = {
+    "sweep/lsh/fourier/gamma=1.0/0": entry(0.90),
+    "sweep/lsh/fourier/gamma=1.0/1": entry(0.70),  # mean 0.80
+    "sweep/lsh/fourier/gamma=0.25/0": entry(0.78),
+    "sweep/lsh/fourier/gamma=0.25/1": entry(0.80),  # mean 0.79: chosen
+    "sweep/lsh/fourier_no_mlp/gamma=1.0/0": entry(0.85),
+    "sweep/lsh/fourier_no_mlp/gamma=0.0625/0": entry(0.85),  # a tie: the smaller γ
+    **_results({"fourier": 0.0, "none": 0.5}),
+  }
+  assert report.sweep(results)["lsh/fourier"] == {1.0: [0.90, 0.70], 0.25: [0.78, 0.80]}
+  assert report.chosen_gammas(results) == {"lsh/fourier": 0.25, "lsh/fourier_no_mlp": 0.0625}
+  table = "\n".join(report.sweep_table(results))
+  row = "| Learnable-Fourier+MLP, lsh attention | 0.25 | 0.790 ± 0.127 (n = 2) | **yes** |"
+  assert row in table
+  # Sweep runs are no record runs: no attention called "sweep", no claim about them.
+  assert report._attentions(results) == ["lsh"]
+  assert all("sweep" not in e["a"] + e["b"] for e in report.claims(results))
+
+
+def _args(**kw):
+  import argparse  # noqa: PLC0415
+
+  from experiments.generation import run  # noqa: PLC0415
+
+  base = dict(quick=False, steps=3000, eval_every=250, attentions=["lsh"], seeds=3, out="/o")
+  base.update(sweep_seeds=2, sweep_steps=1500, gammas=run.GAMMAS, swept=run.SWEPT)
+  return argparse.Namespace(**{**base, "encodings": list(run.ENCODINGS), **kw})
+
+
+def test_the_sweep_trains_without_the_validation_digits_and_scores_on_them():
+  from experiments.generation import run  # noqa: PLC0415
+
+  sweep = {r.key: r.config for r in run.sweep_runs(_args())}
+  assert len(sweep) == 2 * 2 * 3  # seeds x swept encodings x γ
+  config = sweep["sweep/lsh/fourier_no_mlp/gamma=0.25/1"]
+  assert (config.data.train_split, config.data.eval_split) == ("train[300:]", "train[:300]")
+  assert (config.total_steps, config.eval_every, config.seed) == (1500, 1500, 1)
+  assert str(config.model.posemb) == "fourier_no_mlp(gamma=0.25)"
+  record = {r.key: r.config for r in run.planned(_args(), {"lsh/fourier": 0.0625})}
+  assert str(record["lsh/fourier/2"].model.posemb) == "fourier(gamma=0.0625)"
+  assert str(record["lsh/fourier_no_mlp/2"].model.posemb) == "fourier_no_mlp(gamma=1.0)"
+  for config in record.values():  # the dataset's own splits: all training digits, the test ones
+    assert config.data.train_split is None and config.data.eval_split is None
