@@ -29,8 +29,10 @@ def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_pat
     assert [step for step, _ in value["curve"]] == [3, 6], key
   fourier = results["lsh/fourier/0"]
   assert fourier["zero_attention"] > fourier["final"]  # the model uses its attention
+  assert 0.0 < fourier["strict"] < 3.0 and "strict" not in results["lsh/embed_2d/0"]
   tables = (tmp_path / "tables.md").read_text()
   assert "Learnable-Fourier+MLP ends lower than Embed-2D" in tables and "γ sweep" in tables
+  assert "Is the LSH likelihood causal?" in tables
   for name in ("fig3a.png", "fig3b.png", "samples.png"):
     assert (tmp_path / name).stat().st_size > 0
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained

@@ -125,3 +125,12 @@ def test_the_sweep_trains_without_the_validation_digits_and_scores_on_them():
   assert str(record["lsh/fourier_no_mlp/2"].model.posemb) == "fourier_no_mlp(gamma=1.0)"
   for config in record.values():  # the dataset's own splits: all training digits, the test ones
     assert config.data.train_split is None and config.data.eval_split is None
+
+
+def test_the_leak_table_pairs_strict_and_recorded_bits_per_dim_by_seed():
+  results = _results({"fourier": 0.0, "embed_2d": 0.03})
+  for seed, extra in enumerate((0.010, 0.012, 0.014)):
+    results[f"lsh/fourier/{seed}"]["strict"] = results[f"lsh/fourier/{seed}"]["final"] + extra
+  rows = "\n".join(report.leak(results))
+  assert "| Learnable-Fourier+MLP |" in rows and "+0.012 ± 0.005 (n = 3)" in rows
+  assert "Embed-2D" not in rows  # not re-scored: no row
