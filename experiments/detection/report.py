@@ -134,6 +134,45 @@ def claims(results: dict) -> list[dict]:
         ceiling=100.0,
       )
     )
+  return out + _gap_claims(results)
+
+
+# 002 on Table 2 against Table 1: "the benefit of Learnable-Fourier+MLP is more pronounced, and
+# the performance gap between Embed-2D and the other methods is further increased": (a, b).
+GROWS = (
+  *(("fourier", b) for b in ("detr_sine", "embed_2d", "mlp")),
+  ("detr_sine", "embed_2d"),
+  ("mlp", "embed_2d"),
+)
+
+
+def _gap_claims(results: dict) -> list[dict]:
+  """The gap a − b (per seed, paired within a protocol) is larger under `heldout` than under
+  `all`: Welch between the protocols (different runs and test sizes)."""
+  out = []
+  for a, b in GROWS:
+    gaps = {}
+    for protocol in ("heldout", "all"):
+      ra, rb = _runs(results, protocol, a), _runs(results, protocol, b)
+      if len(ra) >= 2 and len(ra) == len(rb):
+        gaps[protocol] = [x["eval"]["AP"] - y["eval"]["AP"] for x, y in zip(ra, rb, strict=True)]
+    if len(gaps) < 2:
+      continue
+    paper = {p: PAPER[p][a][0] - PAPER[p][b][0] for p in ("all", "heldout")}
+    out.append(
+      stats.claim(
+        paper="002",
+        item="Table 2 vs 1",
+        text=f"on unseen sizes the gap {NAMES[a]} − {NAMES[b]} grows ({paper['all']:+.1f} "
+        f"-> {paper['heldout']:+.1f} AP)",
+        metric="AP gap a − b (points), protocol heldout minus all",
+        a=f"heldout/{a} − {b}",
+        b=f"all/{a} − {b}",
+        a_values=gaps["heldout"],
+        b_values=gaps["all"],
+        scale=100.0,
+      )
+    )
   return out
 
 

@@ -80,3 +80,21 @@ def test_a_finished_run_recorded_with_another_gamma_stops_the_record():
   runs.check_encodings(record, {"all/fourier/0": {}})  # recorded before posemb was
   with pytest.raises(SystemExit, match=r"recorded with posemb=fourier\(gamma=1.0\)"):
     runs.check_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=1.0)"}})
+
+
+def test_the_gap_claims_compare_per_seed_gaps_between_protocols():
+  aps = {
+    "all": {"fourier": [0.50, 0.52, 0.51], "embed_2d": [0.49, 0.50, 0.50]},  # gaps .01 .02 .01
+    "heldout": {"fourier": [0.40, 0.42, 0.41], "embed_2d": [0.30, 0.31, 0.32]},  # .10 .11 .09
+  }
+  results = {
+    f"{protocol}/{p}/{s}": _entry(v)
+    for protocol, arms in aps.items()
+    for p, vs in arms.items()
+    for s, v in enumerate(vs)
+  }
+  (gap,) = [c for c in report.claims(results) if c["item"] == "Table 2 vs 1"]
+  assert (gap["a"], gap["b"]) == ("heldout/fourier − embed_2d", "all/fourier − embed_2d")
+  assert gap["difference"] == pytest.approx(100 * (0.10 - 0.04 / 3), abs=1e-6)
+  assert not gap["paired"] and gap["verdict"] == "reproduced"
+  assert "(+0.9 -> +2.9 AP)" in gap["claim"]
