@@ -148,25 +148,36 @@ def saver(path: str) -> Callable[[dict], None]:
   def save(results: dict) -> None:
     results["provenance"] = stamp
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(f"{path}.tmp", "w") as f:  # then renamed: a kill never leaves half a file
+    temp = f"{path}.{os.getpid()}.tmp"  # then renamed: a kill never leaves half a file
+    with open(temp, "w") as f:
       json.dump(results, f, indent=1)
-    os.replace(f"{path}.tmp", path)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(temp, path)
 
   return save
 
 
 def check_encodings(planned: Iterable[Run], results: dict) -> None:
   """Stops (before training) if a finished run in `results` was trained with another
-  encoding than its config now gives (its `posemb` entry), e.g. a γ that a sweep chose
-  before the sweep's flags changed."""
+  encoding or length than its config now gives (its `posemb` and `steps` entries), e.g. a
+  γ that a sweep chose before the sweep's flags changed."""
   for run in planned:
-    recorded = results.get(run.key, {}).get("posemb")
-    if recorded is not None and recorded != str(run.config.model.posemb):
-      sys.exit(
-        f"{run.key} was recorded with posemb={recorded}, but its config now gives "
-        f"{run.config.model.posemb}: keep the sweep's flags as they were, or re-run it "
-        "(remove it from results.json and its workdir)."
-      )
+    entry = results.get(run.key, {})
+    now = {"posemb": str(run.config.model.posemb), "steps": int(run.config.total_steps)}
+    for field, value in now.items():
+      if entry.get(field, value) != value:
+        sys.exit(
+          f"{run.key} was recorded with {field}={entry[field]}, but its config now gives "
+          f"{value}: keep the flags as they were, or re-run it (remove it from results.json "
+          "and its workdir)."
+        )
+
+
+def chosen(sweep: Iterable[Run], results: dict) -> dict:
+  """The entries of `results` that belong to this invocation's `sweep` (not those of another
+  invocation's flags): what a declared rule chooses from."""
+  return {run.key: results[run.key] for run in sweep if run.key in results}
 
 
 def add_jobs_flag(parser: Any) -> None:

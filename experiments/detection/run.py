@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from configs import detr_shapes
 from experiments import runs
@@ -105,10 +106,11 @@ def record_runs(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs
 def score(run: runs.Run, summary: dict, quick: bool) -> dict:
   """A trained run's results entry: its eval, and AP at every test size alone (not for the
   sweep's runs, scored on validation images)."""
-  posemb = str(run.config.model.posemb)  # with its γ: what a finished run was trained with
+  # What a finished run was trained with (its γ, its length): runs.check_encodings.
+  trained = {"posemb": str(run.config.model.posemb), "steps": summary["step"]}
   if run.key.startswith("sweep/"):
     print(f"{run.key}: validation AP {summary['eval']['AP']:.4f}", flush=True)
-    return {"eval": summary["eval"], "posemb": posemb, "seconds": summary.get("wall_s")}
+    return {"eval": summary["eval"], **trained, "seconds": summary.get("wall_s")}
   tested = run.config.data.detection.test_sizes
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
   sizes = [] if quick else report.SIZES
@@ -116,7 +118,7 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
     scores = trainer.evaluate_each(one_size(run.config, sizes), run.workdir)
     by_size.update(zip(map(str, sizes), scores, strict=True))
   print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
-  entry = {"eval": summary["eval"], "by_size": by_size, "posemb": posemb}
+  entry = {"eval": summary["eval"], "by_size": by_size, **trained}
   return {**entry, "seconds": summary.get("wall_s")}
 
 
@@ -147,15 +149,19 @@ def main(argv: list[str] | None = None) -> dict:
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
     args.gammas, args.encodings = (0.5, 1.0), QUICK_ENCODINGS
   results = runs.load(os.path.join(args.out, "results.json"))
+  sweep = sweep_runs(args)
   if args.status:
-    runs.status(
-      sweep_runs(args) + record_runs(args, report.chosen_gammas(results)), results, jobs=args.jobs
-    )
+    gammas = report.chosen_gammas(runs.chosen(sweep, results))
+    runs.status(sweep + record_runs(args, gammas), results, jobs=args.jobs)
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
-  runs.execute(sweep_runs(args), results, scored, save, jobs=args.jobs)
-  record = {run.key: run for run in record_runs(args, report.chosen_gammas(results))}
+  runs.check_encodings(sweep, results)
+  runs.execute(sweep, results, scored, save, jobs=args.jobs)
+  gammas = report.chosen_gammas(runs.chosen(sweep, results))
+  if set(PROTOCOLS) - set(gammas):
+    sys.exit("the γ sweep chose nothing for a protocol: run it with --sweep-seeds >= 1")
+  record = {run.key: run for run in record_runs(args, gammas)}
   runs.check_encodings(record.values(), results)
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)

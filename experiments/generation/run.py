@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 import jax
 import numpy as np
@@ -119,6 +120,7 @@ def score(run: runs.Run, summary: dict) -> dict:
     "final": summary["eval"]["bits_per_dim"],
     "curve": curve(run.workdir),
     "posemb": str(run.config.model.posemb),  # with its γ
+    "steps": summary["step"],
     "seconds": summary.get("wall_s"),
   }
   if run.key.startswith("sweep/"):
@@ -180,13 +182,19 @@ def main(argv: list[str] | None = None) -> dict:
     args.sweep_seeds, args.sweep_steps, args.gammas, args.swept = 1, 4, (1.0, 0.25), SWEPT[:1]
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
+  sweep = sweep_runs(args)
   if args.status:
-    record = planned(args, report.chosen_gammas(results))
-    runs.status(sweep_runs(args) + record, results, jobs=args.jobs)
+    record = planned(args, report.chosen_gammas(runs.chosen(sweep, results)))
+    runs.status(sweep + record, results, jobs=args.jobs)
     return {}
   save = runs.saver(path)
-  runs.execute(sweep_runs(args), results, score, save, jobs=args.jobs)
-  gammas = report.chosen_gammas(results)
+  runs.check_encodings(sweep, results)
+  runs.execute(sweep, results, score, save, jobs=args.jobs)
+  gammas = report.chosen_gammas(runs.chosen(sweep, results))
+  swept = {f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings}
+  unswept = swept - set(gammas)
+  if unswept:
+    sys.exit(f"the γ sweep chose nothing for {sorted(unswept)}: run it with --sweep-seeds >= 1")
   record = planned(args, gammas)
   runs.check_encodings(record, results)
   results = runs.execute(record, results, score, save, jobs=args.jobs)

@@ -98,3 +98,17 @@ def test_the_gap_claims_compare_per_seed_gaps_between_protocols():
   assert gap["difference"] == pytest.approx(100 * (0.10 - 0.04 / 3), abs=1e-6)
   assert not gap["paired"] and gap["verdict"] == "reproduced"
   assert "(+0.9 -> +2.9 AP)" in gap["claim"]
+
+
+def test_a_run_recorded_at_another_length_stops_and_only_this_sweep_is_chosen_from():
+  from experiments import runs  # noqa: PLC0415
+  from experiments.detection import run  # noqa: PLC0415
+
+  args = _args(sweep_seeds=1, gammas=(1.0, 4.0), out="/unused")
+  sweep = run.sweep_runs(args)
+  key = sweep[0].key
+  runs.check_encodings(sweep, {key: {"posemb": str(sweep[0].config.model.posemb), "steps": 2000}})
+  with pytest.raises(SystemExit, match="recorded with steps=1000"):
+    runs.check_encodings(sweep, {key: {"steps": 1000}})
+  stale = {"sweep/all/gamma=16.0/7": _entry(0.99), key: _entry(0.1)}  # another invocation's
+  assert runs.chosen(sweep, stale) == {key: stale[key]}
