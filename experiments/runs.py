@@ -174,6 +174,12 @@ def check_encodings(planned: Iterable[Run], results: dict) -> None:
         )
 
 
+def _trained_with(run: Run, summary: dict) -> dict:
+  """What a finished run was trained with (its encoding, with γ; its length), recorded in
+  its results entry for `check_encodings`."""
+  return {"posemb": str(run.config.model.posemb), "steps": summary["step"]}
+
+
 def chosen(sweep: Iterable[Run], results: dict) -> dict:
   """The entries of `results` that belong to this invocation's `sweep` (not those of another
   invocation's flags): what a declared rule chooses from."""
@@ -199,7 +205,8 @@ def execute(
   *,
   jobs: int = 1,
 ) -> dict[str, Any]:
-  """Trains (or resumes, or reads) every run not yet in `results`.
+  """Trains (or resumes, or reads) every run not yet in `results`, after `check_encodings`;
+  each new entry also records what its run was trained with (`posemb`, `steps`).
 
   `score(run, summary)` turns a finished run into its results entry; `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
@@ -210,10 +217,13 @@ def execute(
   resume from their checkpoints). Float sums may group differently with one thread than
   with several, so keep `jobs` the same across the invocations of one record.
   """
+  runs = list(runs)
+  check_encodings(runs, results)
   pending = [run for run in runs if run.key not in results]
+  entry = lambda run, summary: {**score(run, summary), **_trained_with(run, summary)}
   if jobs <= 1:
     for run in pending:
-      results[run.key] = score(run, trainer.train_and_evaluate(run.config, run.workdir))
+      results[run.key] = entry(run, trainer.train_and_evaluate(run.config, run.workdir))
       save(results)
     return results
   for name, data_dir in {(r.config.data.name, r.config.data.data_dir) for r in pending}:
@@ -224,7 +234,7 @@ def execute(
     try:
       for done in futures.as_completed(started):
         run = started[done]
-        results[run.key] = score(run, done.result())
+        results[run.key] = entry(run, done.result())
         save(results)
     except BaseException:  # a failed run (or ^C) stops the record now, not after every run
       pool.shutdown(wait=False, cancel_futures=True)

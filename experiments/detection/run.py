@@ -106,11 +106,9 @@ def record_runs(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs
 def score(run: runs.Run, summary: dict, quick: bool) -> dict:
   """A trained run's results entry: its eval, and AP at every test size alone (not for the
   sweep's runs, scored on validation images)."""
-  # What a finished run was trained with (its γ, its length): runs.check_encodings.
-  trained = {"posemb": str(run.config.model.posemb), "steps": summary["step"]}
   if run.key.startswith("sweep/"):
     print(f"{run.key}: validation AP {summary['eval']['AP']:.4f}", flush=True)
-    return {"eval": summary["eval"], **trained, "seconds": summary.get("wall_s")}
+    return {"eval": summary["eval"], "seconds": summary.get("wall_s")}
   tested = run.config.data.detection.test_sizes
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
   sizes = [] if quick else report.SIZES
@@ -118,8 +116,7 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
     scores = trainer.evaluate_each(one_size(run.config, sizes), run.workdir)
     by_size.update(zip(map(str, sizes), scores, strict=True))
   print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
-  entry = {"eval": summary["eval"], "by_size": by_size, **trained}
-  return {**entry, "seconds": summary.get("wall_s")}
+  return {"eval": summary["eval"], "by_size": by_size, "seconds": summary.get("wall_s")}
 
 
 def one_size(config, sizes) -> list:
@@ -156,13 +153,11 @@ def main(argv: list[str] | None = None) -> dict:
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
-  runs.check_encodings(sweep, results)
   runs.execute(sweep, results, scored, save, jobs=args.jobs)
   gammas = report.chosen_gammas(runs.chosen(sweep, results))
   if set(PROTOCOLS) - set(gammas):
     sys.exit("the γ sweep chose nothing for a protocol: run it with --sweep-seeds >= 1")
   record = {run.key: run for run in record_runs(args, gammas)}
-  runs.check_encodings(record.values(), results)
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)
   pictured = [record[f"{protocol}/{PICTURED}/0"] for protocol in PROTOCOLS]

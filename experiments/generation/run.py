@@ -119,8 +119,6 @@ def score(run: runs.Run, summary: dict) -> dict:
   result = {
     "final": summary["eval"]["bits_per_dim"],
     "curve": curve(run.workdir),
-    "posemb": str(run.config.model.posemb),  # with its γ
-    "steps": summary["step"],
     "seconds": summary.get("wall_s"),
   }
   if run.key.startswith("sweep/"):
@@ -188,7 +186,6 @@ def main(argv: list[str] | None = None) -> dict:
     runs.status(sweep + record, results, jobs=args.jobs)
     return {}
   save = runs.saver(path)
-  runs.check_encodings(sweep, results)
   runs.execute(sweep, results, score, save, jobs=args.jobs)
   gammas = report.chosen_gammas(runs.chosen(sweep, results))
   swept = {f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings}
@@ -196,7 +193,6 @@ def main(argv: list[str] | None = None) -> dict:
   if unswept:
     sys.exit(f"the γ sweep chose nothing for {sorted(unswept)}: run it with --sweep-seeds >= 1")
   record = planned(args, gammas)
-  runs.check_encodings(record, results)
   results = runs.execute(record, results, score, save, jobs=args.jobs)
   if set(args.encodings) != set(ENCODINGS):
     print("trained the --encodings asked for; the report is written once all are trained")
