@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
-from experiments import stats  # noqa: E402
+from experiments import stats, sweeps  # noqa: E402
 from experiments.stats import difference, fmt, interval  # noqa: E402
 
 SIZES = (32, 40, 48, 56, 64)
@@ -48,33 +48,19 @@ def _runs(results: dict, protocol: str, posemb: str) -> list[dict]:
 
 def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
   """The γ sweep's validation APs: {protocol: {γ: [AP of each seed]}}."""
-  out = {}
-  for key, value in sorted(results.items()):
-    if key.startswith("sweep/"):
-      _, protocol, gamma, _ = key.split("/")
-      out.setdefault(protocol, {}).setdefault(float(gamma.removeprefix("gamma=")), [])
-      out[protocol][float(gamma.removeprefix("gamma="))].append(value["eval"]["AP"])
-  return out
+  return sweeps.scores(results, lambda run: run["eval"]["AP"])
 
 
 def chosen_gammas(results: dict) -> dict[str, float]:
   """The declared rule, per protocol swept: the γ with the highest mean validation AP
   (ties to the smaller γ)."""
-  return {
-    protocol: max(aps, key=lambda g: (np.mean(aps[g]), -g))
-    for protocol, aps in sweep(results).items()
-  }
+  return sweeps.choose(sweep(results), higher_is_better=True)
 
 
 def sweep_table(results: dict) -> list[str]:
-  chosen = chosen_gammas(results)
-  lines = ["| protocol | γ | validation AP (%) | chosen |", "|---|---|---|---|"]
-  for protocol, aps in sweep(results).items():
-    for gamma, values in sorted(aps.items()):
-      mark = "**yes**" if gamma == chosen[protocol] else ""
-      lines.append(f"| {protocol} | {gamma:g} | {fmt(values, scale=100)} (n = {len(values)}) "
-                   f"| {mark} |")  # fmt: skip
-  return lines
+  columns = ("protocol", "validation AP (%)")
+  cell = lambda values: fmt(values, scale=100)
+  return sweeps.table(sweep(results), chosen_gammas(results), columns=columns, name=str, cell=cell)
 
 
 # 002's claims on Tables 1-2 (AP, %): (item, protocol, a, b, text); a beats b.

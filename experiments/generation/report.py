@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
-from experiments import stats  # noqa: E402
+from experiments import stats, sweeps  # noqa: E402
 from experiments.stats import fmt, interval  # noqa: E402
 
 NAMES = {
@@ -140,31 +140,23 @@ def _attentions(results: dict) -> list[str]:
 
 def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
   """The γ sweep's validation bits/dim: {"attention/posemb": {γ: [one per seed]}}."""
-  out = {}
-  for key, value in sorted(results.items()):
-    if key.startswith("sweep/"):
-      _, attention, posemb, gamma, _ = key.split("/")
-      gamma = float(gamma.removeprefix("gamma="))
-      out.setdefault(f"{attention}/{posemb}", {}).setdefault(gamma, []).append(value["final"])
-  return out
+  return sweeps.scores(results, lambda run: run["final"])
 
 
 def chosen_gammas(results: dict) -> dict[str, float]:
   """The declared rule, per swept `attention/posemb`: the γ with the lowest mean validation
   bits/dim (ties to the smaller γ)."""
-  return {arm: min(bpd, key=lambda g: (np.mean(bpd[g]), g)) for arm, bpd in sweep(results).items()}
+  return sweeps.choose(sweep(results), higher_is_better=False)
 
 
 def sweep_table(results: dict) -> list[str]:
-  chosen = chosen_gammas(results)
-  lines = ["| encoding | γ | validation bits/dim | chosen |", "|---|---|---|---|"]
-  for arm, bpd in sweep(results).items():
+  def name(arm: str) -> str:
     attention, posemb = arm.split("/")
-    for gamma, values in sorted(bpd.items(), reverse=True):
-      mark = "**yes**" if gamma == chosen[arm] else ""
-      name = f"{NAMES[posemb]}, {attention} attention"
-      lines.append(f"| {name} | {gamma:g} | {fmt(values, digits=3)} (n = {len(values)}) | {mark} |")
-  return lines
+    return f"{NAMES[posemb]}, {attention} attention"
+
+  columns = ("encoding", "validation bits/dim")
+  cell = lambda values: fmt(values, digits=3)
+  return sweeps.table(sweep(results), chosen_gammas(results), columns=columns, name=name, cell=cell)
 
 
 def table(results: dict) -> list[str]:
