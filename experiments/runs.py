@@ -16,6 +16,7 @@ import json
 import multiprocessing
 import os
 import signal
+import statistics
 import sys
 from collections.abc import Callable, Iterable
 from concurrent import futures
@@ -90,9 +91,10 @@ def status(
   the current `sys.stdout`); returns the counts. A run recorded in `results` (results.json)
   is done even where its workdir is gone (`execute` reads it back, never retrains it).
 
-  The ETA is the steps left times the mean seconds per step of the finished runs with the
-  same number of steps (else of all finished runs), over `jobs` runs at once (each run's
-  seconds per step were measured beside the other jobs): a guess from this machine's speed.
+  The ETA is the steps left times the median seconds per step of the finished runs (the
+  median, so that a few runs slowed by other work on the machine do not move it), over `jobs`
+  runs at once (each run's seconds per step were measured beside the other jobs): a guess
+  from this machine's speed.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: progress(run) for run in runs}
@@ -116,7 +118,7 @@ def status(
   rates = [p.seconds_per_step for p in states.values() if p.done and p.seconds_per_step]
   left = sum(p.total_steps - p.steps_done for p in states.values())
   if left and rates:
-    seconds = left * sum(rates) / len(rates) / max(jobs, 1)
+    seconds = left * statistics.median(rates) / max(jobs, 1)
     print(
       f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far.", file=out
     )

@@ -51,19 +51,20 @@ def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp
 
 def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
   """Done (a summary at the last step, or a results entry), part-way (a checkpoint) and not
-  started; the ETA is the steps left at the finished runs' seconds per step, over `jobs`."""
+  started; the ETA is the steps left at the finished runs' median seconds per step, over
+  `jobs`."""
   config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
-  done, partway, fresh, recorded = (
-    Run(k, config(), str(tmp_path / k)) for k in ("done", "partway", "fresh", "recorded")
-  )
-  os.makedirs(done.workdir)
-  with open(os.path.join(done.workdir, "summary.json"), "w") as f:
-    json.dump({"step": 100, "start_step": 0, "wall_s": 60.0}, f)  # 0.6 s a step
+  keys = ("done", "slow", "fast", "partway", "fresh", "recorded")
+  done, slow, fast, partway, fresh, recorded = (Run(k, config(), str(tmp_path / k)) for k in keys)
+  for run, wall_s in ((done, 60.0), (slow, 600.0), (fast, 50.0)):  # 0.6 s a step: the median
+    os.makedirs(run.workdir)
+    with open(os.path.join(run.workdir, "summary.json"), "w") as f:
+      json.dump({"step": 100, "start_step": 0, "wall_s": wall_s}, f)
   os.makedirs(os.path.join(partway.workdir, "checkpoints", "40"))
-  planned, results = [done, partway, fresh, recorded], {"recorded": {}}
+  planned, results = [done, slow, fast, partway, fresh, recorded], {"recorded": {}}
   out = io.StringIO()
   counts = runs_lib.status(planned, results, out)
-  assert counts == {"runs": 4, "done": 2, "partial": 1, "pending": 1}
+  assert counts == {"runs": 6, "done": 4, "partial": 1, "pending": 1}
   assert "part-way: partway at step 40 of 100" in out.getvalue()
   assert "160 steps left: about 2 min" in out.getvalue()  # 160 x 0.6 s = 96 s
   out = io.StringIO()
