@@ -9,8 +9,9 @@ trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stoppe
 resumes where it stopped, a finished run is read back, `--status` reports without training):
 1. **The γ sweep** (`SWEEP`): Learnable-Fourier+MLP at each γ of `GAMMAS`, per protocol,
    `SWEEP_SEEDS` seeds of `SWEEP_STEPS` steps, trained on the training split minus its first
-   `VALIDATION` images and scored on those (at the protocol's test sizes): never on the
-   test images. The declared rule (`report.chosen_gamma`): the γ with the highest mean
+   `VALIDATION` images and scored on those (`sweep_config`; under `heldout`, at a size
+   beyond the sweep's training sizes, not at the held-out sizes): never on the test
+   images. The declared rule (`report.chosen_gammas`): the γ with the highest mean
    validation AP, ties to the smaller γ.
 2. **The record**: `detr_sine` (Sine-2D), `embed_2d`, `mlp`, `fourier` (at its chosen γ) and
    the control `none`, `--seeds` paired seeds each (seed s of every encoding draws the same
