@@ -5,7 +5,8 @@ A sweep run's results key is `sweep/<arm>/gamma=<γ>/<seed>`, where the arm is w
 chosen for (`lsh/fourier` in generation, a protocol such as `heldout` in detection).
 """
 
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -29,6 +30,13 @@ def choose(by_arm: dict[str, dict[float, list[float]]], *, higher_is_better: boo
     arm: max(by_gamma, key=lambda g: (sign * np.mean(by_gamma[g]), -g))
     for arm, by_gamma in by_arm.items()
   }
+
+
+def require(chosen: dict[str, float], arms: Iterable[str]) -> None:
+  """Stops the record if the sweep chose no γ for one of `arms` (no silent default γ)."""
+  missing = sorted(set(arms) - set(chosen))
+  if missing:
+    sys.exit(f"the γ sweep chose nothing for {missing}: run it with --sweep-seeds >= 1")
 
 
 def table(

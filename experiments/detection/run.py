@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from configs import detr_shapes
-from experiments import runs
+from experiments import runs, sweeps
 from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.train import trainer
@@ -156,8 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
   scored = lambda run, summary: score(run, summary, args.quick)
   runs.execute(sweep, results, scored, save, jobs=args.jobs)
   gammas = report.chosen_gammas(runs.chosen(sweep, results))
-  if set(PROTOCOLS) - set(gammas):
-    sys.exit("the γ sweep chose nothing for a protocol: run it with --sweep-seeds >= 1")
+  sweeps.require(gammas, PROTOCOLS)
   record = {run.key: run for run in record_runs(args, gammas)}
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)

@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 
 import jax
 import numpy as np
 
 from configs import reformer_digits
-from experiments import runs
+from experiments import runs, sweeps
 from experiments.generation import report
 from experiments.runs import for_run
 from lfpe.data import digit_images
@@ -188,10 +187,9 @@ def main(argv: list[str] | None = None) -> dict:
   save = runs.saver(path)
   runs.execute(sweep, results, score, save, jobs=args.jobs)
   gammas = report.chosen_gammas(runs.chosen(sweep, results))
-  swept = {f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings}
-  unswept = swept - set(gammas)
-  if unswept:
-    sys.exit(f"the γ sweep chose nothing for {sorted(unswept)}: run it with --sweep-seeds >= 1")
+  sweeps.require(
+    gammas, [f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings]
+  )
   record = planned(args, gammas)
   results = runs.execute(record, results, score, save, jobs=args.jobs)
   if set(args.encodings) != set(ENCODINGS):

@@ -1,5 +1,7 @@
 """The shared γ-sweep reader, rule and table (experiments/sweeps.py)."""
 
+import pytest
+
 from experiments import sweeps
 
 
@@ -30,3 +32,9 @@ def test_table_marks_only_the_chosen_gamma_in_ascending_order():
   )
   assert lines[0] == "| arm | γ | score | chosen |"
   assert lines[2:] == ["| X | 0.25 | 0.4 (n = 1) | **yes** |", "| X | 1 | 0.5 (n = 1) |  |"]
+
+
+def test_require_stops_a_record_whose_sweep_chose_nothing_for_an_arm():
+  sweeps.require({"all": 1.0, "heldout": 4.0}, ["all", "heldout"])
+  with pytest.raises(SystemExit, match=r"chose nothing for \['heldout'\]"):
+    sweeps.require({"all": 1.0}, ["all", "heldout"])
