@@ -1,5 +1,5 @@
 """A record's γ sweep, read from its results: each arm's validation scores per γ, the
-declared rule that chooses γ from them, and the table that shows both.
+declared rules that widen its grid and choose γ from them, and the table that shows both.
 
 A sweep run's results key is `sweep/<arm>/gamma=<γ>/<seed>`, where the arm is what γ is
 chosen for (`lsh/fourier` in generation, a protocol such as `heldout` in detection).
@@ -7,8 +7,12 @@ chosen for (`lsh/fourier` in generation, a protocol such as `heldout` in detecti
 
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
+
+WIDEN_FACTOR = 4.0  # a widened grid steps on by the base grids' own ratio
+WIDENINGS = 2  # at most this many γ added to each arm's grid
 
 
 def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[float, list[float]]]:
@@ -30,6 +34,68 @@ def choose(by_arm: dict[str, dict[float, list[float]]], *, higher_is_better: boo
     arm: max(by_gamma, key=lambda g: (sign * np.mean(by_gamma[g]), -g))
     for arm, by_gamma in by_arm.items()
   }
+
+
+def widen(
+  grids: dict[str, tuple[float, ...]],
+  by_arm: dict[str, dict[float, list[float]]],
+  *,
+  seeds: int,
+  higher_is_better: bool,
+  limits: dict[str, int],
+) -> dict[str, tuple[float, ...]]:
+  """The declared edge rule, one step: where every γ of an arm's grid has its `seeds` scores
+  and the best (by `choose`) is the grid's smallest (largest), the grid gains that γ divided
+  (multiplied) by `WIDEN_FACTOR`, unless it already holds the arm's `limits` γ. A best γ at
+  a grid's edge says only that the optimum may lie beyond it: the rule looks there, on
+  validation scores alone, before any record run trains at the chosen γ."""
+  out = dict(grids)
+  for arm, grid in grids.items():
+    scored = {g: by_arm.get(arm, {}).get(g, []) for g in grid}
+    if len(grid) >= limits[arm] or any(len(v) < seeds for v in scored.values()):
+      continue
+    best = choose({arm: scored}, higher_is_better=higher_is_better)[arm]
+    if best == min(grid):
+      out[arm] = (best / WIDEN_FACTOR, *sorted(grid))
+    elif best == max(grid):
+      out[arm] = (*sorted(grid), best * WIDEN_FACTOR)
+  return out
+
+
+def plan(
+  make: Callable[[dict[str, tuple[float, ...]]], list],
+  base: dict[str, tuple[float, ...]],
+  results: dict,
+  score: Callable[[dict], float],
+  *,
+  seeds: int,
+  higher_is_better: bool,
+  widenings: int = WIDENINGS,
+) -> list:
+  """The sweep's runs as far as `results` decide them: `make(grids)` (runs keyed
+  `sweep/<arm>/gamma=<γ>/<seed>`) for the `base` grids, widened by `widen` (at most
+  `widenings` γ per arm) until it adds nothing. Only the plan's own runs count (not those
+  another invocation's flags trained)."""
+  grids = {arm: tuple(sorted(grid)) for arm, grid in base.items()}
+  limits = {arm: len(grid) + widenings for arm, grid in grids.items()}
+  while True:
+    planned = make(grids)
+    ours = scores({r.key: results[r.key] for r in planned if r.key in results}, score)
+    wider = widen(grids, ours, seeds=seeds, higher_is_better=higher_is_better, limits=limits)
+    if wider == grids:
+      return planned
+    grids = wider
+
+
+def run(plan_now: Callable[[], list], train: Callable[[list], Any], results: dict) -> list:
+  """Trains the sweep that `plan_now()` gives until all of it is in `results` (`train` adds
+  every run it is given, or raises); a round that widens a grid plans more runs. Returns
+  the final plan."""
+  while True:
+    planned = plan_now()
+    if all(r.key in results for r in planned):
+      return planned
+    train(planned)
 
 
 def require(chosen: dict[str, float], arms: Iterable[str]) -> None:

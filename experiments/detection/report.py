@@ -46,9 +46,14 @@ def _runs(results: dict, protocol: str, posemb: str) -> list[dict]:
   return [v for k, v in sorted(results.items()) if k.startswith(f"{protocol}/{posemb}/")]
 
 
+def validation_ap(entry: dict) -> float:
+  """A sweep run's score: AP on its validation images."""
+  return entry["eval"]["AP"]
+
+
 def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
   """The γ sweep's validation APs: {protocol: {γ: [AP of each seed]}}."""
-  return sweeps.scores(results, lambda run: run["eval"]["AP"])
+  return sweeps.scores(results, validation_ap)
 
 
 def chosen_gammas(results: dict) -> dict[str, float]:

@@ -75,7 +75,8 @@ def run_dir(args: argparse.Namespace, protocol: str, posemb: str, seed: int) -> 
   return os.path.join(args.out, "runs", protocol, posemb, str(seed))
 
 
-def sweep_runs(args: argparse.Namespace) -> list[runs.Run]:
+def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
+  """The sweep's runs for each protocol's γ grid (`grids`), seed-major."""
   return [
     runs.Run(
       f"sweep/{protocol}/gamma={gamma}/{seed}",
@@ -84,8 +85,22 @@ def sweep_runs(args: argparse.Namespace) -> list[runs.Run]:
     )
     for seed in range(args.sweep_seeds)
     for protocol in PROTOCOLS
-    for gamma in args.gammas
+    for gamma in grids[protocol]
   ]
+
+
+def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
+  """The sweep as far as `results` decide it: `GAMMAS` per protocol, widened past an edge
+  that leads (`sweeps.widen`)."""
+  return sweeps.plan(
+    lambda grids: sweep_runs(args, grids),
+    {protocol: args.gammas for protocol in PROTOCOLS},
+    results,
+    report.validation_ap,
+    seeds=args.sweep_seeds,
+    higher_is_better=True,
+    widenings=args.widenings,
+  )
 
 
 def record_runs(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs.Run]:
@@ -141,19 +156,20 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
-  args.gammas, args.encodings = GAMMAS, ENCODINGS
+  args.gammas, args.encodings, args.widenings = GAMMAS, ENCODINGS, sweeps.WIDENINGS
   if args.quick:
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
-    args.gammas, args.encodings = (0.5, 1.0), QUICK_ENCODINGS
+    args.gammas, args.encodings, args.widenings = (0.5, 1.0), QUICK_ENCODINGS, 1
   results = runs.load(os.path.join(args.out, "results.json"))
-  sweep = sweep_runs(args)
   if args.status:
+    sweep = planned_sweep(args, results)
     gammas = report.chosen_gammas(runs.chosen(sweep, results))
     runs.status(sweep + record_runs(args, gammas), results, jobs=args.jobs)
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
-  runs.execute(sweep, results, scored, save, jobs=args.jobs)
+  train = lambda planned: runs.execute(planned, results, scored, save, jobs=args.jobs)
+  sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
   gammas = report.chosen_gammas(runs.chosen(sweep, results))
   sweeps.require(gammas, PROTOCOLS)
   record = {run.key: run for run in record_runs(args, gammas)}

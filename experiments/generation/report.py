@@ -138,9 +138,14 @@ def _attentions(results: dict) -> list[str]:
   return sorted({k.split("/")[0] for k in results if k != "provenance"} - {"sweep"})
 
 
+def validation_bpd(entry: dict) -> float:
+  """A sweep run's score: bits/dim on its validation digits."""
+  return entry["final"]
+
+
 def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
   """The γ sweep's validation bits/dim: {"attention/posemb": {γ: [one per seed]}}."""
-  return sweeps.scores(results, lambda run: run["final"])
+  return sweeps.scores(results, validation_bpd)
 
 
 def chosen_gammas(results: dict) -> dict[str, float]:

@@ -61,15 +61,21 @@ def load_config(
   return config
 
 
-def sweep_runs(args: argparse.Namespace) -> list[runs.Run]:
-  """The γ sweep: each swept encoding at each γ, trained on the training digits but the
-  first `VALIDATION` and scored on those (never on the test digits)."""
+def swept_arms(args: argparse.Namespace) -> list[str]:
+  """The sweep's arms, `attention/posemb`: each swept encoding that this invocation trains."""
+  return [f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings]
+
+
+def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
+  """The γ sweep: each swept encoding at each γ of its grid (`grids`, by arm), trained on
+  the training digits but the first `VALIDATION` and scored on those (never on the test
+  digits)."""
   held = 64 if args.quick else VALIDATION
   out = []
   for attention in args.attentions:
     for seed in range(args.sweep_seeds):
       for posemb in (p for p in args.swept if p in args.encodings):
-        for gamma in args.gammas:
+        for gamma in grids[f"{attention}/{posemb}"]:
           config = load_config(posemb, attention, seed, args, gamma)
           for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
           with config.unlocked():
@@ -78,6 +84,20 @@ def sweep_runs(args: argparse.Namespace) -> list[runs.Run]:
           key = f"sweep/{attention}/{posemb}/gamma={gamma}/{seed}"
           out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
   return out
+
+
+def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
+  """The sweep as far as `results` decide it: `GAMMAS` per arm, widened past an edge that
+  leads (`sweeps.widen`)."""
+  return sweeps.plan(
+    lambda grids: sweep_runs(args, grids),
+    {arm: args.gammas for arm in swept_arms(args)},
+    results,
+    report.validation_bpd,
+    seeds=args.sweep_seeds,
+    higher_is_better=False,
+    widenings=args.widenings,
+  )
 
 
 def curve(workdir: str) -> list[list[float]]:
@@ -173,23 +193,23 @@ def main(argv: list[str] | None = None) -> dict:
   args.encodings = args.encodings.split(",")
   if set(args.encodings) - set(ENCODINGS):
     parser.error(f"--encodings={','.join(args.encodings)}: choose from {ENCODINGS}")
-  args.gammas, args.swept = GAMMAS, SWEPT
-  if args.quick:  # the sweep of one encoding at two γ: every phase, in CI time
+  args.gammas, args.swept, args.widenings = GAMMAS, SWEPT, sweeps.WIDENINGS
+  if args.quick:  # the sweep of one encoding at two γ (and one widening): every phase
     args.seeds, args.steps, args.eval_every = 2, 6, 3
     args.sweep_seeds, args.sweep_steps, args.gammas, args.swept = 1, 4, (1.0, 0.25), SWEPT[:1]
+    args.widenings = 1
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
-  sweep = sweep_runs(args)
   if args.status:
+    sweep = planned_sweep(args, results)
     record = planned(args, report.chosen_gammas(runs.chosen(sweep, results)))
     runs.status(sweep + record, results, jobs=args.jobs)
     return {}
   save = runs.saver(path)
-  runs.execute(sweep, results, score, save, jobs=args.jobs)
+  train = lambda planned: runs.execute(planned, results, score, save, jobs=args.jobs)
+  sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
   gammas = report.chosen_gammas(runs.chosen(sweep, results))
-  sweeps.require(
-    gammas, [f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings]
-  )
+  sweeps.require(gammas, swept_arms(args))
   record = planned(args, gammas)
   results = runs.execute(record, results, score, save, jobs=args.jobs)
   if set(args.encodings) != set(ENCODINGS):

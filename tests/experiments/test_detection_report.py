@@ -104,8 +104,8 @@ def test_a_run_recorded_at_another_length_stops_and_only_this_sweep_is_chosen_fr
   from experiments import runs  # noqa: PLC0415
   from experiments.detection import run  # noqa: PLC0415
 
-  args = _args(sweep_seeds=1, gammas=(1.0, 4.0), out="/unused")
-  sweep = run.sweep_runs(args)
+  args = _args(sweep_seeds=1, gammas=(1.0, 4.0), out="/unused", widenings=2)
+  sweep = run.planned_sweep(args, {})  # before any result: the base grids
   key = sweep[0].key
   runs.check_encodings(sweep, {key: {"posemb": str(sweep[0].config.model.posemb), "steps": 2000}})
   with pytest.raises(SystemExit, match="recorded with steps=1000"):

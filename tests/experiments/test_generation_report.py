@@ -107,14 +107,14 @@ def _args(**kw):
   from experiments.generation import run  # noqa: PLC0415
 
   base = dict(quick=False, steps=3000, eval_every=250, attentions=["lsh"], seeds=3, out="/o")
-  base.update(sweep_seeds=2, sweep_steps=1500, gammas=run.GAMMAS, swept=run.SWEPT)
+  base.update(sweep_seeds=2, sweep_steps=1500, gammas=run.GAMMAS, swept=run.SWEPT, widenings=2)
   return argparse.Namespace(**{**base, "encodings": list(run.ENCODINGS), **kw})
 
 
 def test_the_sweep_trains_without_the_validation_digits_and_scores_on_them():
   from experiments.generation import run  # noqa: PLC0415
 
-  sweep = {r.key: r.config for r in run.sweep_runs(_args())}
+  sweep = {r.key: r.config for r in run.planned_sweep(_args(), {})}
   assert len(sweep) == 2 * 2 * 3  # seeds x swept encodings x γ
   config = sweep["sweep/lsh/fourier_no_mlp/gamma=0.25/1"]
   assert (config.data.train_split, config.data.eval_split) == ("train[300:]", "train[:300]")

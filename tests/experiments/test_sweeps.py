@@ -1,5 +1,7 @@
 """The shared γ-sweep reader, rule and table (experiments/sweeps.py)."""
 
+import dataclasses
+
 import pytest
 
 from experiments import sweeps
@@ -38,3 +40,74 @@ def test_require_stops_a_record_whose_sweep_chose_nothing_for_an_arm():
   sweeps.require({"all": 1.0, "heldout": 4.0}, ["all", "heldout"])
   with pytest.raises(SystemExit, match=r"chose nothing for \['heldout'\]"):
     sweeps.require({"all": 1.0}, ["all", "heldout"])
+
+
+def _widen(by_gamma, *, grid=(0.25, 1.0, 4.0), seeds=2, higher=True, limit=5):
+  return sweeps.widen(
+    {"a": grid}, {"a": by_gamma}, seeds=seeds, higher_is_better=higher, limits={"a": limit}
+  )["a"]
+
+
+def test_widen_adds_a_gamma_beyond_whichever_edge_leads():
+  low_leads = {0.25: [0.9, 0.8], 1.0: [0.5, 0.5], 4.0: [0.1, 0.2]}
+  assert _widen(low_leads) == (0.0625, 0.25, 1.0, 4.0)
+  assert _widen(low_leads, higher=False) == (0.25, 1.0, 4.0, 16.0)  # lower is better
+  assert _widen({0.25: [0.1, 0.1], 1.0: [0.5, 0.5], 4.0: [0.2, 0.2]}) == (0.25, 1.0, 4.0)
+
+
+def test_widen_waits_for_every_seed_and_stops_at_its_limit():
+  partial = {0.25: [0.9, 0.8], 1.0: [0.5], 4.0: [0.1, 0.2]}
+  assert _widen(partial) == (0.25, 1.0, 4.0)  # seed 1 of γ = 1 not yet scored
+  full = {0.25: [0.9, 0.8], 1.0: [0.5, 0.5], 4.0: [0.1, 0.2]}
+  assert _widen(full, limit=3) == (0.25, 1.0, 4.0)
+
+
+@dataclasses.dataclass
+class _Run:
+  key: str
+
+
+def _make(grids):
+  return [_Run(f"sweep/{arm}/gamma={g}/0") for arm, grid in grids.items() for g in grid]
+
+
+def test_plan_widens_while_the_edge_leads_up_to_the_declared_number_of_widenings():
+  base = {"x": (1.0, 4.0), "y": (1.0, 4.0)}
+  ap = {0.015625: 0.3, 0.0625: 0.5, 0.25: 0.4, 1.0: 0.2, 4.0: 0.1}
+  results = {f"sweep/x/gamma={g}/0": {"v": v} for g, v in ap.items()}
+  results.update({"sweep/y/gamma=1.0/0": {"v": 0.1}, "sweep/y/gamma=4.0/0": {"v": 0.2}})
+  plan = lambda widenings: {
+    r.key
+    for r in sweeps.plan(
+      _make, base, results, lambda e: e["v"], seeds=1, higher_is_better=True, widenings=widenings
+    )
+  }
+  # x: 1 leads {1, 4} -> add 0.25, which leads -> add 0.0625 (the limit: 2 widenings); y: 4
+  # leads -> add 16, not yet trained, so y's grid waits there.
+  assert plan(2) == {
+    *(f"sweep/x/gamma={g}/0" for g in (0.0625, 0.25, 1.0, 4.0)),
+    *(f"sweep/y/gamma={g}/0" for g in (1.0, 4.0, 16.0)),
+  }
+  assert plan(0) == {f"sweep/{a}/gamma={g}/0" for a in "xy" for g in (1.0, 4.0)}
+
+
+def test_run_trains_each_widened_round_until_the_plan_is_finished():
+  results, rounds = {}, []
+  scores = {0.25: 0.9, 1.0: 0.5, 4.0: 0.1, 0.0625: 0.2}  # 0.25 leads, then is inside
+
+  def train(planned):
+    rounds.append(sorted(r.key for r in planned if r.key not in results))
+    for r in planned:
+      results.setdefault(r.key, {"v": scores[float(r.key.split("=")[1].split("/")[0])]})
+
+  plan_now = lambda: sweeps.plan(
+    _make, {"x": (0.25, 1.0, 4.0)}, results, lambda e: e["v"], seeds=1, higher_is_better=True
+  )
+  final = sweeps.run(plan_now, train, results)
+  assert rounds == [
+    [f"sweep/x/gamma={g}/0" for g in (0.25, 1.0, 4.0)],
+    ["sweep/x/gamma=0.0625/0"],
+  ]
+  assert len(final) == 4 and sweeps.choose(
+    sweeps.scores(results, lambda e: e["v"]), higher_is_better=True
+  ) == {"x": 0.25}
