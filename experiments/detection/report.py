@@ -65,7 +65,8 @@ def chosen_gammas(results: dict) -> dict[str, float]:
 def sweep_table(results: dict) -> list[str]:
   columns = ("protocol", "validation AP (%)")
   cell = lambda values: fmt(values, scale=100)
-  return sweeps.table(sweep(results), chosen_gammas(results), columns=columns, name=str, cell=cell)
+  chosen = chosen_gammas(results)
+  return sweeps.table(sweep(results), chosen, columns=columns, name=str, cell=cell, scale=100)
 
 
 # 002's claims on Tables 1-2 (AP, %): (item, protocol, a, b, text); a beats b.

@@ -33,7 +33,7 @@ def test_table_marks_only_the_chosen_gamma_in_ascending_order():
     by_arm, {"x": 0.25}, columns=("arm", "score"), name=str.upper, cell=lambda v: f"{v[0]:.1f}"
   )
   assert lines[0] == "| arm | γ | score | chosen |"
-  assert lines[2:] == ["| X | 0.25 | 0.4 (n = 1) | **yes** |", "| X | 1 | 0.5 (n = 1) |  |"]
+  assert lines[2:4] == ["| X | 0.25 | 0.4 (n = 1) | **yes** |", "| X | 1 | 0.5 (n = 1) |  |"]
 
 
 def test_require_stops_a_record_whose_sweep_chose_nothing_for_an_arm():
@@ -111,3 +111,18 @@ def test_run_trains_each_widened_round_until_the_plan_is_finished():
   assert len(final) == 4 and sweeps.choose(
     sweeps.scores(results, lambda e: e["v"]), higher_is_better=True
   ) == {"x": 0.25}
+
+
+def test_table_notes_how_far_the_choice_is_decided_and_an_edge():
+  by_arm = {
+    "x": {1.0: [0.5, 0.7], 4.0: [0.1, 0.3], 0.25: [0.0, 0.2]},
+    "y": {1.0: [0.2], 2.0: [0.1]},
+  }
+  lines = sweeps.table(
+    by_arm, {"x": 1.0, "y": 1.0}, columns=("a", "s"), name=str, cell=str, scale=100
+  )
+  x, y = lines[-2:]
+  # 1 against 4 (the nearest mean): +40 points, Welch with n = 2 + 2, dof 2: 4.303 x 14.14 = 60.85.
+  assert x == "- x: γ = 1 chosen; minus γ = 4 (the nearest mean): +40 ± 60.8 (Welch 95 %)."
+  assert y.startswith("- y: γ = 1 chosen; minus γ = 2") and "(one seed: no interval)" in y
+  assert "at the edge of the swept grid" in y and "edge" not in x
