@@ -89,7 +89,8 @@ def status(
 ) -> dict[str, int]:
   """Prints done / part-way / not started, each part-way run, and an ETA (to `out`, default
   the current `sys.stdout`); returns the counts. A run recorded in `results` (results.json)
-  is done even where its workdir is gone (`execute` reads it back, never retrains it).
+  is done even where its workdir is gone (`execute` reads it back, never retrains it), and
+  its recorded `seconds` still give its speed.
 
   The ETA is the steps left times the median seconds per step of the finished runs (the
   median, so that a few runs slowed by other work on the machine do not move it), over `jobs`
@@ -100,8 +101,9 @@ def status(
   states = {run.key: progress(run) for run in runs}
   for run in runs:
     if run.key in results and not states[run.key].done:
-      total = states[run.key].total_steps
-      states[run.key] = Progress(total, total)
+      total, entry = states[run.key].total_steps, results[run.key]
+      rate = entry["seconds"] / total if entry.get("seconds") else None
+      states[run.key] = Progress(total, total, rate)
   done = [k for k, p in states.items() if p.done]
   partial = [k for k, p in states.items() if 0 < p.steps_done < p.total_steps]
   counts = {"runs": len(runs), "done": len(done), "partial": len(partial)}

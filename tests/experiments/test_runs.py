@@ -72,6 +72,17 @@ def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
   assert "160 steps left: about 1 min" in out.getvalue()  # two runs at once: 48 s
 
 
+def test_status_times_a_recorded_run_whose_workdir_is_gone_from_its_seconds(tmp_path):
+  """A later session's checkout has results.json but no workdirs: the recorded `seconds`
+  still give the speed (here 2 s a step) for the ETA."""
+  config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
+  gone, fresh = (Run(k, config(), str(tmp_path / k)) for k in ("gone", "fresh"))
+  out = io.StringIO()
+  runs_lib.status([gone, fresh], {"gone": {"seconds": 200.0}}, out)
+  assert "1 of 2 runs done" in out.getvalue()
+  assert "100 steps left: about 3 min" in out.getvalue()  # 100 x 2 s
+
+
 def test_a_failed_job_stops_the_record_and_kills_the_other_jobs(tmp_path):
   """One run's error ends `execute` at once (not after every queued run), with that error;
   the other job is killed part-way and nothing is saved for it."""
