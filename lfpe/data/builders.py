@@ -107,13 +107,19 @@ def prepare(name: str, data_dir: str) -> str:
   `widget_caption` is built from a manual download, and raises DatasetMissingError saying
   where to put it when that is missing). Catalog datasets raise DatasetMissingError (a
   FileNotFoundError) with the commands that prepare them. Several processes sharing one
-  `data_dir` should call this on one process first (or use per-host dirs).
+  `data_dir` should call this on one process first (or use per-host dirs); two that build
+  the same generated dataset at once both succeed (TFDS renames a finished build into place,
+  and the one that loses the rename reuses the winner's).
   """
   spec = get_spec(name)
   if spec.builder is not None:
     version = str(spec.builder.VERSION)
     if version not in _version_dirs(name, data_dir):
-      spec.builder(data_dir=data_dir).download_and_prepare()
+      try:
+        spec.builder(data_dir=data_dir).download_and_prepare()
+      except FileExistsError:  # another process renamed its identical build in first
+        if version not in _version_dirs(name, data_dir):
+          raise
     return version
   version = prepared_version(name, data_dir)
   if version is None:

@@ -169,3 +169,26 @@ def test_batch_must_split_over_processes(monkeypatch):
   monkeypatch.setattr(jax, "process_count", lambda: 3)
   with pytest.raises(ValueError, match=r"multiple of the process count \(3\)"):
     config.check_batch(16, None)
+
+
+def test_a_build_that_loses_the_rename_to_another_process_reuses_its_build(tmp_path, monkeypatch):
+  """Two processes building one generated dataset at once: TFDS renames each finished build
+  into place, and the loser's rename raises FileExistsError; `prepare` then reuses the
+  winner's build (and re-raises where there is none)."""
+  builder = builders.get_spec("digits").builder
+  real = builder.download_and_prepare
+
+  def lose_the_race(self, *args, **kwargs):
+    real(self, *args, **kwargs)  # the winner's build, now in place
+    raise FileExistsError("Cannot rename ...: destination already exists")
+
+  monkeypatch.setattr(builder, "download_and_prepare", lose_the_race)
+  assert builders.prepare("digits", str(tmp_path)) == str(builder.VERSION)
+  assert len(data_lib.data_source("digits", "train", str(tmp_path))) > 0
+
+  def fail(self, *args, **kwargs):
+    raise FileExistsError("some other file")
+
+  monkeypatch.setattr(builder, "download_and_prepare", fail)
+  with pytest.raises(FileExistsError, match="some other file"):
+    builders.prepare("digits", str(tmp_path / "elsewhere"))
