@@ -17,8 +17,14 @@ in experiments/detection/README.md: AP 12 % at 1,000 steps, 45 % at 2,000, 61 % 
 64.5 % at 4,000). Two protocols (002):
 * `protocol=all` (Table 1): every size in training and testing, feature-map positions
   normalised to (0, 1] (`normalize_positions=True`);
-* `protocol=heldout` (Table 2): training on 32-48 px, testing on 56 and 64 px, positions
-  as raw feature-map indices (`normalize_positions=False`).
+* `protocol=heldout` (Table 2): the sizes name the shorter image side, as DETR's scales
+  do (`data.detection.train_side="short"`): training images have a shorter side of 32-48
+  px and a longer side of up to 64 px (windows cut from the natively drawn squares), and
+  the test images are squares of 56 and 64 px, shorter sides never trained on; positions
+  as raw feature-map indices (`normalize_positions=False`). As on COCO, every row and every
+  column index is seen in training (along an image's longer side) while the test images
+  reach positions that no training image holds in both coordinates, and objects keep the
+  scale they have at 56-64 px.
 
   python -m lfpe.main --config=configs/detr_shapes.py:posemb=fourier --workdir=/tmp/detr
 
@@ -58,10 +64,7 @@ def get_config(arg: str | None = None):
 
   config.data = data_config("shapes_detection/full")
   config.data.eval_split = "test[:500]"  # x 5 sizes: 2,500 scored images (see docstring)
-  train_sizes, test_sizes = PROTOCOLS[arg.protocol]
-  config.data.detection.train_sizes = train_sizes
-  config.data.detection.test_sizes = test_sizes
-  config.data.detection.max_size = 64
+  _sizes(config.data.detection, arg.protocol)
 
   config.model_name = "detr"
   config.model = dict(
@@ -80,9 +83,15 @@ def get_config(arg: str | None = None):
   if arg.small:
     small_loop(config, batch_size=8)
     config.data = data_config("shapes_detection/small")
-    config.data.detection.train_sizes = train_sizes
-    config.data.detection.test_sizes = test_sizes[-1:]
-    config.data.detection.max_size = 64
+    _sizes(config.data.detection, arg.protocol)
+    config.data.detection.test_sizes = config.data.detection.test_sizes[-1:]
     config.model.update(width=16, mlp_dim=32, num_heads=2, num_queries=10)
   config.lock()
   return config
+
+
+def _sizes(detection, protocol: str) -> None:
+  """The protocol's training and test sizes on the 64 px canvas."""
+  detection.train_sizes, detection.test_sizes = PROTOCOLS[protocol]
+  detection.train_side = "short" if protocol == "heldout" else "long"
+  detection.max_size = 64

@@ -16,8 +16,9 @@ resumes where it stopped, a finished run is read back, `--status` reports withou
 2. **The record**: `detr_sine` (Sine-2D), `embed_2d`, `mlp`, `fourier` (at its chosen γ) and
    the control `none`, `--seeds` paired seeds each (seed s of every encoding draws the same
    data order), under protocol `all` (every size in training and testing, normalised
-   positions: Table 1) and `heldout` (the two largest sizes for testing only, raw
-   positions: Table 2), `--steps` steps (the learning curve in the README chose them).
+   positions: Table 1) and `heldout` (shorter sides of 32-48 px in training, with longer
+   sides up to 64 px; 56 and 64 px squares for testing only; raw positions: Table 2),
+   `--steps` steps (the learning curve in the README chose them).
 Then every run is scored at each test size alone (`trainer.evaluate_each`; `--quick` tests
 one size and skips this), and `report.py` writes `results.json`, `tables.md`, `claims.json`
 and the AP-vs-size plot; `predictions.png` shows Learnable-Fourier+MLP's boxes on test

@@ -17,8 +17,9 @@ Fields of `default_config()`:
   cache: decode every record of the split once and keep it in memory (small datasets such
     as digits: the per-example PNG decoding otherwise dominates a tiny model's step).
   detection: None, or DETR inputs (detection_ops.py) from a dataset with boxes:
-    `{train_sizes, test_sizes, max_size, max_targets}` (`detection_config`). Filled in by
-    `default_config` for detection datasets (`builders.DETECTION`); `coco/2017` opts in.
+    `{train_sizes, test_sizes, max_size, max_targets, train_side}` (`detection_config`).
+    Filled in by `default_config` for detection datasets (`builders.DETECTION`); `coco/2017`
+    opts in.
     Then `image_size` stays None, `augment` empty, and `preprocess` defaults to
     `value_range(0, 1)`.
 There is no shuffle buffer: grain shuffles the whole split (a new permutation each epoch).
@@ -64,15 +65,18 @@ def detection_config(
   test_sizes: tuple[int, ...] | None = None,
   max_size: int | None = None,
   max_targets: int = 100,
+  train_side: str = "long",
 ) -> ml_collections.ConfigDict:
   """A `data.detection` block; `test_sizes` default to `train_sizes`, `max_size` (None) to
-  the largest size of both."""
+  the largest size of both; `train_side` says which side `train_sizes` give
+  (`detection_ops.Detection`)."""
   return ml_collections.ConfigDict(
     {
       "train_sizes": tuple(train_sizes),
       "test_sizes": tuple(test_sizes or train_sizes),
       "max_size": max_size if max_size is not None else config_dict.placeholder(int),
       "max_targets": max_targets,
+      "train_side": train_side,
     }
   )
 

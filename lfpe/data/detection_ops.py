@@ -6,11 +6,17 @@ and `image/id`; `shapes_detection` (shapes.py) has the same layout, with one ima
 `Detection` (the checked `config.data.detection`) chains the ops that make one example:
   RandomSize (training)  draws the example's size from `train_sizes`; at eval `AtSizes`
                          gives each record once per size of `test_sizes` instead.
+  RandomShortSide        (training with `train_side="short"`, instead of RandomSize)
+                         draws the shorter side from `train_sizes` and the longer side
+                         from the dataset's sizes up to `max_size`: DETR's sizes name the
+                         shorter side of images of every aspect ratio.
   Targets                crowd boxes dropped (as DETR); boxes checked (inside the image,
                          positive width and height: else ValueError naming `image/id`);
                          (cx, cy, w, h) normalised by the unpadded image, padded to T.
   AtSize                 the image at that size: `image_{size}` drawn natively where the
                          dataset has it, else `image` resized (longer side, aspect kept).
+  Crop                   (with RandomShortSide) the drawn window of that image; targets
+                         clipped to it, kept where `MIN_VISIBLE` of their area remains.
   (data.preprocess)      value ops, e.g. `value_range(0, 1)`.
   Pad                    zero-pads bottom and right to `max_size`, with the pixel `mask`.
 Output, per example (`OUTPUT`): image [S, S, 3] float32 (S = max_size), mask [S, S] bool
@@ -84,7 +90,9 @@ class ResizePad(grain.transforms.Map):
 
 
 OUTPUT = ("image", "mask", "boxes", "labels", "target_valid", "image_size", "image_id")
-FIELDS = ("train_sizes", "test_sizes", "max_size", "max_targets")
+FIELDS = ("train_sizes", "test_sizes", "max_size", "max_targets", "train_side")
+SIDES = ("long", "short")  # which side of a training image `train_sizes` give
+MIN_VISIBLE = 0.5  # a cropped object stays a target if this fraction of its box remains
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,11 +109,18 @@ class Detection:
   """`config.data.detection`, checked (`create`).
 
   Attributes:
-    train_sizes: longer image side in pixels; each training example draws one (uniform).
+    train_sizes: image side in pixels; each training example draws one (uniform).
     test_sizes: evaluation sees every example once at each of these sizes.
     max_size: the canvas side every image is padded to (static shapes for jit), the same
       in training and evaluation.
     max_targets: T, the number of target slots.
+    train_side: "long" (default): training images are squares of side `train_sizes` (or,
+      resized, have that longer side). "short": `train_sizes` give the shorter side, as
+      DETR's scales do, and the longer side is drawn from the dataset's sizes between it
+      and `max_size`, by cropping a natively drawn square (`RandomShortSide`, `Crop`); so
+      a held-out test size is new as a shorter side while every row and column index
+      along one axis is still seen in training, as in 002's Table 2 on COCO.
+    longer_sides: the longer sides "short" draws from (the dataset's sizes <= max_size).
     name: the dataset, for error messages.
   """
 
@@ -113,6 +128,8 @@ class Detection:
   test_sizes: tuple[int, ...]
   max_size: int
   max_targets: int
+  train_side: str = "long"
+  longer_sides: tuple[int, ...] = ()
   name: str = ""
 
   @classmethod
@@ -132,12 +149,35 @@ class Detection:
         f"`data.detection.max_targets`={max_targets}: {name} has up to {limits.max_objects} "
         "objects per image; use at least that."
       )
-    return cls(**sizes, max_size=max_size, max_targets=max_targets, name=name)
+    side = cfg.get("train_side") or "long"
+    if side not in SIDES:
+      raise ValueError(f"`data.detection.train_side`={side!r}; use one of {SIDES}.")
+    longer = ()
+    if side == "short":
+      if not limits.sizes:
+        raise ValueError(
+          f"`data.detection.train_side`='short' crops images drawn natively at several sizes;"
+          f" {name} is resized to each size. Use train_side='long'."
+        )
+      longer = tuple(sorted(s for s in limits.sizes if s <= max_size))
+    return cls(
+      **sizes,
+      max_size=max_size,
+      max_targets=max_targets,
+      train_side=side,
+      longer_sides=longer,
+      name=name,
+    )
 
   def ops(self, train: bool, preprocess: list) -> list:
     """One example's transforms, `preprocess` (value ops) before the padding."""
-    sizes = [RandomSize(self.train_sizes)] if train else []
-    return [*sizes, Targets(self.max_targets, self.name), AtSize(), *preprocess, Pad(self.max_size)]
+    targets = Targets(self.max_targets, self.name)
+    if not train:
+      return [targets, AtSize(), *preprocess, Pad(self.max_size)]
+    if self.train_side == "short":
+      size = RandomShortSide(self.train_sizes, self.longer_sides)
+      return [size, targets, AtSize(), Crop(), *preprocess, Pad(self.max_size)]
+    return [RandomSize(self.train_sizes), targets, AtSize(), *preprocess, Pad(self.max_size)]
 
 
 def _positive(field: str, value) -> int:
@@ -181,6 +221,50 @@ class RandomSize(grain.transforms.RandomMap):
 
   def random_map(self, element, rng: np.random.Generator):
     return {**element, "size": np.int32(rng.choice(self.sizes))}
+
+
+@dataclasses.dataclass
+class RandomShortSide(grain.transforms.RandomMap):
+  """Training with `train_side="short"`: the shorter side S uniform over `sizes`, the longer
+  side L uniform over the `longer` sizes >= S, the axis that is shorter and the window's
+  offset along it uniform. Adds `size` (L: the square drawn) and `crop [4]` int32 (y0, x0,
+  height, width) in its pixels; S = L gives the whole square."""
+
+  sizes: tuple[int, ...]
+  longer: tuple[int, ...]
+
+  def random_map(self, element, rng: np.random.Generator):
+    short = int(rng.choice(self.sizes))
+    long = int(rng.choice([s for s in self.longer if s >= short]))
+    offset = int(rng.integers(long - short + 1))
+    crop = (offset, 0, short, long) if rng.integers(2) else (0, offset, long, short)
+    return {**element, "size": np.int32(long), "crop": np.asarray(crop, np.int32)}
+
+
+class Crop(grain.transforms.Map):
+  """The `crop` window (y0, x0, height, width) of `image`, with its `image_size`. Targets are
+  clipped to the window and renormalised by it; one stays a target where at least
+  `MIN_VISIBLE` of its box remains (DETR's crop keeps any sliver; a shape cut to a sliver
+  no longer shows its class), kept targets first."""
+
+  def map(self, element):
+    out = dict(element)
+    y0, x0, h, w = (int(v) for v in out.pop("crop"))
+    full_h, full_w = out["image"].shape[:2]
+    out["image"] = out["image"][y0 : y0 + h, x0 : x0 + w]
+    out["image_size"] = np.asarray([h, w], np.int32)
+    cx, cy, bw, bh = np.moveaxis(out["boxes"] * [full_w, full_h, full_w, full_h], -1, 0)
+    x_lo, x_hi = np.clip([cx - bw / 2, cx + bw / 2], x0, x0 + w) - x0
+    y_lo, y_hi = np.clip([cy - bh / 2, cy + bh / 2], y0, y0 + h) - y0
+    visible = (x_hi - x_lo) * (y_hi - y_lo) >= MIN_VISIBLE * bw * bh
+    keep = np.flatnonzero(out["target_valid"] & visible & (bw * bh > 0))
+    boxes = np.stack(
+      [(x_lo + x_hi) / 2 / w, (y_lo + y_hi) / 2 / h, (x_hi - x_lo) / w, (y_hi - y_lo) / h], -1
+    )
+    out["boxes"], out["labels"] = np.zeros_like(out["boxes"]), np.zeros_like(out["labels"])
+    out["boxes"][: len(keep)], out["labels"][: len(keep)] = boxes[keep], element["labels"][keep]
+    out["target_valid"] = np.arange(len(out["target_valid"])) < len(keep)
+    return out
 
 
 def check_boxes(bbox: np.ndarray, where: str) -> None:

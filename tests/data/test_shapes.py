@@ -156,3 +156,21 @@ def test_held_out_sizes_at_eval(small_config, mesh):
   ids = np.concatenate([b["image_id"] for b in batches])[real]
   assert sorted(sizes.tolist()) == [56] * 128 + [64] * 128
   assert sorted(ids[sizes == 64].tolist()) == list(range(128))
+
+
+def test_short_side_training_crops_native_squares(small_config, mesh):
+  """`train_side="short"`: shorter sides 32-48, longer sides up to the 64 canvas, both ways."""
+  small_config.detection.train_sizes, small_config.detection.train_side = (32, 40, 48), "short"
+  it = data_lib.make_loader(small_config, global_batch_size=32, seed=0, train=True, mesh=mesh)
+  shapes = set()
+  for _ in range(4):
+    batch = {k: np.asarray(v) for k, v in next(it).items()}
+    h, w = batch["image_size"].T
+    assert set(np.minimum(h, w)) <= {32, 40, 48} and set(np.maximum(h, w)) <= {32, 40, 48, 56, 64}
+    assert np.array_equal(batch["mask"].sum((1, 2)), 64**2 - h * w)
+    boxes = batch["boxes"][batch["target_valid"]]
+    assert (boxes[:, :2] - boxes[:, 2:] / 2 >= -1e-6).all() and (
+      boxes[:, :2] + boxes[:, 2:] / 2 <= 1 + 1e-6
+    ).all()
+    shapes |= set(zip(h.tolist(), w.tolist(), strict=True))
+  assert any(a > b for a, b in shapes) and any(a < b for a, b in shapes)

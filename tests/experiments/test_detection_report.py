@@ -63,11 +63,14 @@ def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_imag
 
   heldout = run.sweep_config("heldout", 4.0, 1, _args()).data
   assert heldout.detection.train_sizes == (32, 40) and heldout.detection.test_sizes == (48,)
+  assert heldout.detection.train_side == "short"  # shorter sides 32-40: 48 px squares unseen
   assert (heldout.train_split, heldout.eval_split) == ("train[1000:]", "train[:500]")
   every = run.sweep_config("all", 4.0, 1, _args()).data.detection
   assert every.train_sizes == every.test_sizes == (32, 40, 48, 56, 64)
+  assert every.train_side == "long"
   record = run.load_config("fourier", "heldout", 1, _args()).data.detection
   assert record.train_sizes == (32, 40, 48) and record.test_sizes == (56, 64)
+  assert record.train_side == "short"
 
 
 def test_a_finished_run_recorded_with_another_gamma_stops_the_record():
