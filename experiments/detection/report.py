@@ -232,9 +232,9 @@ def figure(results: dict, path: str) -> None:
       half = np.nan_to_num(half)
       low, high = mean - np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100) - mean
       ax.errorbar(sizes, mean, yerr=[low, high], marker="o", capsize=3, label=name)
-    ax.set(title=f"protocol {protocol}", xlabel="test image size (px)", xticks=SIZES)
+    ax.set(title=f"protocol {protocol}", xlabel="test image side (px, square)", xticks=SIZES)
     if protocol == "heldout":
-      ax.axvspan(52, 68, color="0.9", zorder=0)  # sizes never seen in training
+      ax.axvspan(52, 68, color="0.9", zorder=0)  # never a shorter side in training
   axes[0].set_ylabel("AP (%); bars: 95 % CI over seeds, clipped to [0, 100]")
   axes[0].legend(fontsize=8)
   fig.tight_layout()
