@@ -257,7 +257,7 @@ class Crop(grain.transforms.Map):
     x_lo, x_hi = np.clip([cx - bw / 2, cx + bw / 2], x0, x0 + w) - x0
     y_lo, y_hi = np.clip([cy - bh / 2, cy + bh / 2], y0, y0 + h) - y0
     visible = (x_hi - x_lo) * (y_hi - y_lo) >= MIN_VISIBLE * bw * bh
-    keep = np.flatnonzero(out["target_valid"] & visible & (bw * bh > 0))
+    keep = np.flatnonzero(out["target_valid"] & visible)  # valid boxes have positive area (Targets)
     boxes = np.stack(
       [(x_lo + x_hi) / 2 / w, (y_lo + y_hi) / 2 / h, (x_hi - x_lo) / w, (y_hi - y_lo) / h], -1
     )
