@@ -1,0 +1,33 @@
+"""The benchmarks' FLOP count and trace reading, against hand-computed values."""
+
+import pytest
+
+from benchmarks import profile_step, train_step
+
+
+def vit_train_flops(width: int, depth: int, batch: int, tokens: int = 197) -> float:
+  """3x the forward matmul FLOPs of a ViT at 224x224 with 16x16 patches and 1000 classes."""
+  block = tokens * (24 * width**2 + 4 * tokens * width)  # qkv, out, 4x MLP; q.k and a.v
+  forward = depth * block + 2 * 196 * 768 * width + 2 * width * 1000
+  return 3 * forward * batch
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_step_flops_matches_the_analytic_count(batch):
+  flops = train_step.step_flops(train_step.vit_config("Ti/16", "embed_1d", batch))
+  assert flops == pytest.approx(vit_train_flops(width=192, depth=12, batch=batch), rel=0.05)
+
+
+def test_device_events_keep_the_accelerator_and_fall_back_to_xla_threads():
+  meta = lambda kind, pid, name, tid=0: {
+    "name": kind,
+    "pid": pid,
+    "tid": tid,
+    "args": {"name": name},
+  }
+  op = lambda pid, tid, name: {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": 0, "dur": 1}
+  host = [meta("process_name", 1, "/host:CPU"), meta("thread_name", 1, "tf_XLAEigen/1", 7)]
+  events = [*host, op(1, 7, "fusion"), op(1, 8, "$python"), op(2, 0, "gemm")]
+  gpu = {"traceEvents": [*events, meta("process_name", 2, "/device:GPU:0")]}
+  assert [e["name"] for e in profile_step.device_events(gpu)] == ["gemm"]
+  assert [e["name"] for e in profile_step.device_events({"traceEvents": events})] == ["fusion"]
