@@ -103,8 +103,9 @@ def claims(results: dict) -> list[dict]:
         encoded, key=lambda p: np.mean([r["eval"]["AP"] for r in _runs(results, protocol, p)])
       )
       text = (
-        f"control: a feature-map position encoding is needed ({NAMES[best]}, the best "
-        "encoding, beats none; the backbone's zero padding and the learned queries remain)"
+        f"control, protocol {protocol}: a feature-map position encoding is needed "
+        f"({NAMES[best]}, the best encoding, beats none; the backbone's zero padding and the "
+        "learned queries remain)"
       )
       controls.append(("control", protocol, best, "none", text))
   for item, protocol, a, b, text in (*controls, *TESTED):
