@@ -236,7 +236,7 @@ def figure(results: dict, path: str) -> None:
     ax.set(title=f"protocol {protocol}", xlabel="test image side (px, square)", xticks=SIZES)
     if protocol == "heldout":
       ax.axvspan(52, 68, color="0.9", zorder=0)  # never a shorter side in training
-  axes[0].set_ylabel("AP (%); bars: 95 % CI over seeds, clipped to [0, 100]")
+  axes[0].set_ylabel("AP (%), 95 % CI over seeds")  # bars clipped to [0, 100]
   axes[0].legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
