@@ -7,6 +7,7 @@ test_cli_mistakes.py, workdirs that keep their record in test_workdir_record.py.
 
 import json
 import re
+import shutil
 
 import pytest
 from cli_helpers import assert_one_line_error, run_main
@@ -90,6 +91,51 @@ def test_damaged_checkpoints_are_kept_and_not_advised_for_deletion(tmp_path):
   )
   assert "Delete" not in message and "start a new --workdir" in message
   assert step.is_dir() and not (tmp_path / "w" / "config.json").exists()
+
+
+@pytest.fixture(scope="module")
+def two_checkpoints(tmp_path_factory):
+  """A 20-step run with checkpoints at steps 10 and 20."""
+  workdir = tmp_path_factory.mktemp("two") / "w"
+  result = run_main(SMALL, f"--workdir={workdir}", *TWENTY_STEPS)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return workdir
+
+
+TWENTY_STEPS = ("--config.total_steps=20", "--config.checkpoint_every=10")
+
+
+def _halve_largest_array_file(step_dir):
+  files = [p for p in (step_dir / "state").rglob("*") if p.is_file() and p.parent.name == "d"]
+  largest = max(files, key=lambda p: p.stat().st_size)
+  largest.write_bytes(largest.read_bytes()[: largest.stat().st_size // 2])
+
+
+def test_a_truncated_newest_checkpoint_resumes_from_the_previous_with_one_note(
+  tmp_path, two_checkpoints
+):
+  workdir = tmp_path / "w"
+  shutil.copytree(two_checkpoints, workdir)
+  _halve_largest_array_file(workdir / "checkpoints" / "20")
+  result = run_main(SMALL, f"--workdir={workdir}", *TWENTY_STEPS, "--config.total_steps=30")
+  assert result.returncode == 0, result.stderr[-3000:]
+  for noise in ("Traceback", "Exception ignored", "Event loop is closed"):
+    assert noise not in result.stderr, result.stderr[-3000:]
+  notes = [line for line in result.stderr.splitlines() if "checkpoint step" in line]
+  assert len(notes) == 1 and "Resuming from checkpoint step 10" in notes[0], notes
+  assert json.loads((workdir / "summary.json").read_text())["start_step"] == 10
+
+
+def test_every_checkpoint_truncated_is_one_line_and_exit_2(tmp_path, two_checkpoints):
+  workdir = tmp_path / "w"
+  shutil.copytree(two_checkpoints, workdir)
+  for step in ("10", "20"):
+    _halve_largest_array_file(workdir / "checkpoints" / step)
+  result = run_main(SMALL, f"--workdir={workdir}", *TWENTY_STEPS)
+  message = assert_one_line_error(
+    result, f"No checkpoint in {workdir / 'checkpoints'} can be read", "start a new --workdir"
+  )
+  assert "Exception ignored" not in result.stderr and "Event loop" not in result.stderr, message
 
 
 @pytest.mark.parametrize("how", ["env", "flag"])

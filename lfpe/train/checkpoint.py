@@ -7,18 +7,21 @@ latest onto whatever shardings the caller gives: a checkpoint written on one
 mesh restores onto another. Orbax writes each step into a temporary folder and
 renames it when complete, so a run killed mid-save leaves the previous step intact
 (the next run deletes the unfinished folder). A complete step that cannot be read
-(damaged files) is logged and the next newest is tried; once one is read, the
-unreadable ones move to WORKDIR/unreadable_checkpoints/ (training writes those steps
-again). When none can be read, `restore_latest` raises WorkdirError and moves nothing; a
-readable checkpoint of another model (a config or code change) raises at once and moves
-nothing either.
+(damaged files: orbax's bare `Exception` around a tensorstore error included) is skipped
+and the next newest is tried; once one is read, the unreadable ones move to
+WORKDIR/unreadable_checkpoints/ (training writes those steps again), in one warning line.
+When none can be read, `restore_latest` raises WorkdirError and moves nothing; a readable
+checkpoint of another model (a config or code change) raises at once and moves nothing
+either.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging as pylogging
 import os
+import sys
 import textwrap
 import time
 from typing import Any
@@ -33,8 +36,20 @@ from jax.experimental import multihost_utils
 from lfpe.errors import WorkdirError
 
 # What reading a damaged checkpoint raises: truncated JSON and tensorstore errors
-# (ValueError), missing items (KeyError), missing or unreadable files (OSError).
+# (ValueError), missing items (KeyError), missing or unreadable files (OSError). Orbax
+# wraps a failed array read in a bare `Exception` whose cause is one of these.
 _UNREADABLE = (OSError, ValueError, KeyError)
+
+
+def _damage(error: BaseException | None) -> BaseException | None:
+  """The error in `error`'s chain (itself, its cause, ...) that damage raises, or None."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    if isinstance(error, _UNREADABLE):
+      return error
+    seen.add(id(error))
+    error = error.__cause__ or error.__context__
+  return None
 
 
 def _state_path(directory: epath.Path) -> epath.Path:
@@ -148,17 +163,27 @@ def restore_latest(
           state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)
         ),
       )
-    except _UNREADABLE as e:
-      failed[step] = textwrap.shorten(f"{type(e).__name__}: {e}", 300)
-      logging.warning(
-        "Cannot read checkpoint step %d in %s: %s", step, manager.directory, failed[step]
-      )
+    except Exception as e:  # noqa: BLE001 (orbax's wrapper; anything else is re-raised)
+      damage = _damage(e)
+      if damage is None:
+        raise
+      _silence_abandoned_reads()
+      failed[step] = textwrap.shorten(f"{type(damage).__name__}: {damage}", 300)
     if not _read_by_every_process(step not in failed):
       failed.setdefault(step, "another process could not read it")
       continue
     if failed:
-      logging.warning("Resuming from checkpoint step %d, the newest readable one.", step)
-      _set_aside(manager, list(failed))
+      aside = _set_aside(manager, list(failed))
+      logging.warning(
+        "Resuming from checkpoint step %d, the newest readable one: step(s) %s in %s cannot "
+        "be read (step %d: %s) and were moved to %s.",
+        step,
+        sorted(failed),
+        manager.directory,
+        max(failed),
+        failed[max(failed)],
+        aside,
+      )
     return step, restored["state"]
   if not failed:
     return None
@@ -167,6 +192,33 @@ def restore_latest(
     f"No checkpoint in {manager.directory} can be read: all are damaged (steps "
     f"{sorted(failed)}; step {newest}: {failed[newest]}). They are left as they are; start "
     "a new --workdir."
+  )
+
+
+def _silence_abandoned_reads() -> None:
+  """Keeps the echoes of a failed read off stderr: when one array of a damaged step fails,
+  orbax closes its event loop and abandons the step's other reads, which end later, on
+  tensorstore's threads, as "Exception ignored in <coroutine ...>" (60 lines each) and
+  "Event loop is closed" unraisable errors (asyncio may add "Task exception was never
+  retrieved"). Installed once a read has failed, for the rest of the process; it drops only
+  those errors, and `restore_latest` reports the failure once."""
+  if getattr(sys.unraisablehook, "lfpe_drops_abandoned_reads", False):
+    return
+  previous = sys.unraisablehook
+
+  def echo(error: BaseException | None, source: Any = None) -> bool:
+    closed = isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
+    code = getattr(source, "cr_code", None)  # an abandoned orbax read, closed when collected
+    return closed or _damage(error) is not None or "orbax" in getattr(code, "co_filename", "")
+
+  def hook(unraisable: Any) -> None:
+    if not echo(unraisable.exc_value, unraisable.object):
+      previous(unraisable)
+
+  hook.lfpe_drops_abandoned_reads = True
+  sys.unraisablehook = hook
+  pylogging.getLogger("asyncio").addFilter(
+    lambda record: not echo(record.exc_info[1] if record.exc_info else None)
   )
 
 
@@ -204,14 +256,15 @@ def _read_by_every_process(ok: bool) -> bool:
   return bool(np.all(multihost_utils.process_allgather(np.asarray(ok))))
 
 
-def _set_aside(manager: ocp.CheckpointManager, steps: list[int]) -> None:
-  """Moves the unreadable `steps` to WORKDIR/unreadable_checkpoints/STEP-TIME (kept to inspect)."""
+def _set_aside(manager: ocp.CheckpointManager, steps: list[int]) -> epath.Path:
+  """Moves the unreadable `steps` to WORKDIR/unreadable_checkpoints/STEP-TIME (kept to inspect);
+  returns that folder."""
   aside = manager.directory.parent / "unreadable_checkpoints"
   if jax.process_index() == 0:
     aside.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for step in steps:
-      moved = (manager.directory / str(step)).rename(aside / f"{step}-{stamp}")
-      logging.warning("Moved unreadable checkpoint step %d to %s", step, moved)
+      (manager.directory / str(step)).rename(aside / f"{step}-{stamp}")
   multihost_utils.sync_global_devices("lfpe: unreadable checkpoints set aside")
   manager.reload()
+  return aside

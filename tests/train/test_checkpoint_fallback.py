@@ -1,10 +1,14 @@
 """A damaged newest checkpoint: restore falls back to the previous step, and the run ends exact.
 
-A tiny config (TinyModel on blobs, one device) trains 20 steps with checkpoints at 10
-and 20. Copies of that workdir get step 20 damaged (array data, metadata JSON, data
-iterator state) and are run again: each must log the failure, resume from step 10,
-set step 20 aside, and end bitwise equal to the uninterrupted run. With every step
-damaged, the run stops with one WorkdirError naming the directory and the ways out.
+A tiny config (TinyModel on blobs, width 32 so that its larger arrays live in OCDBT data
+files rather than inline in the B-tree, one device) trains 20 steps with checkpoints at 10
+and 20. Copies of that workdir get step 20 damaged (its largest array file halved, one small
+array file halved, every array file halved, the metadata JSON, the data iterator state) and
+are run again: each must log the failure in one line, resume from step 10, set step 20
+aside, and end bitwise equal to the uninterrupted run. A truncated array file makes orbax
+raise a bare `Exception` (caused by tensorstore's ValueError), the first two cases' path.
+With every step damaged, the run stops with one WorkdirError naming the directory and the
+way out.
 """
 
 import json
@@ -22,7 +26,7 @@ from lfpe.train import trainer
 
 
 def _run(workdir):
-  config = tiny_config(**{"mesh.data": 1})
+  config = tiny_config(**{"mesh.data": 1, "model.width": 32})
   return trainer.train_and_evaluate(
     config, str(workdir), make_loader=make_array_loader, devices=jax.devices()[:1]
   )
@@ -32,16 +36,28 @@ def _truncate(path):
   path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
-def _truncate_arrays(step_dir):
-  """Half of every tensorstore (OCDBT) data file of the state."""
+def _array_files(step_dir):
+  """The tensorstore (OCDBT) data files of the state, smallest first."""
   files = [p for p in (step_dir / "state").rglob("*") if p.is_file() and p.parent.name == "d"]
-  assert files
-  for path in files:
+  assert len(files) >= 3
+  return sorted(files, key=lambda p: p.stat().st_size)
+
+
+def _truncate_arrays(step_dir):
+  for path in _array_files(step_dir):
     _truncate(path)
 
 
+def _truncate_one_small(step_dir):
+  """The smallest data file over 1 KiB (smaller ones hold B-tree nodes the merged index no
+  longer reads; values under 1 KiB are inline)."""
+  _truncate(next(p for p in _array_files(step_dir) if p.stat().st_size > 1024))
+
+
 DAMAGE = {
-  "arrays": _truncate_arrays,
+  "largest_array_file": lambda step_dir: _truncate(_array_files(step_dir)[-1]),
+  "one_small_array_file": _truncate_one_small,
+  "every_array_file": _truncate_arrays,
   "metadata_json": lambda step_dir: _truncate(step_dir / "state" / "_METADATA"),
   "data_state": lambda step_dir: (step_dir / "data" / "process_0-of-1.json").unlink(),
 }
@@ -71,8 +87,10 @@ def test_damaged_newest_checkpoint_falls_back_and_ends_exact(tmp_path, straight,
   DAMAGE[damage](workdir / "checkpoints" / "20")
   with caplog.at_level(logging.WARNING):
     summary = _run(workdir)
-  assert "Cannot read checkpoint step 20" in caplog.text
-  assert "Resuming from checkpoint step 10" in caplog.text
+  notes = [r.getMessage() for r in caplog.records if "checkpoint" in r.getMessage()]
+  assert len(notes) == 1, notes
+  assert notes[0].startswith("Resuming from checkpoint step 10, the newest readable one: ")
+  assert "step(s) [20] in" in notes[0] and "cannot be read (step 20: " in notes[0]
   on_disk = json.loads((workdir / "summary.json").read_text())
   assert on_disk["start_step"] == 10 and on_disk["step"] == 20
   assert [p.name.split("-")[0] for p in (workdir / "unreadable_checkpoints").iterdir()] == ["20"]
@@ -86,11 +104,12 @@ def test_damaged_newest_checkpoint_falls_back_and_ends_exact(tmp_path, straight,
   assert summary["eval"] == straight[1]["eval"]
 
 
-def test_no_readable_checkpoint_is_one_clear_error(tmp_path, straight):
+@pytest.mark.parametrize("damage", ["metadata_json", "largest_array_file"])
+def test_no_readable_checkpoint_is_one_clear_error(tmp_path, straight, damage):
   workdir = tmp_path / "w"
   shutil.copytree(straight[0], workdir)
   for step in ("10", "20"):
-    DAMAGE["metadata_json"](workdir / "checkpoints" / step)
+    DAMAGE[damage](workdir / "checkpoints" / step)
   metrics = (workdir / "metrics.jsonl").read_bytes()
   with pytest.raises(WorkdirError) as e:
     _run(workdir)
