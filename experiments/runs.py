@@ -24,17 +24,17 @@ from typing import Any
 
 from experiments.provenance import provenance
 from lfpe import data
+from lfpe.errors import ConfigError
 from lfpe.train import trainer
 
 
 def for_run(config: Any, *, seed: int, steps: int = 0, eval_every: int = 0) -> Any:
-  """`config` (unlocked and changed in place) with `seed`, no progress bar, and with `steps`
-  > 0 that many updates, evaluated every `eval_every` steps (0: at the end), checkpointed as
+  """`config` (unlocked and changed in place) with `seed`, and with `steps` > 0 that many
+  updates, evaluated every `eval_every` steps (0: at the end), checkpointed as
   often as the config says (and at the end: a killed run loses at most that many steps), and
   warmup cut to at most a tenth of the run."""
   with config.unlocked():
     config.seed = seed
-    config.progress = False
     if steps:
       config.total_steps = steps
       config.eval_every = eval_every or steps
@@ -190,6 +190,44 @@ def chosen(sweep: Iterable[Run], results: dict) -> dict:
   return {run.key: results[run.key] for run in sweep if run.key in results}
 
 
+QUICK_MARK = "QUICK"  # in an --out made with --quick
+
+
+def settle_mode(args: Any) -> None:
+  """Keeps a record and its `--quick` test apart: `args.quick` against the mode `args.out` was
+  made with (a QUICK file marks a `--quick` one; a results.json without it is a record).
+
+  `--status` reports the plan of the directory's own mode (and says so when the flag differs);
+  training in the other mode is refused with a ConfigError, since one results.json must not
+  mix the two; a `--quick` run marks a new `--out` as quick.
+  """
+  mark = os.path.join(args.out, QUICK_MARK)
+  made = True if os.path.exists(mark) else False if has_results(args.out) else None
+  if made is not None and made != args.quick:
+    if not args.status:
+      raise ConfigError(
+        f"--out={args.out} holds a {'--quick test' if made else 'record'}; "
+        + (
+          "add --quick to continue it, or give the record its own --out."
+          if made
+          else "give --quick runs their own --out (e.g. --out=/tmp/quick)."
+        )
+      )
+    print(f"(--out={args.out} was made {'with' if made else 'without'} --quick: its plan)")
+    args.quick = made
+  elif args.quick and not args.status:
+    os.makedirs(args.out, exist_ok=True)
+    with open(mark, "w") as f:
+      f.write("Made by --quick: a test of the pipeline, not a record.\n")
+
+
+def has_results(out: str) -> bool:
+  """Whether `out` holds a record's results (results.json or run workdirs)."""
+  return os.path.exists(os.path.join(out, "results.json")) or os.path.isdir(
+    os.path.join(out, "runs")
+  )
+
+
 def add_jobs_flag(parser: Any) -> None:
   """`--jobs N` of a record's command line (`execute`'s `jobs`)."""
   parser.add_argument(
@@ -256,9 +294,11 @@ ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
 def _one_thread() -> None:
-  """A job process: one XLA:CPU thread (read when its backend starts, after this), and
+  """A job process: one XLA:CPU thread (read when its backend starts, after this), deaf to
+  Ctrl-C (the record's process stops its jobs: one message, not one traceback per job), and
   killed with the record's process, so that no orphan keeps writing a workdir."""
   os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {ONE_THREAD}".strip()
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
   if sys.platform == "linux":
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 

@@ -1,9 +1,9 @@
 """Errors the user fixes (a config, a dataset, a workdir), as opposed to bugs.
 
-`python -m lfpe.main` prints a `UserError`'s message alone and exits with status 2
-(LFPE_TRACEBACK=1 or --verbosity=1 adds the traceback); any other exception is a bug
-and keeps its traceback. Each class also derives from the built-in error it used to
-be, so existing `except ValueError` / `except FileNotFoundError` still catch it.
+`python -m lfpe.main` prints a `UserError`'s message alone and exits with its `exit_code`
+(2; 130 for Ctrl-C) (LFPE_TRACEBACK=1 or --verbosity=1 adds the traceback); any other
+exception is a bug and keeps its traceback. Each class also derives from the built-in error
+it used to be, so existing `except ValueError` / `except FileNotFoundError` still catch it.
 """
 
 import difflib
@@ -18,6 +18,15 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 class UserError(Exception):
   """A problem in what the user gave (config, data, workdir); the message says the fix."""
+
+  exit_code = 2  # the status `python -m lfpe.main` and the experiments exit with
+
+
+class Interrupted(UserError):
+  """Ctrl-C: the message says where the run stopped and how to resume (status 130, as a shell
+  reports a process that SIGINT ended)."""
+
+  exit_code = 130
 
 
 class ConfigError(UserError, ValueError):

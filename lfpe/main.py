@@ -13,8 +13,10 @@ processes (`config.distributed=True`, or a cluster environment such as
 JAX_COORDINATOR_ADDRESS, SLURM or Open MPI) join with `jax.distributed.initialize()` first.
 
 User errors (a bad flag or config, a missing dataset, an unusable workdir, a diverged loss)
-print one line, `lfpe.main: <message>`, and exit with status 2; LFPE_TRACEBACK=1 or
---verbosity=1 also prints the traceback. Other exceptions are bugs and keep their traceback.
+print one line, `lfpe.main: <message>`, and exit with status 2; Ctrl-C prints the step it
+stopped at and the checkpoint a re-run resumes from, and exits 130; `--help` exits 0.
+LFPE_TRACEBACK=1 or --verbosity=1 also prints the traceback. Other exceptions are bugs and
+keep their traceback.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from lfpe.errors import ConfigError, UserError, did_you_mean
+from lfpe.errors import ConfigError, Interrupted, UserError, did_you_mean
 
 _CONFIG = flags.DEFINE_string(
   "config",
@@ -54,8 +56,15 @@ def split_overrides(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
   return rest, overrides
 
 
+_HELP = ("--help", "-h", "-?", "--helpshort", "--helpfull")
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
-  """absl's flags from `argv`; returns [program, *encoded overrides] for `main`."""
+  """absl's flags from `argv`; returns [program, *encoded overrides] for `main`. Help is
+  printed to stdout with status 0 (absl's own --help exits 1)."""
+  asked = [arg for arg in argv[1:] if arg in _HELP]
+  if asked:
+    app.usage(shorthelp=asked[0] != "--helpfull", writeto_stdout=True, exitcode=0)
   try:
     rest, overrides = split_overrides(argv)
     unexpected = flags.FLAGS(rest)[1:]
@@ -67,6 +76,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 
 def _exit_with(error: Exception) -> None:
+  """One line, `lfpe.main: <message>`, and the error's exit status (2; 130 for Ctrl-C)."""
   if os.environ.get("LFPE_TRACEBACK", "0") not in ("", "0") or _verbose():
     traceback.print_exception(error)
   message = str(error)
@@ -79,7 +89,7 @@ def _exit_with(error: Exception) -> None:
   # Not sys.exit: a failed orbax restore leaves tensorstore callbacks that print "Event loop
   # is closed" tracebacks at interpreter exit. Nothing is pending here: user errors come
   # before training, or after the trainer has closed its checkpoints and metric files.
-  os._exit(2)
+  os._exit(getattr(error, "exit_code", 2))
 
 
 def _verbose() -> bool:
@@ -99,8 +109,10 @@ def main(argv: list[str]) -> None:
     config = config_cli.load(_CONFIG.value, overrides)
     sharding.maybe_initialize_distributed(bool(config.get("distributed", False)))
     trainer.train_and_evaluate(config, _WORKDIR.value)
-  except UserError as e:  # includes a NaN loss and a missing extra
+  except UserError as e:  # includes a NaN loss, a missing extra and Ctrl-C while training
     _exit_with(e)
+  except KeyboardInterrupt:  # before training started (loading, compiling)
+    _exit_with(Interrupted("interrupted before training started; re-run the same command."))
 
 
 def run() -> None:

@@ -10,15 +10,25 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 def run_main(*args, **env):
   """`python -m lfpe.main ARGS` from the repository root (LFPE_TRACEBACK unset unless given);
   stderr is a pipe, not a terminal, as in a cluster job."""
-  environ = {k: v for k, v in os.environ.items() if k != "LFPE_TRACEBACK"}
   return subprocess.run(
-    [sys.executable, "-m", "lfpe.main", *args],
-    cwd=ROOT,
-    env={**environ, **env},
-    capture_output=True,
-    text=True,
-    timeout=300,
+    _command(args), cwd=ROOT, env=_env(env), capture_output=True, text=True, timeout=300
   )
+
+
+def start_main(*args, **env):
+  """`run_main` started, not waited for: a Popen whose stderr is a text pipe."""
+  return subprocess.Popen(
+    _command(args), cwd=ROOT, env=_env(env), stderr=subprocess.PIPE, text=True
+  )
+
+
+def _command(args):
+  return [sys.executable, "-m", "lfpe.main", *args]
+
+
+def _env(extra):
+  environ = {k: v for k, v in os.environ.items() if k != "LFPE_TRACEBACK"}
+  return {**environ, **extra}
 
 
 def assert_one_line_error(result, *expected):

@@ -6,8 +6,11 @@ tests/conftest.py) and must fail before training: exit status 2, no traceback, o
 "did you mean"). Workdirs with a record are in test_workdir_record.py.
 """
 
+import re
+import signal
+
 import pytest
-from cli_helpers import assert_one_line_error, run_main
+from cli_helpers import assert_one_line_error, run_main, start_main
 
 SMALL = "--config=configs/vit_digits.py:small=1"
 FULL = "--config=configs/vit_digits.py"
@@ -96,6 +99,16 @@ MISTAKES = [
     ("model.posemb", "gamma"),
   ),
   (
+    "option dropped by a later spec",
+    (
+      SMALL,
+      "--workdir={w}",
+      "--config.model.posemb.gamma=0.5",
+      "--config.model.posemb=embed_1d",
+    ),
+    ("--config.model.posemb=embed_1d", "would drop --config.model.posemb.gamma=0.5"),
+  ),
+  (
     "misspelled encoding",
     (SMALL, "--workdir={w}", "--config.model.posemb=fourer"),
     ("model.posemb", "'fourer'", "did you mean 'fourier'"),
@@ -150,6 +163,11 @@ MISTAKES = [
     ("config.batch_size", "mesh.data"),
   ),
   ("too many devices", (SMALL, "--workdir={w}", "--config.mesh.model=16"), ("config.mesh",)),
+  (
+    "mesh beyond the CPU's devices",
+    (SMALL, "--workdir={w}", "--config.mesh.data=4", "--config.mesh.model=4"),
+    ("only 8 exist", "XLA_FLAGS=--xla_force_host_platform_device_count=16"),
+  ),
   # Workdirs.
   ("workdir is a file", (SMALL, "--workdir={file}"), ("is a file, not a directory",)),
   (
@@ -178,3 +196,36 @@ def test_traceback_on_request_for_a_command_line_mistake(tmp_path):
   assert result.returncode == 2
   assert "Traceback" in result.stderr and "ConfigError" in result.stderr
   assert "lfpe.main: --config.totl_steps" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h", "--helpfull"])
+def test_help_is_printed_with_status_0(flag):
+  result = run_main(flag)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "--config" in result.stdout and "--workdir" in result.stdout
+
+
+def test_ctrl_c_is_one_line_naming_the_checkpoint_and_exit_130(tmp_path):
+  """SIGINT mid-run: where it stopped, the checkpoint a re-run resumes from; then it does."""
+  workdir = tmp_path / "w"
+  args = [SMALL, f"--workdir={workdir}", "--config.total_steps=100000"]
+  args += ["--config.checkpoint_every=5", "--config.log_every=5", "--config.report_every=5"]
+  args += ["--config.eval_every=100000"]
+  job = start_main(*args)
+  for line in job.stderr:  # wait for training to be under way, past a checkpoint
+    if re.match(r"lfpe: step (1\d|[2-9]\d)", line):
+      break
+  job.send_signal(signal.SIGINT)
+  stderr = job.stderr.read()
+  assert job.wait(timeout=120) == 130, stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
+  found = re.fullmatch(
+    r"lfpe.main: interrupted at step (\d+) of 100000; re-run the same command to resume from "
+    r"checkpoint step (\d+)\.",
+    line,
+  )
+  assert found and 0 < int(found[2]) <= int(found[1]), line
+  resumed = run_main(*args[:2], "--config.total_steps=" + str(int(found[2]) + 5), *args[3:])
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f"training from step {found[2]} to step" in resumed.stderr

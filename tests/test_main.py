@@ -33,6 +33,17 @@ def test_a_run_without_a_terminal_logs_progress_lines(logged_run):
   assert [int(s) for s in train] == [2, 4, 6, 8, 10, 12]
 
 
+def test_a_run_shorter_than_log_every_says_where_it_starts_and_ends(tmp_path):
+  result = run_main(SMALL, f"--workdir={tmp_path}", "--config.log_every=50")
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = [line for line in result.stderr.splitlines() if line.startswith("lfpe: ")]
+  assert lines[0] == f"lfpe: training to step 6 in {tmp_path}"
+  assert [line for line in lines if "loss" in line and "eval" not in line] == [
+    next(line for line in lines if re.match(r"lfpe: step 6/6 \(100%\) loss", line))
+  ]  # the one training line: the last step
+  assert "done at step 6" in lines[-1]
+
+
 def test_each_evaluation_is_one_line(logged_run):
   workdir, stderr = logged_run
   evals = re.findall(r"lfpe: step (\d+)/12 eval: loss ([\d.]+), accuracy ([\d.]+)", stderr)

@@ -31,7 +31,7 @@ import argparse
 import os
 
 from configs import detr_shapes
-from experiments import runs, sweeps
+from experiments import cli, runs, sweeps
 from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.train import trainer
@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
+  runs.settle_mode(args)
   args.gammas, args.encodings, args.widenings = GAMMAS, ENCODINGS, sweeps.WIDENINGS
   if args.quick:
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
@@ -186,4 +187,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-  main()
+  cli.run(main)

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from configs import reformer_digits
-from experiments import runs, sweeps
+from experiments import cli, runs, sweeps
 from experiments.generation import report
 from experiments.runs import for_run
 from lfpe.data import digit_images
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
+  runs.settle_mode(args)
   args.attentions = args.attentions.split(",")
   if set(args.attentions) - set(ATTENTIONS):
     parser.error(f"--attentions={','.join(args.attentions)}: choose from {ATTENTIONS}")
@@ -229,4 +230,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-  main()
+  cli.run(main)

@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from configs import layout_synthetic
-from experiments import runs
+from experiments import cli, runs
 from experiments.layout import report
 from experiments.runs import for_run
 from lfpe import encodings
@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
+  runs.settle_mode(args)
   if args.quick:
     args.seeds, args.steps = 1, args.steps or 4
   if args.status:
@@ -167,4 +168,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-  main()
+  cli.run(main)

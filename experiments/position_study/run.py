@@ -19,8 +19,10 @@ import sys
 
 import tensorflow_datasets as tfds
 
+from experiments import cli
 from experiments.position_study import parts, plan, report
 from experiments.provenance import provenance
+from lfpe.errors import ConfigError
 
 RUNNERS = {
   "speed": parts.speed,
@@ -99,13 +101,16 @@ def main(argv: list[str] | None = None) -> dict:
   mode = plan.QUICK if args.quick else plan.FULL
   if args.report_only or args.status:
     if args.status:
-      status(previous, mode, args.parts.split(","))
+      made = previous.get("mode", "quick" if args.quick else "full")
+      if made != ("quick" if args.quick else "full"):
+        print(f"(--out={args.out} was made {'with' if made == 'quick' else 'without'} --quick)")
+      status(previous, plan.QUICK if made == "quick" else plan.FULL, args.parts.split(","))
     else:
       report.write(previous, args.out)
     return previous
   name = "quick" if args.quick else "full"
   if previous.get("mode", name) != name:
-    raise SystemExit(
+    raise ConfigError(
       f"{path} holds a --{previous['mode']} study; use another --out, or --restart to discard it."
     )
   tfds.disable_progress_bar()
@@ -133,4 +138,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-  main()
+  cli.run(main)

@@ -20,7 +20,7 @@ import os
 import sys
 
 from configs import vit_redgreen
-from experiments import runs
+from experiments import cli, runs
 from experiments.provenance import provenance
 from experiments.resolution import evaluate, plan, report
 from lfpe.studies import sweep
@@ -67,6 +67,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
+  runs.settle_mode(args)
   args.tasks = args.tasks.split(",")
   args.arms = [a for a in args.arms.split(",") if a]
   unknown = set(args.arms) - {a.name for a in plan.arms(args.quick)}
@@ -120,4 +121,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-  main()
+  cli.run(main)

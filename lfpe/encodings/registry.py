@@ -195,8 +195,16 @@ def check_options(name: str, opts: Mapping[str, Any], context: Mapping[str, Any]
 
 
 def create(spec, **kwargs: Any):
-  """The flax.linen module of encoding `spec`, built with the spec's options and `kwargs`."""
+  """The flax.linen module of encoding `spec`, built with the spec's options and `kwargs`; an
+  option given in both with different values is refused (neither silently wins)."""
   name, opts = parse(spec)
+  twice = sorted(k for k in set(opts) & set(kwargs) if opts[k] != kwargs[k])
+  if twice:
+    key = twice[0]
+    raise ValueError(
+      f"encoding spec {spec!r}: option {key!r} is given twice, {opts[key]!r} in the spec and "
+      f"{key}={kwargs[key]!r} as an argument; give it once."
+    )
   opts = {**opts, **kwargs}
   check_options(name, opts)
   return resolve(name)(**opts)

@@ -123,8 +123,14 @@ class Rotary2D(Checked, nn.Module):
     if self.mode not in MODES:
       raise ValueError(f"{owner}: unknown mode={self.mode!r}; use one of {MODES}.")
     check_divisible("head_dim", self.head_dim, 4, "2-D RoPE rotates d/4 pairs per axis", owner)
-    if self.mode == "mixed":
-      check_divisible("num_heads", self.num_heads, 1, "mixed RoPE learns per-head freqs", owner)
+    if self.mode == "mixed" and (
+      not isinstance(self.num_heads, int) or isinstance(self.num_heads, bool) or self.num_heads < 1
+    ):
+      raise ValueError(
+        f"{owner}: mode='mixed' learns frequencies per head, so it needs `num_heads` (an "
+        f"integer >= 1), got {self.num_heads!r}; e.g. create('rope_mixed', num_heads=4, "
+        "head_dim=8)."
+      )
     if self.theta is not None:
       check_positive("theta", self.theta, owner)
     if self.scaling not in SCALINGS:

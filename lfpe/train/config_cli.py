@@ -11,7 +11,8 @@ names the flag and the fix, with a "did you mean" for misspelled names:
 An override one level below an encoding spec changes one option of that spec:
 `--config.model.posemb.gamma=0.5` turns `"fourier(gamma=0.25)"` into
 `"fourier(gamma=0.5)"` (the value is a Python literal; a bare word is a string). The option
-must be one the encoding takes. `--config.model.posemb=NAME(...)` still replaces it whole.
+must be one the encoding takes. `--config.model.posemb=NAME(...)` still replaces it whole, but
+not after an option of it was set: that option would be dropped silently, so it is refused.
 """
 
 from __future__ import annotations
@@ -33,8 +34,17 @@ from lfpe.train import config_lib
 def load(config_arg: str, overrides: Sequence[tuple[str, str]] = ()) -> Any:
   """The config of `--config=config_arg` with `overrides` ((dotted path, text) pairs) applied."""
   config = _read_file(config_arg)
+  option_flags: dict[str, str] = {}  # spec path -> the option flag that changed it
   for path, text in overrides:
-    set_field(config, path, text)
+    if path in option_flags:
+      raise ConfigError(
+        f"--config.{path}={text} replaces the encoding whole and would drop "
+        f"{option_flags[path]}, given before it; put the option in the spec "
+        f"(--config.{path}='NAME(option=value)') or give the option after the spec."
+      )
+    spec_path = set_field(config, path, text)
+    if spec_path:
+      option_flags[spec_path] = f"--config.{path}={text}"
   return config
 
 
@@ -63,16 +73,18 @@ def _read_file(config_arg: str) -> Any:
   return config
 
 
-def set_field(config: Any, path: str, text: str) -> None:
-  """Sets `config.<path>` from the command-line `text` (ConfigError naming the flag if wrong)."""
+def set_field(config: Any, path: str, text: str) -> str | None:
+  """Sets `config.<path>` from the command-line `text` (ConfigError naming the flag if wrong);
+  returns the spec's path when `path` is an option of an encoding spec, else None."""
   flag = f"--config.{path}"
   keys = path.split(".")
   parent = config
   for i, key in enumerate(keys[:-1]):
     value = _child(parent, key, flag, keys[: i + 1])
     if isinstance(value, str) and i == len(keys) - 2 and _is_spec(value):
-      parent[key] = _set_spec_option(value, keys[-1], text, flag, ".".join(keys[:-1]))
-      return
+      spec_path = ".".join(keys[:-1])
+      parent[key] = _set_spec_option(value, keys[-1], text, flag, spec_path)
+      return spec_path
     if not isinstance(value, ml_collections.ConfigDict):
       raise ConfigError(
         f"{flag}: config.{'.'.join(keys[: i + 1])} is a value ({value!r}), not a group of fields."
@@ -85,6 +97,7 @@ def set_field(config: Any, path: str, text: str) -> None:
       f"{flag}: a group of fields; set one of them, {flag}.FIELD (FIELD: {fields})."
     )
   parent[keys[-1]] = _convert(current, text, flag)
+  return None
 
 
 def _child(parent: Any, key: str, flag: str, keys: list[str]) -> Any:

@@ -1,9 +1,12 @@
 """Training metrics out: JSON lines, TensorBoard events, progress, a summary file.
 
-Progress (process 0, stderr): a tqdm bar on a terminal; otherwise (a log file, a cluster
-job) one line every `report_every` steps with step, loss, steps/s and ETA, and one line per
-evaluation with its metrics. Every run ends with a line naming the summary and its
-headline metric.
+Progress (process 0, stderr): every run starts with a line naming its workdir and steps, and
+ends with one naming the summary and its headline metric, whatever `progress` and `log_every`
+are. Between them, with `progress`: a tqdm bar on a terminal; otherwise (a log file, a cluster
+job, one of several runs a record trains at once) one line every `report_every` steps and at
+the last step, with step, loss, steps/s and ETA, and one line per evaluation with its
+metrics. A process started by another (a record's job) never draws a bar: two bars on one
+terminal garble each other; its lines name its workdir.
 
 Files (process 0 only):
   WORKDIR/metrics.jsonl  one object per line: {"step", "split", <metric>: value, ...}
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 import sys
 import time
@@ -94,7 +98,16 @@ class MetricWriter:
       truncate_jsonl(path, start_step)
       self._jsonl = open(path, "a")
       self._tb = SummaryWriter(os.path.join(workdir, "tb"))
-    show = progress and is_main and sys.stderr.isatty()
+    in_job = multiprocessing.parent_process() is not None
+    self._prefix = f"lfpe [{workdir}]" if in_job else "lfpe"
+    if is_main:
+      where = f"from step {start_step} " if start_step else ""
+      print(
+        f"{self._prefix}: training {where}to step {total_steps} in {workdir}",
+        file=sys.stderr,
+        flush=True,
+      )
+    show = progress and is_main and sys.stderr.isatty() and not in_job
     # Lines instead of the bar: every `report_every` steps (0: none) when stderr is no terminal.
     self._report_every = report_every if progress and is_main and not show else 0
     self._report = (start_step, time.perf_counter())  # step and time of the last line
@@ -126,7 +139,8 @@ class MetricWriter:
         if math.isfinite(v):
           self._tb.add_scalar(f"{split}/{k}", v, step)
       self._tb.flush()
-    if self._report_every and (split != "train" or step % self._report_every == 0):
+    every = self._report_every
+    if every and (split != "train" or step % every == 0 or step == self.total_steps):
       self._print_line(step, split, values)
     return values
 
@@ -134,7 +148,7 @@ class MetricWriter:
     where = f"step {step}/{self.total_steps}"
     if split != "train":
       shown = ", ".join(f"{k} {v:.4g}" for k, v in values.items() if k != "count")
-      print(f"lfpe: {where} {split}: {shown}", file=sys.stderr, flush=True)
+      print(f"{self._prefix}: {where} {split}: {shown}", file=sys.stderr, flush=True)
       return
     last_step, last_time = self._report
     now = time.perf_counter()
@@ -142,7 +156,7 @@ class MetricWriter:
     self._report = (step, now)
     eta = format_seconds((self.total_steps - step) / rate) if rate > 0 else "?"
     print(
-      f"lfpe: {where} ({100 * step / self.total_steps:.0f}%) loss {values['loss']:.4g}, "
+      f"{self._prefix}: {where} ({100 * step / self.total_steps:.0f}%) loss {values['loss']:.4g}, "
       f"{rate:.3g} steps/s, ETA {eta}",
       file=sys.stderr,
       flush=True,

@@ -21,20 +21,23 @@ without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import jax
 import numpy as np
 from absl import logging
 
-from lfpe.errors import ConfigError, UserError, WorkdirError
+from lfpe.errors import ConfigError, Interrupted, UserError, WorkdirError
 from lfpe.train import checkpoint, optim, program, sharding, validate
 from lfpe.train import workdir as workdir_lib
 from lfpe.train.metrics import MetricWriter, final_line, report_interval
@@ -128,27 +131,66 @@ def train_and_evaluate(
       is_main=jax.process_index() == 0,
     )
     start_time = time.perf_counter()
-    with writer:
-      for step in range(start_step + 1, config.total_steps + 1):
-        state, metrics = prog.train_step(state, next(train_iter))
-        last = step == config.total_steps
-        saving = step % config.checkpoint_every == 0 or last
-        if step % config.log_every == 0 or saving:  # Never save a state not known to be finite.
-          metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
-          values = writer.write(step, "train", metrics)
-          _check_finite(values, step, manager)
-          writer.advance(step, loss=values["loss"])
-        if step % config.eval_every == 0 or last:
-          values = writer.write(step, "eval", evaluate(state.variables()))
-          writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
-        if saving:
-          checkpoint.save(manager, step, state, train_iter)
-        writer.advance(step)
+    with writer, _stop_requests() as stop_requested:
+      step = start_step + 1
+      try:
+        for step in range(start_step + 1, config.total_steps + 1):
+          state, metrics = prog.train_step(state, next(train_iter))
+          last = step == config.total_steps
+          saving = step % config.checkpoint_every == 0 or last
+          if step % config.log_every == 0 or saving:  # Never save a state not known finite.
+            metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
+            values = writer.write(step, "train", metrics)
+            _check_finite(values, step, manager)
+            writer.advance(step, loss=values["loss"])
+          if step % config.eval_every == 0 or last:
+            values = writer.write(step, "eval", evaluate(state.variables()))
+            writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
+          if saving:
+            checkpoint.save(manager, step, state, train_iter)
+          writer.advance(step)
+          if stop_requested():
+            raise KeyboardInterrupt
+      except KeyboardInterrupt:
+        raise _interrupted(step, config.total_steps, manager) from None
       manager.wait_until_finished()
       wall_s = time.perf_counter() - start_time
       summary = writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
   _print_final_line(summary, headline, workdir)
   return summary
+
+
+@contextlib.contextmanager
+def _stop_requests() -> Iterator[Callable[[], bool]]:
+  """Ctrl-C while training asks the loop to stop after the current step, so that no
+  checkpoint save or metric write is cut in half; a second Ctrl-C interrupts at once. Off the
+  main thread, or where SIGINT is ignored (a record's job processes), nothing changes."""
+  requested: list[bool] = []
+  previous = signal.getsignal(signal.SIGINT)
+  if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
+    yield lambda: False
+    return
+
+  def handler(signum: int, frame: Any) -> None:
+    if requested:
+      raise KeyboardInterrupt
+    requested.append(True)
+
+  signal.signal(signal.SIGINT, handler)
+  try:
+    yield lambda: bool(requested)
+  finally:
+    signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
+  """Ctrl-C during `step`: the checkpoint a re-run resumes from, in one line."""
+  manager.wait_until_finished()  # a save in flight completes: it is the newest checkpoint
+  last = manager.latest_step()
+  resume = f"from checkpoint step {last}" if last is not None else "from the start"
+  return Interrupted(
+    f"interrupted at step {step} of {total_steps}; re-run the same command to resume {resume}."
+  )
 
 
 def _print_final_line(summary: dict[str, Any], headline: str | None, workdir: str) -> None:

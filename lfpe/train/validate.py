@@ -162,10 +162,17 @@ def _validate_mesh(config: Any, num_devices: int) -> None:
     _integer(config, "mesh.data", 1)
   data, model = sharding.mesh_shape(config.mesh, num_devices)
   if data * model > num_devices:
+    cpu = jax.default_backend() == "cpu"
     _fail(
       "mesh",
       f"asks for data*model={data * model} devices but only {num_devices} exist; "
-      "lower mesh.data or mesh.model",
+      "lower mesh.data or mesh.model"
+      + (
+        f" (on a CPU, XLA_FLAGS=--xla_force_host_platform_device_count={data * model} "
+        "before the command gives that many devices)"
+        if cpu
+        else ""
+      ),
       {"data": data, "model": model},
     )
   if jax.process_count() > 1 and data * model != num_devices:

@@ -156,3 +156,14 @@ def test_every_registered_class_is_exported():
 def test_the_readme_table_is_the_registry():
   readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
   assert encodings.registry.markdown_table() in readme
+
+
+def test_create_refuses_an_option_given_twice_with_two_values():
+  with pytest.raises(ValueError, match=r"option 'dim' is given twice, 8 in the spec and dim=16"):
+    encodings.create("fourier(dim=8)", dim=16)
+  assert encodings.create("fourier(dim=8)", dim=8).dim == 8  # the same value twice is one
+
+
+def test_mixed_rope_without_num_heads_says_it_needs_them():
+  with pytest.raises(ValueError, match=r"mode='mixed' learns frequencies per head, so it needs"):
+    encodings.create("rope_mixed", head_dim=8)

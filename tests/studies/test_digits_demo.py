@@ -5,6 +5,11 @@ this checks the plumbing in about half a minute.
 """
 
 import json
+import pathlib
+import shutil
+import subprocess
+
+import pytest
 
 from experiments.digits_demo import run
 
@@ -48,3 +53,37 @@ def test_quick_run_merges_its_setting_without_pooling(tmp_path):
   # Seed s on two settings is not an independent run: settings are never pooled.
   assert "pooled" not in md.replace("not pooled", "") and md.count("`fourier` − `sine_2d`") == 2
   assert (tmp_path / "digits_demo.png").stat().st_size > 10_000
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _git_status() -> str:
+  return subprocess.run(
+    ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=True
+  ).stdout
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the git checkout")
+def test_the_demo_leaves_every_tracked_file_as_it_was():
+  """`bash scripts/demo.sh` as a new user runs it (here --quick): its files go to the ignored
+  workdirs/, never over the committed record in experiments/digits_demo/."""
+  out = ROOT / "workdirs" / "digits_demo_quick"
+  shutil.rmtree(out, ignore_errors=True)
+  before = _git_status()
+  result = subprocess.run(
+    ["bash", "scripts/demo.sh", "--quick", "--encodings=sine_2d,fourier"],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  try:
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _git_status() == before
+    assert {p.name for p in out.iterdir()} >= {"results.json", "claims.json", "results.md"}
+    # Each run says where it starts and where it ended, though 6 steps are under log_every.
+    assert result.stderr.count("lfpe: training to step 6 in workdirs/digits_demo_quick/") == 4
+    assert result.stderr.count("lfpe: done at step 6") == 4
+  finally:
+    shutil.rmtree(out, ignore_errors=True)
