@@ -41,6 +41,11 @@ MISTAKES = [
     ("--config=configs/vit_digits.py:small=maybe", "--workdir={w}"),
     ("small='maybe'", "boolean"),
   ),
+  (
+    "misspelled encoding in the config argument",
+    ("--config=configs/vit_digits.py:posemb=fourer", "--workdir={w}"),
+    ("posemb=fourer", "did you mean 'fourier'"),
+  ),
   # Overrides: names and types.
   (
     "misspelled field",
@@ -109,6 +114,16 @@ MISTAKES = [
     ("--config.model.posemb=embed_1d", "would drop --config.model.posemb.gamma=0.5"),
   ),
   (
+    "spec option twice",
+    (SMALL, "--workdir={w}", "--config.model.posemb=fourier(gamma=0.5, gamma=1)"),
+    ("model.posemb", "sets 'gamma' twice"),
+  ),
+  (
+    "spec option the model sets",
+    (SMALL, "--workdir={w}", "--config.model.posemb=learnable_sine(dim=5)"),
+    ("model.posemb", "option 'dim' of encoding 'learnable_sine' is set by the model"),
+  ),
+  (
     "misspelled encoding",
     (SMALL, "--workdir={w}", "--config.model.posemb=fourer"),
     ("model.posemb", "'fourer'", "did you mean 'fourier'"),
@@ -121,6 +136,29 @@ MISTAKES = [
   # Values the trainer refuses.
   ("negative batch", (SMALL, "--workdir={w}", "--config.batch_size=-8"), ("config.batch_size",)),
   ("zero steps", (SMALL, "--workdir={w}", "--config.total_steps=0"), ("config.total_steps",)),
+  ("zero log interval", (SMALL, "--workdir={w}", "--config.log_every=0"), ("config.log_every",)),
+  ("zero eval interval", (SMALL, "--workdir={w}", "--config.eval_every=0"), ("config.eval_every",)),
+  (
+    "zero checkpoint interval",
+    (SMALL, "--workdir={w}", "--config.checkpoint_every=0"),
+    ("config.checkpoint_every", ">= 1"),
+  ),
+  (
+    "no checkpoints kept",
+    (SMALL, "--workdir={w}", "--config.keep_checkpoints=0"),
+    ("config.keep_checkpoints", ">= 1"),
+  ),
+  (
+    "negative warmup",
+    (SMALL, "--workdir={w}", "--config.schedule.warmup_steps=-1"),
+    ("config.schedule.warmup_steps", ">= 0"),
+  ),
+  ("negative rate", (SMALL, "--workdir={w}", "--config.optim.lr=-0.1"), ("config.optim.lr", "> 0")),
+  (
+    "heads that do not divide the width",
+    (SMALL, "--workdir={w}", "--config.model.num_heads=3"),
+    ("model.num_heads=3 must divide model.width=16",),
+  ),
   (
     "dtype",
     (SMALL, "--workdir={w}", "--config.compute_dtype=float16"),
@@ -168,6 +206,11 @@ MISTAKES = [
     (SMALL, "--workdir={w}", "--config.mesh.data=4", "--config.mesh.model=4"),
     ("only 8 exist", "XLA_FLAGS=--xla_force_host_platform_device_count=16"),
   ),
+  (
+    "init_from nowhere",
+    (SMALL, "--workdir={w}", "--config.init_from=/nonexistent/run"),
+    ("config.init_from='/nonexistent/run' is neither a workdir with checkpoints",),
+  ),
   # Workdirs.
   ("workdir is a file", (SMALL, "--workdir={file}"), ("is a file, not a directory",)),
   (
@@ -187,8 +230,8 @@ def test_mistake_is_one_line_and_exit_2(tmp_path, args, expected):
   assert not (tmp_path / "w" / "config.json").exists()  # a refused run writes no record
 
 
-def test_thirty_distinct_mistakes():
-  assert len({m[0] for m in MISTAKES}) == len(MISTAKES) >= 30
+def test_fifty_distinct_mistakes():
+  assert len({m[0] for m in MISTAKES}) == len(MISTAKES) >= 50
 
 
 def test_traceback_on_request_for_a_command_line_mistake(tmp_path):

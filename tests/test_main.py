@@ -137,6 +137,21 @@ def test_a_truncated_newest_checkpoint_resumes_from_the_previous_with_one_note(
   assert json.loads((workdir / "summary.json").read_text())["start_step"] == 10
 
 
+def test_init_from_starts_a_new_run_at_another_size_from_a_trained_one(tmp_path, two_checkpoints):
+  """The CLI path of `config.init_from`: a 20-step run seeds one at 32 px instead of 16."""
+  result = run_main(
+    SMALL,
+    f"--workdir={tmp_path / 'w'}",
+    f"--config.init_from={two_checkpoints}",
+    "--config.data.image_size=32",
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f"config.init_from={two_checkpoints}/checkpoints/20/state: " in result.stderr
+  assert json.loads((tmp_path / "w" / "config.json").read_text())["init_from"] == str(
+    two_checkpoints
+  )
+
+
 def test_every_checkpoint_truncated_is_one_line_and_exit_2(tmp_path, two_checkpoints):
   workdir = tmp_path / "w"
   shutil.copytree(two_checkpoints, workdir)

@@ -108,6 +108,11 @@ class Embed1D(AbsoluteEncoding, nn.Module):
     shape = _check_same_ndim(shape, self.grid_shape, type(self).__name__)
     return resample_table(self, self.table, self.grid_shape, shape)
 
+  def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
+    """This module's params from those of one trained at `source_grid` (`init_from`): the
+    table resampled to `grid_shape` by this module's own policy, as `grid` would."""
+    return {"table": resample_table(self, params["table"], source_grid, self.grid_shape)}
+
 
 class EmbedND(AbsoluteEncoding, nn.Module):
   """Embed-2D / Embed-4D: one learned `[grid_shape[a], dim / M]` table per axis.
@@ -152,6 +157,14 @@ class EmbedND(AbsoluteEncoding, nn.Module):
       for t, o, n in zip(self.tables, self.grid_shape, shape, strict=True)
     ]
     return lookup(tables, coords_lib.grid(shape, "index"))
+
+  def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
+    """This module's params from those of one trained at `source_grid` (`init_from`): each
+    axis table resampled to its length in `grid_shape`, as `grid` would."""
+    return {
+      f"table_{a}": resample_table(self, params[f"table_{a}"], (old,), (new,))
+      for a, (old, new) in enumerate(zip(source_grid, self.grid_shape, strict=True))
+    }
 
 
 def _check_same_ndim(shape: Sequence[int], grid_shape: tuple[int, ...], owner: str):

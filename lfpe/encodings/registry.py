@@ -151,6 +151,8 @@ def _parse_string(text: str) -> tuple[str, dict[str, Any]]:
     )
   opts = {}
   for kw in tree.keywords:
+    if kw.arg in opts:
+      raise ValueError(f"encoding spec {text!r} sets {kw.arg!r} twice; set it once.")
     value = kw.value
     opts[kw.arg] = value.id if isinstance(value, ast.Name) else _literal(value, kw.arg, text)
   return tree.func.id, opts

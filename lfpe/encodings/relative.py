@@ -120,6 +120,12 @@ class RelativeBias2D(Checked, nn.Module):
     table = resample_table(self, table, sizes, new_sizes)
     return relative_bias(table, shape)  # [heads, N, N]
 
+  def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
+    """This module's params from those of one trained at `source_grid` (`init_from`): the
+    `(2H-1, 2W-1)` offset table resampled to this `grid_shape`'s, as `__call__` would."""
+    old, new = ([_num_offsets(n) for n in grid] for grid in (source_grid, self.grid_shape))
+    return {"table": resample_table(self, params["table"], old, new)}
+
 
 class RelativeAttention2D(Checked, nn.Module):
   """2-D relative attention logits `[B, heads, N, N]` (Ramachandran et al.; 003 Eq. 2).
@@ -173,6 +179,14 @@ class RelativeAttention2D(Checked, nn.Module):
       t = t if self.per_head else t[:, None, :]  # [2n-1, heads or 1, d/2]
       tables.append(jnp.broadcast_to(t, (t.shape[0], q.shape[2], t.shape[-1])))
     return relative_logits(q, *tables, shape)
+
+  def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
+    """This module's params from those of one trained at `source_grid` (`init_from`): the
+    row and column offset tables resampled to this `grid_shape`, as `__call__` would."""
+    return {
+      name: resample_table(self, params[name], (_num_offsets(old),), (_num_offsets(new),))
+      for name, old, new in zip(("row", "col"), source_grid, self.grid_shape, strict=True)
+    }
 
 
 ENCODINGS = (

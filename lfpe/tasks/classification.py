@@ -66,12 +66,6 @@ class Classification:
         f"config.task.label_smoothing must be in [0, 1), got {self.label_smoothing!r}."
       )
     model_family(config, "classification")
-    dtype = config.model.get("dtype")
-    if dtype is not None and dtype != config.compute_dtype:
-      raise ValueError(
-        f"config.model.dtype={dtype!r} differs from config.compute_dtype="
-        f"{config.compute_dtype!r}; set only config.compute_dtype."
-      )
     for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
       try:
         self._model(config, (size, size))

@@ -70,7 +70,10 @@ def base_config() -> ml_collections.ConfigDict:
   dropout_prng: the key type of dropout and LSH hashing, 'threefry2x32' (JAX's default) or
   'rbg' (XLA's RngBitGenerator, as T5X and MaxText train: the same Bernoulli masks in
   distribution, other draws, a faster step where dropout is a large share of it; see
-  benchmarks/README.md). Initialisation always uses threefry2x32.
+  benchmarks/README.md). Initialisation always uses threefry2x32. init_from: a workdir or a
+  checkpoint's state folder whose parameters start this run, resampled where the grid
+  changed; init_skip: regular expressions of parameter paths it leaves as initialised
+  (lfpe/train/init_from.py).
   """
   return ml_collections.ConfigDict(
     dict(
@@ -88,6 +91,8 @@ def base_config() -> ml_collections.ConfigDict:
       progress=True,
       report_every=0,
       dropout_prng="threefry2x32",
+      init_from="",
+      init_skip=(),
       mesh=dict(data=-1, model=1, fsdp=False),
       task=dict(name="classification", label_smoothing=0.0),
       optim=dict(

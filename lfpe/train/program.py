@@ -17,7 +17,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 
 from lfpe import tasks
-from lfpe.train import optim, sharding, steps
+from lfpe.train import init_from, optim, sharding, steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +39,20 @@ class Program:
   eval_step: Callable  # jitted
 
   def init_state(self) -> steps.TrainState:
-    """A fresh state from `config.seed`, built directly in place on the mesh."""
+    """A fresh state from `config.seed`, built directly in place on the mesh; with
+    `config.init_from`, its parameters and constants then come from that run
+    (lfpe.train.init_from) and the optimizer starts afresh."""
     unboxed = lambda rng: sharding.unbox(self.init(rng))
-    return jax.jit(unboxed, out_shardings=self.state_shardings)(self.init_rng)
+    state = jax.jit(unboxed, out_shardings=self.state_shardings)(self.init_rng)
+    if not self.config.get("init_from"):
+      return state
+    loaded = init_from.variables(self.config, self.task, self.model, state.variables())
+    params = loaded.pop("params")
+    shardings = self.state_shardings
+    return state.replace(
+      params=jax.device_put(params, shardings.params),
+      constants=jax.device_put(loaded, shardings.constants),
+    )
 
   def abstract_inputs(self, global_batch_size: int) -> tuple[Any, Any]:
     """(state, batch) as sharded ShapeDtypeStructs, for `train_step.lower(...)`."""

@@ -18,7 +18,7 @@ import jax
 from lfpe import tasks
 from lfpe.errors import did_you_mean
 from lfpe.models import fields
-from lfpe.train import optim, sharding
+from lfpe.train import init_from, optim, sharding
 
 # What the trainer computes in: a model's dtypes less float16, which would need loss scaling.
 COMPUTE_DTYPES = tuple(d for d in fields.DTYPES if d != "float16")
@@ -113,6 +113,7 @@ def validate_config(config: Any, num_devices: int | None = None, *, check_data: 
     from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
 
     validate_data_config(config.data, global_batch_size=config.batch_size)
+  init_from.check(config)
   task = tasks.get(config.task)
   task.validate(config)
   return task
@@ -126,6 +127,14 @@ def _validate_loop(config: Any) -> None:
   if "eval_batch_size" in config:
     _integer(config, "eval_batch_size", 1)
   _choice(config, "compute_dtype", COMPUTE_DTYPES)
+  dtype = _get(config, "model.dtype")  # every task builds its model in compute_dtype
+  if dtype is not _MISSING and dtype is not None and dtype != config.compute_dtype:
+    _fail(
+      "model.dtype",
+      f"differs from config.compute_dtype={config.compute_dtype!r}, which every model computes "
+      "in; set only config.compute_dtype",
+      dtype,
+    )
   _integer(config, "schedule.warmup_steps", 0)  # longer than total_steps: clipped to it
   if "report_every" in config:
     _integer(config, "report_every", 0)

@@ -23,6 +23,8 @@ from lfpe.errors import ConfigError, WorkdirError
 # from, but not what the checkpoints hold or what experiment they record. Raising
 # total_steps trains on from the last checkpoint (the decay of the schedule is stretched).
 SAFE_TO_CHANGE = (
+  "init_from",  # read only by a fresh start; a workdir with checkpoints resumes from its own
+  "init_skip",
   "total_steps",
   "log_every",
   "eval_every",

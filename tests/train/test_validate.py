@@ -1,5 +1,7 @@
 """Config validation: each bad field fails before anything compiles, naming the field."""
 
+import importlib
+
 import ml_collections
 import pytest
 from train_fixtures import digits_small
@@ -89,3 +91,16 @@ def test_good_configs_pass():
   config = _with("mesh.data", 4)
   config.mesh.model = 2
   validate.validate_config(config, num_devices=8)
+
+
+@pytest.mark.parametrize(
+  "name", ["vit_digits", "detr_shapes", "reformer_digits", "layout_synthetic"]
+)
+def test_a_model_dtype_other_than_compute_dtype_is_refused_for_every_task(name):
+  """Every task builds its model in config.compute_dtype: a different model.dtype would be
+  silently ignored, so validation refuses it once, for all tasks."""
+  config = importlib.import_module(f"configs.{name}").get_config("small=1")
+  with config.unlocked():
+    config.model.dtype = "bfloat16"
+  with pytest.raises(ValueError, match=r"config.model.dtype differs from config.compute_dtype"):
+    validate.validate_config(config, num_devices=8, check_data=False)

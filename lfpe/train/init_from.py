@@ -1,0 +1,190 @@
+"""`config.init_from`: a run that starts from another run's parameters (big_vision's
+`model_init` / `load_params`).
+
+`config.init_from` names a workdir (its newest checkpoint; its `config.json` says at which
+grid it was trained) or a checkpoint's state folder (`WORKDIR/checkpoints/STEP/state`). Each
+parameter and constant of the new model is taken from it:
+
+* as it is, where the path and shape agree (cast to the new dtype);
+* resampled by the owning encoding's own policy where the grid changed: the module's
+  `resize_params(params, source_grid)` (learned tables, relative bias and attention tables),
+  the same resampling its forward pass applies at another size;
+* left as initialised where its path ('params/Transformer/head/kernel') matches one of the
+  regular expressions in `config.init_skip` (e.g. a classifier for other classes).
+
+Anything else (a parameter absent from the source, or of another shape that no encoding can
+resample, such as a patch kernel of another patch size) stops the run before training with
+one line naming the parameter and both shapes. The optimizer starts afresh at step 0. A
+workdir that already holds checkpoints resumes from its own and ignores `init_from`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import ml_collections
+import numpy as np
+import orbax.checkpoint as ocp
+from absl import logging
+from etils import epath
+
+from lfpe import tasks
+from lfpe.errors import ConfigError
+
+Path = tuple[str, ...]
+
+
+def source(path: str) -> tuple[str, Any | None]:
+  """(state folder, the source's config or None) of `init_from=path`; ConfigError if neither
+  a workdir with a checkpoint nor a checkpoint's state folder is there."""
+  path = os.path.abspath(path)
+  checkpoints = os.path.join(path, "checkpoints")
+  if os.path.isdir(checkpoints):
+    steps = sorted((int(d) for d in os.listdir(checkpoints) if d.isdigit()), reverse=True)
+    if not steps:
+      raise ConfigError(f"config.init_from={path!r}: the workdir holds no checkpoint yet.")
+    state, workdir = os.path.join(checkpoints, str(steps[0]), "state"), path
+  elif os.path.exists(os.path.join(path, "_METADATA")):
+    state, workdir = path, os.path.dirname(os.path.dirname(os.path.dirname(path)))
+  else:
+    raise ConfigError(
+      f"config.init_from={path!r} is neither a workdir with checkpoints nor a checkpoint's "
+      "state folder (WORKDIR/checkpoints/STEP/state)."
+    )
+  record = os.path.join(workdir, "config.json")
+  if not os.path.exists(record):
+    return state, None
+  with open(record) as f:
+    return state, ml_collections.ConfigDict(json.load(f))
+
+
+def check(config: Any) -> None:
+  """The `init_from` and `init_skip` fields, checked before anything is built."""
+  if config.get("init_from"):
+    source(config.init_from)
+  for pattern in config.get("init_skip", ()):
+    try:
+      re.compile(pattern)
+    except (re.error, TypeError) as e:
+      raise ConfigError(
+        f"config.init_skip has {pattern!r}, not a regular expression: {e}."
+      ) from None
+
+
+def variables(config: Any, task: Any, model: nn.Module, fresh: dict[str, Any]) -> dict[str, Any]:
+  """`fresh` (the new model's initialised variables: params and constants) with every leaf
+  taken from `config.init_from` as the module docstring says; host arrays."""
+  state_dir, source_config = source(config.init_from)
+  loaded = _restore_on_one_device(state_dir)
+  old = {"params": loaded["params"], **loaded.get("constants", {})}
+  skip = [re.compile(p) for p in config.get("init_skip", ())]
+  new_modules = _modules(task, model, config)
+  old_modules = _source_modules(source_config)
+  flat_old = _flatten(old)
+  out, resized = {}, {}
+  for path, leaf in _flatten(fresh).items():
+    name = "/".join(path)
+    if any(p.search(name) for p in skip):
+      out[path] = np.asarray(leaf)
+    elif path in flat_old and flat_old[path].shape == leaf.shape:
+      out[path] = np.asarray(flat_old[path], dtype=leaf.dtype)
+    else:
+      owner = path[1:-1]
+      if owner not in resized:
+        resized[owner] = _resize(name, path, leaf, old, new_modules, old_modules, flat_old)
+      out[path] = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
+  skipped = sum(any(p.search("/".join(path)) for p in skip) for path in out)
+  logging.warning(
+    "config.init_from=%s: %d arrays copied, %d modules resampled to the new grid (%s), %d "
+    "arrays kept as initialised (config.init_skip).",
+    state_dir,
+    len(out) - skipped - sum(len(r) for r in resized.values()),
+    len(resized),
+    ", ".join("/".join(owner) for owner in resized) or "none",
+    skipped,
+  )
+  return _unflatten(out)
+
+
+def _restore_on_one_device(state_dir: str) -> dict[str, Any]:
+  """The saved train state, whole arrays on this process's first device, whatever mesh
+  wrote it."""
+  device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+  target = jax.tree.map(
+    lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
+    ocp.StandardCheckpointHandler().metadata(epath.Path(state_dir)),
+  )
+  return ocp.StandardCheckpointer().restore(state_dir, target)
+
+
+def _resize(name, path, leaf, old, new_modules, old_modules, flat_old) -> dict[str, Any]:
+  """The params of `path`'s module resampled from the source's grid, or ConfigError."""
+  owner = path[1:-1]
+  module, source_module = new_modules.get(owner), old_modules.get(owner)
+  have = f"shape {tuple(flat_old[path].shape)}" if path in flat_old else "absent"
+  resize: Callable | None = getattr(module, "resize_params", None)
+  if path in flat_old and resize is not None and source_module is not None:
+    subtree = old[path[0]]
+    for key in owner:
+      subtree = subtree[key]
+    return resize(subtree, source_module.grid_shape)
+  why = (
+    "the source's config.json (to know its grid) is missing"
+    if path in flat_old and resize is not None
+    else f"{type(module).__name__} cannot resample it"
+    if path in flat_old
+    else "the models differ"
+  )
+  raise ConfigError(
+    f"config.init_from: parameter {name} is {have} in the source and shape "
+    f"{tuple(leaf.shape)} here, and {why}; list it in config.init_skip to keep it as "
+    "initialised, or start from a source of the same model."
+  )
+
+
+def _modules(task: Any, model: nn.Module, config: Any) -> dict[Path, nn.Module]:
+  """{module path: module} of every module `model` builds for `config`'s example batch."""
+  found: dict[Path, nn.Module] = {}
+
+  def record(call, args, kwargs, context):
+    found.setdefault(tuple(context.module.path), context.module)
+    return call(*args, **kwargs)
+
+  with nn.intercept_methods(record):
+    jax.eval_shape(
+      lambda rng: task.init_variables(model, rng, task.example_batch(config)), jax.random.key(0)
+    )
+  return found
+
+
+def _source_modules(source_config: Any | None) -> dict[Path, nn.Module]:
+  if source_config is None:
+    return {}
+  task = tasks.get(source_config.task)
+  return _modules(task, task.create_model(source_config), source_config)
+
+
+def _flatten(tree: dict[str, Any], prefix: Path = ()) -> dict[Path, Any]:
+  out = {}
+  for key, value in tree.items():
+    if isinstance(value, dict):
+      out.update(_flatten(value, (*prefix, key)))
+    else:
+      out[(*prefix, key)] = value
+  return out
+
+
+def _unflatten(flat: dict[Path, Any]) -> dict[str, Any]:
+  out: dict[str, Any] = {}
+  for path, value in flat.items():
+    node = out
+    for key in path[:-1]:
+      node = node.setdefault(key, {})
+    node[path[-1]] = value
+  return out

@@ -1,0 +1,124 @@
+"""`config.init_from`: a fresh run seeded by another run's parameters, tables resampled.
+
+A source workdir is made without training (a ViT's initial state saved as a checkpoint,
+with its config.json), so the test is about the wiring: which parameters are copied, which
+are resampled and by whose policy, and which mistakes are refused, naming the parameter.
+"""
+
+import json
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from configs import vit_digits
+from lfpe.encodings.resample import resample
+from lfpe.errors import ConfigError
+from lfpe.train import program, sharding, workdir
+from lfpe.train.validate import validate_config
+
+DEVICES = jax.devices()[:1]
+
+
+def _config(posemb, *, image_size=16, patch_size=2, **fields):
+  config = vit_digits.get_config(f"posemb={posemb},small=1")
+  with config.unlocked():
+    config.mesh.data = 1
+    config.data.image_size, config.model.patch_size = image_size, patch_size
+    for key, value in fields.items():
+      config[key] = value
+  return config
+
+
+def _state(config, seed=0):
+  with config.unlocked():
+    config.seed = seed
+  prog = program.build(config, sharding.make_mesh(config.mesh, DEVICES))
+  return prog.init_state()
+
+
+def _source(tmp_path, config):
+  """A workdir holding `config`'s initial state (seed 7) as its step-1 checkpoint."""
+  path = tmp_path / "source"
+  state = _state(config, seed=7)
+  ocp.StandardCheckpointer().save(path / "checkpoints" / "1" / "state", state)
+  workdir.write_record(config, str(path))
+  return path, jax.device_get(state.params)
+
+
+def _flat(tree):
+  return {
+    "/".join(str(k.key) for k in p): v for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]
+  }
+
+
+def test_the_same_model_starts_from_the_source_parameters_with_a_fresh_optimizer(tmp_path):
+  path, source = _source(tmp_path, _config("fourier"))
+  state = _state(_config("fourier", init_from=str(path)))
+  for name, value in _flat(source).items():
+    np.testing.assert_array_equal(_flat(state.params)[name], value, err_msg=name)
+  assert int(state.step) == 0
+  assert all(not np.any(x) for x in jax.tree.leaves(state.opt_state) if np.ndim(x))  # mu, nu
+
+
+@pytest.mark.parametrize(
+  "posemb, tables, sizes",
+  [
+    ("embed_1d", ["table"], [((8, 8), (16, 16))]),
+    ("embed_2d", ["table_0", "table_1"], [((8,), (16,)), ((8,), (16,))]),
+    ("rel_bias_2d", ["table"], [((15, 15), (31, 31))]),
+  ],
+)
+def test_a_new_grid_resamples_each_table_by_its_encodings_policy(tmp_path, posemb, tables, sizes):
+  """16 px (8x8 patches) to 32 px (16x16): every table is the source's, resampled from the
+  source grid to the new one with the encoding's own method; everything else is copied."""
+  path, source = _source(tmp_path, _config(posemb))
+  state = _state(_config(posemb, image_size=32, init_from=str(path)))
+  new, old = _flat(state.params), _flat(source)
+  method = {"embed_1d": "bilinear", "embed_2d": "bilinear", "rel_bias_2d": "bicubic"}[posemb]
+  resampled = [n for n in new if n.split("/")[-1] in tables and new[n].shape != old[n].shape]
+  assert len(resampled) >= len(tables)
+  for name in resampled:
+    (before, after) = sizes[tables.index(name.split("/")[-1])]
+    expected = resample(old[name], before, after, method)
+    np.testing.assert_allclose(new[name], expected, rtol=1e-6, atol=1e-7, err_msg=name)
+  for name in set(new) - set(resampled):
+    np.testing.assert_array_equal(new[name], old[name], err_msg=name)
+
+
+def test_a_parameter_that_cannot_be_resampled_is_named_and_can_be_skipped(tmp_path):
+  path, source = _source(tmp_path, _config("fourier"))
+  other_patch = _config("fourier", patch_size=4, init_from=str(path))
+  with pytest.raises(
+    ConfigError,
+    match=r"params/embedding/kernel is shape \(4, 16\) in the source and shape "
+    r"\(16, 16\) here, and Dense cannot resample it; list it in config.init_skip",
+  ):
+    _state(other_patch)
+  with other_patch.unlocked():
+    other_patch.init_skip = ("^params/embedding/",)
+  state = _state(other_patch)
+  assert _flat(state.params)["head/kernel"].shape == source["head"]["kernel"].shape
+  np.testing.assert_array_equal(_flat(state.params)["head/kernel"], source["head"]["kernel"])
+
+
+def test_another_encoding_is_refused_naming_the_missing_parameter(tmp_path):
+  path, _ = _source(tmp_path, _config("sine_2d"))
+  with pytest.raises(ConfigError, match=r"parameter params/Transformer/pos/.* is absent"):
+    _state(_config("embed_1d", init_from=str(path)))
+
+
+@pytest.mark.parametrize("value", ["/nonexistent/run", "{tmp}"])
+def test_init_from_must_name_a_checkpoint_before_anything_is_built(tmp_path, value):
+  config = _config("fourier", init_from=value.format(tmp=tmp_path))
+  with pytest.raises(ConfigError, match="is neither a workdir with checkpoints nor"):
+    validate_config(config, num_devices=1)
+
+
+def test_a_source_checkpoint_folder_works_without_its_workdir(tmp_path):
+  path, source = _source(tmp_path, _config("fourier"))
+  (path / "config.json").unlink()  # a bare checkpoint: same shapes copy, nothing to resample
+  state = _state(_config("fourier", init_from=str(path / "checkpoints" / "1" / "state")))
+  np.testing.assert_array_equal(state.params["head"]["kernel"], source["head"]["kernel"])
+  assert json.loads(json.dumps(str(path)))  # the path round-trips as a config string
