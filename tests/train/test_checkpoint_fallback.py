@@ -49,9 +49,11 @@ def _truncate_arrays(step_dir):
 
 
 def _truncate_one_small(step_dir):
-  """The smallest data file over 1 KiB (smaller ones hold B-tree nodes the merged index no
-  longer reads; values under 1 KiB are inline)."""
-  _truncate(next(p for p in _array_files(step_dir) if p.stat().st_size > 1024))
+  """The merged OCDBT index (`state/d/`, a few KiB, read for every array): a single small
+  file. (Which per-process data files a step still reads depends on the write order, so a
+  small one of those may be a leftover that no read touches.)"""
+  [index] = [p for p in (step_dir / "state" / "d").iterdir() if p.is_file()]
+  _truncate(index)
 
 
 DAMAGE = {

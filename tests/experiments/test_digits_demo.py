@@ -1,7 +1,7 @@
 """The digits demo (experiments/digits_demo/run.py): data, statistics and a `--quick` run.
 
-The recorded numbers come from `bash scripts/demo.sh` (experiments/digits_demo/results.md);
-this checks the plumbing in about half a minute.
+The committed record comes from the record's own command (README, "The record"), never from
+`bash scripts/demo.sh`, which writes to workdirs/; this checks the plumbing in under a minute.
 """
 
 import json
