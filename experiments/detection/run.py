@@ -19,16 +19,17 @@ resumes where it stopped, a finished run is read back, `--status` reports withou
    positions: Table 1) and `heldout` (shorter sides of 32-48 px in training, with longer
    sides up to 64 px; 56 and 64 px squares for testing only; raw positions: Table 2),
    `--steps` steps (the learning curve in the README chose them).
-Then every run is scored at each test size alone (`trainer.evaluate_each`; `--quick` tests
-one size and skips this), and `report.py` writes `results.json`, `tables.md`, `claims.json`
-and the AP-vs-size plot; `predictions.png` shows Learnable-Fourier+MLP's boxes on test
-images (`picture.py`).
+Then every run is scored at each test size alone (one named evaluation per size,
+`trainer.evaluate_all`; `--quick` tests one size and skips this), and `report.py` writes
+`results.json`, `tables.md`, `claims.json` and the AP-vs-size plot; `predictions.png` shows
+Learnable-Fourier+MLP's boxes on test images (`picture.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from configs import detr_shapes
 from experiments import cli, runs, sweeps
@@ -129,21 +130,20 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
   sizes = [] if quick else report.SIZES
   if sizes:
-    scores = trainer.evaluate_each(one_size(run.config, sizes), run.workdir)
-    by_size.update(zip(map(str, sizes), scores, strict=True))
+    scores = trainer.evaluate_all(one_size_each(run.config, sizes), run.workdir)
+    by_size.update({str(size): scores[f"eval/size_{size}"] for size in sizes})
   print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
   return {"eval": summary["eval"], "by_size": by_size, "seconds": summary.get("wall_s")}
 
 
-def one_size(config, sizes) -> list:
-  """`config` once per test image size, each testing that size alone."""
-  configs = []
-  for size in sizes:
-    variant = config.copy_and_resolve_references()
-    with variant.unlocked():
-      variant.data.detection.test_sizes = (size,)
-    configs.append(variant)
-  return configs
+def one_size_each(config, sizes) -> Any:
+  """`config` with one named evaluation per test image size, `size_S`, testing S alone."""
+  config = config.copy_and_resolve_references()
+  with config.unlocked():
+    config.evals = {
+      f"size_{size}": {"data": {"detection": {"test_sizes": (size,)}}} for size in sizes
+    }
+  return config
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -73,7 +73,8 @@ def base_config() -> ml_collections.ConfigDict:
   benchmarks/README.md). Initialisation always uses threefry2x32. init_from: a workdir or a
   checkpoint's state folder whose parameters start this run, resampled where the grid
   changed; init_skip: regular expressions of parameter paths it leaves as initialised
-  (lfpe/train/init_from.py).
+  (lfpe/train/init_from.py). evals: named evaluations beside the config's own, each
+  `dict(data=..., model=..., every=...)` overrides (lfpe/train/evaluation.py).
   """
   return ml_collections.ConfigDict(
     dict(
@@ -93,6 +94,7 @@ def base_config() -> ml_collections.ConfigDict:
       dropout_prng="threefry2x32",
       init_from="",
       init_skip=(),
+      evals={},
       mesh=dict(data=-1, model=1, fsdp=False),
       task=dict(name="classification", label_smoothing=0.0),
       optim=dict(

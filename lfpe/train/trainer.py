@@ -7,12 +7,15 @@
 5. Sharded state layout: `jax.eval_shape` of init gives shapes and logical axes,
    the rules turn them into NamedShardings; `jax.jit(train_step,
    donate_argnums=0)` and `jax.jit(eval_step)` with those shardings. Steps 4-5
-   are `program.build` (shared with the benchmarks, which compile without data).
+   are `program.build` (shared with the benchmarks, which compile without data); the
+   evaluations (the config's own and `config.evals`) are `evaluation.build`.
 6. Restore the newest readable checkpoint (state and data position), possibly
    written on another mesh; otherwise `jax.jit(init, out_shardings=...)` builds the
-   state directly in place on the devices. A workdir already trained to
-   `total_steps` is complete: its results are returned and left as they are.
-7. Loop: step, log, evaluate, checkpoint; stop on a non-finite loss.
+   state directly in place on the devices (its parameters from `config.init_from` if
+   set). A workdir already trained to `total_steps` is complete: its results are
+   returned and left as they are.
+7. Loop: step, log, evaluate (each evaluation at its period), checkpoint; stop on a
+   non-finite loss; Ctrl-C stops at a step boundary.
 
 Config problems raise lfpe.errors.ConfigError (a ValueError), unreadable checkpoints
 WorkdirError, a missing dataset DatasetMissingError: `python -m lfpe.main` prints these
@@ -22,7 +25,6 @@ without a traceback.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import os
@@ -30,15 +32,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
-import numpy as np
 from absl import logging
 
 from lfpe.errors import ConfigError, Interrupted, UserError, WorkdirError
-from lfpe.train import checkpoint, optim, program, sharding, validate
+from lfpe.train import checkpoint, evaluation, optim, program, sharding, validate
 from lfpe.train import workdir as workdir_lib
 from lfpe.train.metrics import MetricWriter, final_line, report_interval
 
@@ -98,11 +99,11 @@ def train_and_evaluate(
     train=True,
     mesh=data_sharding,
   )
-  eval_data = _eval_loader(config, make_loader, data_sharding)
 
   # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
   # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
   prog = program.build(config, mesh, task=task, model=model)
+  evaluations = evaluation.build(prog, config, make_loader, data_sharding)  # `eval`, `evals`
 
   # 6. Restore the newest readable checkpoint onto this mesh, or initialise in place.
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
@@ -119,7 +120,6 @@ def train_and_evaluate(
       workdir_lib.write_record(config, workdir)
 
     # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
-    evaluate = functools.partial(_evaluate, prog.task, prog.eval_step, eval_data)
     writer = MetricWriter(
       workdir,
       total_steps=config.total_steps,
@@ -143,9 +143,12 @@ def train_and_evaluate(
             values = writer.write(step, "train", metrics)
             _check_finite(values, step, manager)
             writer.advance(step, loss=values["loss"])
-          if step % config.eval_every == 0 or last:
-            values = writer.write(step, "eval", evaluate(state.variables()))
-            writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
+          for ev in evaluations:
+            if step % ev.every == 0 or last:
+              scores = evaluation.run(prog.task, ev, state.variables())
+              values = writer.write(step, ev.split, scores)
+              if ev.split == "eval":
+                writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
           if saving:
             checkpoint.save(manager, step, state, train_iter)
           writer.advance(step)
@@ -222,45 +225,31 @@ def evaluate(
   devices: list | None = None,
   edit: Callable[[Any], Any] | None = None,
 ) -> dict[str, float]:
-  """The task's eval metrics of the newest readable checkpoint in `workdir`.
+  """The task's metrics of the newest readable checkpoint in `workdir` on `config.data`'s
+  eval data as it is now (e.g. another test split), with its variables passed through `edit`
+  if given (e.g. an ablation); nothing is written."""
+  config = config.copy_and_resolve_references()
+  with config.unlocked():
+    config.evals = {}
+  return evaluate_all(config, workdir, make_loader=make_loader, devices=devices, edit=edit)["eval"]
 
-  Re-scores a trained model on the eval data that `config.data` describes now (e.g. one
-  test image size at a time), with its variables passed through `edit` if given (e.g. an
-  ablation); nothing is written.
-  """
-  return evaluate_each([config], workdir, make_loader=make_loader, devices=devices, edit=edit)[0]
 
-
-def evaluate_each(
-  configs: list[Any],
+def evaluate_all(
+  config: Any,
   workdir: str,
   *,
   make_loader: LoaderFn | None = None,
   devices: list | None = None,
   edit: Callable[[Any], Any] | None = None,
-) -> list[dict[str, float]]:
-  """`evaluate` on the eval data of each config in turn, restoring and compiling once.
-
-  The configs may differ in `data` only (e.g. one test image size each, with batches of
-  one padded shape, so the eval step compiles once); each is checked before anything runs.
-  """
-  rest = lambda c: {k: v for k, v in c.to_dict().items() if k != "data"}
-  if any(rest(c) != rest(configs[0]) for c in configs[1:]):
-    raise ConfigError("evaluate_each: the configs must differ in `data` only.")
+) -> dict[str, dict[str, float]]:
+  """`{split: metrics}` of every evaluation of `config` (its own, `eval`, and each of
+  `config.evals`, `eval/NAME`: lfpe.train.evaluation) on the newest readable checkpoint in
+  `workdir`, restored and placed once; nothing is written."""
   devices = list(jax.devices() if devices is None else devices)
-  for config in configs[1:]:
-    checked_task_and_model(config, len(devices), check_data=make_loader is None)
-  prog, variables = restore(configs[0], workdir, devices=devices, check_data=make_loader is None)
+  prog, variables = restore(config, workdir, devices=devices, check_data=make_loader is None)
   variables = (edit or (lambda v: v))(variables)
-  return [
-    _evaluate(
-      prog.task,
-      prog.eval_step,
-      _eval_loader(config, make_loader or default_loader, prog.data_sharding),
-      variables,
-    )
-    for config in configs
-  ]
+  evaluations = evaluation.build(prog, config, make_loader or default_loader, prog.data_sharding)
+  return {ev.split: evaluation.run(prog.task, ev, variables) for ev in evaluations}
 
 
 def restore(
@@ -284,16 +273,6 @@ class _IgnoredPosition:
 
   def set_state(self, state: Any) -> None:
     del state
-
-
-def _eval_loader(config: Any, make_loader: LoaderFn, data_sharding: Any) -> Any:
-  return make_loader(
-    config.data,
-    global_batch_size=config.get("eval_batch_size", config.batch_size),
-    seed=config.seed,
-    train=False,
-    mesh=data_sharding,
-  )
 
 
 def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, Any]:
@@ -341,19 +320,3 @@ def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:
     "config.optim.lr, set config.optim.grad_clip_norm, or lengthen "
     "config.schedule.warmup_steps, then run again (it resumes from the last checkpoint)."
   )
-
-
-def _evaluate(
-  task: Any, eval_step: Callable, eval_data: Iterable, variables: dict[str, Any]
-) -> dict[str, float]:
-  """The task's metrics over the whole eval split, gathered on the host.
-
-  Scalars of `eval_sums` are added up over batches; arrays (per-example outputs such as
-  detections, `[B, ...]`) are concatenated along the batch axis.
-  """
-  parts: dict[str, list] = {}
-  for batch in eval_data:
-    for k, v in jax.device_get(eval_step(variables, batch)).items():
-      parts.setdefault(k, []).append(np.asarray(v))
-  totals = {k: float(np.sum(v)) if v[0].ndim == 0 else np.concatenate(v) for k, v in parts.items()}
-  return task.finalize(totals)

@@ -18,7 +18,7 @@ import jax
 from lfpe import tasks
 from lfpe.errors import did_you_mean
 from lfpe.models import fields
-from lfpe.train import init_from, optim, sharding
+from lfpe.train import evaluation, init_from, optim, sharding
 
 # What the trainer computes in: a model's dtypes less float16, which would need loss scaling.
 COMPUTE_DTYPES = tuple(d for d in fields.DTYPES if d != "float16")
@@ -116,7 +116,25 @@ def validate_config(config: Any, num_devices: int | None = None, *, check_data: 
   init_from.check(config)
   task = tasks.get(config.task)
   task.validate(config)
+  _validate_evals(config, task, check_data)
   return task
+
+
+def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
+  """Each named evaluation: its fields, period, data (as `config.data` is checked) and model
+  variant; errors name `config.evals.NAME`."""
+  for name, variant in evaluation.configs(config).items():
+    if not name:
+      continue
+    evaluation.period(config, name)
+    try:
+      if check_data:
+        from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
+
+        validate_data_config(variant.data, global_batch_size=config.batch_size)
+      task.create_model(variant)
+    except ValueError as e:
+      raise ValueError(f"config.evals.{name}: {e}") from None
 
 
 def _validate_loop(config: Any) -> None:

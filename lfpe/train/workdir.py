@@ -4,7 +4,8 @@ WORKDIR/config.json is written when a run starts training or resumes, never by a
 is refused. A run in a workdir that holds checkpoints first compares its config with that
 record (`check_compatible`): a field that changes the model, the optimizer state, the data
 or the experiment is refused (ConfigError listing each field as `old -> new`, and the two
-ways out) before anything is restored; a field in `SAFE_TO_CHANGE` is allowed and logged.
+ways out) before anything is restored; a field in `SAFE_TO_CHANGE` or under `evals`
+(evaluations read the checkpoints, never change them) is allowed and logged.
 """
 
 from __future__ import annotations
@@ -112,7 +113,9 @@ def check_compatible(config: Any, workdir: str) -> None:
       "Restore it, or start a new --workdir."
     ) from None
   changed = differences(old, config)
-  refused = {p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE}
+  refused = {
+    p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE and not p.startswith("evals")
+  }
   if refused:
     listed = "; ".join(f"config.{p}: {o!r} -> {n!r}" for p, (o, n) in refused.items())
     first, (value, _) = next(iter(refused.items()))

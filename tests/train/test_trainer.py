@@ -133,18 +133,56 @@ def test_vit_on_digits_eight_devices_match_one(tmp_path):
   np.testing.assert_allclose(losses["eight"], losses["one"], rtol=1e-5)
 
 
-def test_evaluate_each_scores_each_data_variant_with_one_restore(single):
-  """evaluate_each re-scores the checkpoint on each config's eval data, as evaluate does one
-  at a time (the first reproduces the run's own final eval); configs that differ beyond
-  `data` are refused."""
+def test_evaluate_all_scores_every_named_evaluation_with_one_restore(single):
+  """`evaluate_all` re-scores the checkpoint on the config's own eval data (reproducing the
+  run's final eval) and on each `config.evals` entry's data, as `evaluate` does on a config
+  whose data is that entry's."""
   workdir, summary = single
   config, fewer = tiny_config(**{"mesh.data": 1}), tiny_config(**{"mesh.data": 1})
+  with config.unlocked():
+    config.evals = {"fewer": {"data": {"num_test": 24}}}
   with fewer.unlocked():
     fewer.data.num_test = 24
   kwargs = dict(make_loader=make_array_loader, devices=jax.devices()[:1])
-  each = trainer.evaluate_each([config, fewer], str(workdir), **kwargs)
-  assert each[0]["accuracy"] == summary["eval"]["accuracy"]
-  assert each == [trainer.evaluate(c, str(workdir), **kwargs) for c in (config, fewer)]
-  assert each[0]["count"] == 40 and each[1]["count"] == 24
-  with pytest.raises(trainer.ConfigError, match="differ in `data` only"):
-    trainer.evaluate_each([config, tiny_config(**{"model.width": 4})], str(workdir), **kwargs)
+  scores = trainer.evaluate_all(config, str(workdir), **kwargs)
+  assert sorted(scores) == ["eval", "eval/fewer"]
+  assert scores["eval"]["accuracy"] == summary["eval"]["accuracy"]
+  assert scores["eval"] == trainer.evaluate(config, str(workdir), **kwargs)
+  assert scores["eval/fewer"] == trainer.evaluate(fewer, str(workdir), **kwargs)
+  assert scores["eval"]["count"] == 40 and scores["eval/fewer"]["count"] == 24
+
+
+def test_named_evaluations_run_while_training_at_their_own_period(tmp_path):
+  """Each `config.evals` entry is its own metrics split, `eval/NAME`, at its `every` (0: the
+  config's eval_every) and at the last step; the summary holds each."""
+  config = tiny_config(**{"mesh.data": 1})
+  with config.unlocked():
+    config.evals = {"fewer": {"data": {"num_test": 24}, "every": 4}, "same": {}}
+  summary = trainer.train_and_evaluate(
+    config, str(tmp_path), make_loader=make_array_loader, devices=jax.devices()[:1]
+  )
+  records = [json.loads(r) for r in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+  steps = lambda split: [r["step"] for r in records if r["split"] == split]
+  assert steps("eval") == steps("eval/same") == [10, 20]
+  assert steps("eval/fewer") == [4, 8, 12, 16, 20]
+  assert summary["eval/fewer"]["count"] == 24 and summary["eval/same"] == summary["eval"]
+
+
+@pytest.mark.parametrize(
+  "evals, message",
+  [
+    ({"x": {"dat": {}}}, r"config.evals.x has no field 'dat' \(did you mean 'data'\?\)"),
+    ({"x": {"data": {"num_tst": 3}}}, r"config.evals.x.data.num_tst: config.data has no field"),
+    ({"x": {"every": -1}}, r"config.evals.x.every must be an integer >= 0"),
+    ({"x": {"model": {"width": 6}}}, r"config.evals.x.model changes the model's parameters"),
+  ],
+)
+def test_a_bad_named_evaluation_is_refused_naming_it(tmp_path, evals, message):
+  config = tiny_config(**{"mesh.data": 1})
+  with config.unlocked():
+    config.evals = evals
+  with pytest.raises(trainer.ConfigError, match=message):
+    trainer.train_and_evaluate(
+      config, str(tmp_path), make_loader=make_array_loader, devices=jax.devices()[:1]
+    )
+  assert not (tmp_path / "config.json").exists()  # refused before the run's record

@@ -1,0 +1,136 @@
+"""Evaluations: the config's own eval plus the named ones of `config.evals`, one code path.
+
+Every evaluation runs the task's `eval_step` (its `eval_sums`) over one pass of its data and
+the task's `finalize`, as big_vision's evaluators do. The config's own data is the evaluation
+named "" (metrics split `eval`); each entry of `config.evals` adds one (split `eval/NAME`):
+
+  config.evals.size_64 = dict(data=dict(image_size=64), every=0)
+  config.evals.bicubic_64 = dict(
+    data=dict(image_size=64), model=dict(posemb="embed_1d(resample_method='bicubic')"))
+
+`data` overrides fields of `config.data` (another split, image size or preprocessing), and
+`model` fields of `config.model` that leave the parameters as they are (e.g. an encoding's
+resampling policy): the same trained parameters are evaluated. `every` is the period in steps
+(0: `config.eval_every`); every evaluation also runs at the last step. The trainer runs them
+while training; `evaluate` runs all of them on a trained workdir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jax
+import numpy as np
+
+from lfpe.errors import ConfigError, did_you_mean
+from lfpe.train import sharding, steps
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+  """One evaluation: its metrics split, period, data (one pass) and jitted eval step."""
+
+  split: str  # "eval" or "eval/NAME"
+  every: int
+  data: Iterable
+  eval_step: Callable  # (variables, batch) -> the task's eval sums
+
+
+def split(name: str) -> str:
+  return f"eval/{name}" if name else "eval"
+
+
+def configs(config: Any) -> dict[str, Any]:
+  """{name: config} of every evaluation: "" is `config`; each `config.evals` entry a copy with
+  its `data` and `model` overrides (ConfigError naming a field that does not exist)."""
+  out = {"": config}
+  for name, entry in (config.get("evals") or {}).items():
+    unknown = sorted(set(entry) - {"data", "model", "every"})
+    if unknown:
+      raise ConfigError(
+        f"config.evals.{name} has no field {unknown[0]!r}"
+        f"{did_you_mean(unknown[0], ['data', 'model', 'every'])}; its fields: data, model, every."
+      )
+    variant = config.copy_and_resolve_references()
+    with variant.unlocked():
+      variant.evals = {}
+      for section in ("data", "model"):
+        _override(variant[section], entry.get(section) or {}, f"config.evals.{name}.{section}")
+    out[name] = variant
+  return out
+
+
+def _override(target: Any, changes: Any, where: str) -> None:
+  for key, value in changes.items():
+    if key not in target:
+      raise ConfigError(
+        f"{where}.{key}: config.{where.split('.')[-1]} has no field {key!r}"
+        f"{did_you_mean(key, list(target.keys()))}."
+      )
+    if hasattr(value, "items") and hasattr(target[key], "items"):
+      _override(target[key], value, f"{where}.{key}")
+    else:
+      target[key] = value
+
+
+def period(config: Any, name: str) -> int:
+  """Steps between runs of evaluation `name` (0 in the config: `config.eval_every`)."""
+  every = config.evals[name].get("every", 0) if name else 0
+  if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+    raise ConfigError(f"config.evals.{name}.every must be an integer >= 0, got {every!r}.")
+  return every or config.eval_every
+
+
+def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> list[Evaluation]:
+  """Every evaluation of `config` for the program `prog`: loaders made once, and one jitted eval
+  step per model variant (a variant whose parameters differ is a ConfigError)."""
+  out = []
+  for name, variant in configs(config).items():
+    eval_step = prog.eval_step
+    if name and variant.model.to_dict() != config.model.to_dict():
+      model = prog.task.create_model(variant)
+      _check_same_parameters(prog, model, name)
+      eval_step = jax.jit(
+        functools.partial(steps.eval_step, task=prog.task, model=model),
+        in_shardings=(prog.state_shardings.variables(), data_sharding),
+        out_shardings=sharding.replicated(prog.mesh),
+      )
+    loader = make_loader(
+      variant.data,
+      global_batch_size=config.get("eval_batch_size", config.batch_size),
+      seed=config.seed,
+      train=False,
+      mesh=data_sharding,
+    )
+    out.append(Evaluation(split(name), period(config, name), loader, eval_step))
+  return out
+
+
+def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
+  example = prog.task.example_batch(prog.config)
+  init = lambda rng: sharding.unbox(prog.task.init_variables(model, rng, example))
+  theirs = jax.tree.map(lambda a: a.shape, jax.eval_shape(init, prog.init_rng))
+  ours = jax.tree.map(lambda a: a.shape, prog.abstract_state.variables())
+  if jax.tree.structure(ours) != jax.tree.structure(theirs) or ours != theirs:
+    raise ConfigError(
+      f"config.evals.{name}.model changes the model's parameters; an evaluation scores the "
+      "trained parameters, so it may change only options that keep them (e.g. a resampling "
+      "policy)."
+    )
+
+
+def run(task: Any, evaluation: Evaluation, variables: dict[str, Any]) -> dict[str, float]:
+  """The task's metrics of `variables` over one pass of the evaluation's data, on the host.
+
+  Scalars of `eval_sums` are added up over batches; arrays (per-example outputs such as
+  detections, `[B, ...]`) are concatenated along the batch axis.
+  """
+  parts: dict[str, list] = {}
+  for batch in evaluation.data:
+    for k, v in jax.device_get(evaluation.eval_step(variables, batch)).items():
+      parts.setdefault(k, []).append(np.asarray(v))
+  totals = {k: float(np.sum(v)) if v[0].ndim == 0 else np.concatenate(v) for k, v in parts.items()}
+  return task.finalize(totals)
