@@ -2,7 +2,9 @@
 
 import pytest
 
-from experiments.detection import report
+from configs import detr_shapes
+from experiments.detection import report, run
+from lfpe.train import evaluation, validate
 
 
 def _entry(ap):
@@ -115,3 +117,17 @@ def test_a_run_recorded_at_another_length_stops_and_only_this_sweep_is_chosen_fr
     runs.check_encodings(sweep, {key: {"steps": 1000}})
   stale = {"sweep/all/gamma=16.0/7": _entry(0.99), key: _entry(0.1)}  # another invocation's
   assert runs.chosen(sweep, stale) == {key: stale[key]}
+
+
+def test_each_test_size_is_a_named_evaluation_of_that_size_alone():
+  """AP by size: one `config.evals` entry per size, its data testing that size alone, the
+  model and everything else as trained (checked as the trainer checks it)."""
+  config = detr_shapes.get_config("posemb=fourier,protocol=all")
+  variants = evaluation.configs(run.one_size_each(config, report.SIZES))
+  assert sorted(variants) == ["", *sorted(f"size_{s}" for s in report.SIZES)]
+  for size in report.SIZES:
+    variant = variants[f"size_{size}"]
+    assert tuple(variant.data.detection.test_sizes) == (size,)
+    assert variant.model.to_dict() == config.model.to_dict()
+    assert variant.data.detection.train_sizes == config.data.detection.train_sizes
+  validate.validate_config(run.one_size_each(config, report.SIZES), num_devices=8)
