@@ -1,6 +1,7 @@
 """The registry: every name builds, runs through Flax NNX, declares true capabilities."""
 
 import pathlib
+import re
 import types
 
 import flax.linen as nn
@@ -11,6 +12,7 @@ import pytest
 from flax import nnx
 
 from lfpe import encodings
+from lfpe.encodings import registry
 
 SHAPE, DIM, HEADS, HEAD_DIM = (4, 6), 16, 2, 8
 PUBLIC = encodings.NAMES  # every name and alias the registry found
@@ -167,3 +169,20 @@ def test_create_refuses_an_option_given_twice_with_two_values():
 def test_mixed_rope_without_num_heads_says_it_needs_them():
   with pytest.raises(ValueError, match=r"mode='mixed' learns frequencies per head, so it needs"):
     encodings.create("rope_mixed", head_dim=8)
+
+
+def test_the_docs_table_of_what_each_encoding_computes_matches_the_registry():
+  """docs/encodings.md's table is hand-written prose, but its names, modules and kinds must
+  be the registry's: every registered name (and alias) once, with its module class and kind."""
+  docs = pathlib.Path(__file__).resolve().parents[2] / "docs" / "encodings.md"
+  lines = docs.read_text().split("| name (aliases) | module | kind |")[1].split("\n\n")[0]
+  rows = [line.split(" | ") for line in lines.splitlines()[2:] if line.startswith("| `")]
+  listed = {}
+  for first, module, kind, *_ in rows:
+    for name in re.findall(r"`(\w+)`", first):
+      assert name not in listed, f"{name} is listed twice"
+      listed[name] = (module.strip("`").split("(")[0], kind)
+  assert sorted(listed) == sorted(registry.NAMES)
+  for name, (module, kind) in listed.items():
+    assert registry.info(name).module_class.__name__ == module, name
+    assert registry.info(name).kind == kind, name
