@@ -19,15 +19,6 @@ from lfpe.data import redgreen
 from lfpe.train import trainer
 
 
-def with_options(spec, **options) -> str:
-  """The encoding spec `spec` with `options` set (an option the encoding lacks fails when
-  the model is built, naming it)."""
-  name, old = encodings.parse(spec)
-  merged = {**old, **options}
-  args = ", ".join(f"{k}={v!r}" for k, v in sorted(merged.items()))
-  return f"{name}({args})" if args else name
-
-
 @functools.cache
 def test_split(task: str, size: int) -> tuple[np.ndarray, np.ndarray]:
   """Images `[N, size, size, 3]` in [0, 1] and labels of `task`'s test split at `size` px."""
@@ -56,7 +47,7 @@ def at_sizes(config, workdir: str, task: str, policies: dict, sizes) -> dict:
   for policy, options in policies.items():
     variant = config.copy_and_resolve_references()
     with variant.unlocked():
-      variant.model.posemb = with_options(config.model.posemb, **options)
+      variant.model.posemb = encodings.with_options(config.model.posemb, **options)
     model = prog.task.create_model(variant)
     scores[policy] = {
       str(size): accuracy(model, variables, *test_split(task, size)) for size in sizes

@@ -23,6 +23,7 @@ from configs import vit_redgreen
 from experiments import cli, runs
 from experiments.provenance import provenance
 from experiments.resolution import evaluate, plan, report
+from lfpe import encodings
 from lfpe.studies import sweep
 
 
@@ -34,7 +35,7 @@ def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
   """configs/vit_redgreen.py for one arm, task and seed."""
   config = vit_redgreen.get_config(f"task={task},small={int(quick)}")
   runs.for_run(config, seed=seed)
-  posemb = sweep.Config(task, evaluate.with_options(arm.posemb, **arm.options)).model_config()
+  posemb = sweep.Config(task, encodings.with_options(arm.posemb, **arm.options)).model_config()
   with config.unlocked():
     config.model.posemb = posemb["posemb"]  # with the study's initial scales (POSITION_INIT)
     config.model.update(arm.model)

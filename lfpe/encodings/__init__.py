@@ -28,6 +28,7 @@ from lfpe.encodings.registry import (
   parse,
   resolve,
   spec,
+  with_options,
 )
 from lfpe.encodings.resample import resample
 from lfpe.encodings.sinusoidal import sincos_1d, sincos_nd
@@ -59,5 +60,6 @@ __all__ = [
   "sincos_1d",
   "sincos_nd",
   "spec",
+  "with_options",
   *sorted(CLASSES),
 ]

@@ -179,6 +179,17 @@ def spec(name: str, **opts: Any) -> str:
   return f"{name}({args})" if args else name
 
 
+def with_options(spec, **options: Any) -> str:
+  """The spec string of `spec` with `options` set (added or replaced), options sorted:
+  `with_options("fourier(gamma=0.25)", gamma=0.5)` -> `"fourier(gamma=0.5)"`. The one
+  formatter of a changed spec (the command line's `--config.model.posemb.OPTION=`, the
+  experiments' policies); an option the encoding lacks fails when it is built, naming it."""
+  name, old = parse(spec)
+  merged = {**old, **options}
+  args = ", ".join(f"{k}={v!r}" for k, v in sorted(merged.items()))
+  return f"{name}({args})" if args else name
+
+
 def check_options(name: str, opts: Mapping[str, Any], context: Mapping[str, Any] = ()) -> None:
   """ValueError if `opts` names an option encoding `name` lacks or one the model sets."""
   known = options(name)

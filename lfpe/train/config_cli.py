@@ -130,11 +130,10 @@ def _set_spec_option(spec: str, option: str, text: str, flag: str, spec_path: st
       f"--config.{spec_path}='NAME(option=value, ...)'."
     )
   try:
-    opts[option] = ast.literal_eval(text)
+    value = ast.literal_eval(text)
   except (ValueError, SyntaxError):
-    opts[option] = text
-  args = ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items()))
-  return f"{name}({args})"
+    value = text
+  return encodings.with_options(spec, **{option: value})
 
 
 def _convert(current: Any, text: str, flag: str) -> Any:

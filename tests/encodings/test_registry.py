@@ -186,3 +186,11 @@ def test_the_docs_table_of_what_each_encoding_computes_matches_the_registry():
   for name, (module, kind) in listed.items():
     assert registry.info(name).module_class.__name__ == module, name
     assert registry.info(name).kind == kind, name
+
+
+def test_with_options_is_the_one_formatter_of_a_changed_spec():
+  assert encodings.with_options("fourier(gamma=0.25)", gamma=0.5) == "fourier(gamma=0.5)"
+  assert encodings.with_options("embed_1d", resample_method="bicubic", antialias=False) == (
+    "embed_1d(antialias=False, resample_method='bicubic')"
+  )
+  assert encodings.with_options("sine_2d") == "sine_2d"

@@ -3,7 +3,7 @@ scales, its training choices, and policies that build (no training here)."""
 
 import pytest
 
-from experiments.resolution import evaluate, plan, run
+from experiments.resolution import plan, run
 from lfpe import encodings
 from lfpe.studies import sweep
 from lfpe.tasks import classification
@@ -38,5 +38,5 @@ def test_every_policy_of_every_arm_builds_a_model(name):
   for options in ARMS[name].policies.values():
     variant = config.copy_and_resolve_references()
     with variant.unlocked():
-      variant.model.posemb = evaluate.with_options(config.model.posemb, **options)
+      variant.model.posemb = encodings.with_options(config.model.posemb, **options)
     task.create_model(variant).check()
