@@ -17,8 +17,12 @@ One module covers the position studies of the papers as call arguments, not fork
 Two paths compute the same attention (`Attention.implementation`):
 * fused: `jax.nn.dot_product_attention`, the bias hooks (`logit_bias`, `relative`) as its
   `bias`, the masks as its `mask` / `is_causal`; on a GPU cuDNN's flash-attention kernel
-  where it takes the shapes and dtypes (bf16/fp16, head dim a multiple of 8, ...), else
-  XLA's. The attention weights are never materialised by cuDNN's kernel.
+  where it takes the shapes and dtypes (bf16/fp16, head dim a multiple of 8, ...); where it
+  refuses the length (an odd one such as ViT's 197 tokens), cuDNN's kernel on the sequences
+  padded to a multiple of 64 with the true lengths as its own padding mask (exact: the
+  padded keys get no weight, the padded queries are cut off); else XLA's. The attention
+  weights are never materialised by cuDNN's kernel. A `logit_bias`, `relative` term or mask
+  enters cuDNN as a bias, its slower path.
 * explicit: logits, softmax and weights as arrays; taken whenever something needs the
   weights: sowing them (`mutable=['intermediates']`, attention maps) and attention dropout
   in training (`jax.nn.dot_product_attention` applies no dropout).
@@ -148,42 +152,73 @@ def fused_attention(
   mask: Array | None = None,
   is_causal: bool = False,
   implementation: str | None = None,
+  pad_multiple: int | None = None,
 ) -> Array:
   """`softmax(q kᵀ / sqrt(d) + bias) v` by `jax.nn.dot_product_attention`: `[B, Nq, h, dv]`.
 
   `q`, `k`: `[B, N, h, d]`, `v`: `[B, Nk, h, dv]` with `dv <= d` (v is zero-padded to `d`
   and the output cut back: concatenated position channels widen q and k only);
   `bias`, `mask` (True = may attend) broadcast to `[B, h, Nq, Nk]`. `implementation=None`
-  tries cuDNN's kernel on a GPU and falls back to XLA's where cuDNN rejects the call
-  (jax itself maps None to XLA's).
+  tries cuDNN's kernel on a GPU, then, where cuDNN refuses the length (ViT's 197 tokens),
+  cuDNN on q, k, v padded to a multiple of `CUDNN_PAD_MULTIPLE` with the true lengths as
+  its own padding mask (`query_seq_lengths`, `key_value_seq_lengths`: not a boolean mask,
+  which jax turns into a bias, the slower path), and falls back to XLA's where cuDNN refuses
+  the call (jax itself maps None to XLA's). `pad_multiple` takes the padded path whatever
+  the backend (tests and benchmarks). A `bias` or `mask` (relative tables, DETR's image
+  padding) still goes in as a bias: cuDNN's slower path.
   """
   num_q, num_k, dv = q.shape[1], k.shape[1], v.shape[-1]
   q, k = q.astype(v.dtype), k.astype(v.dtype)
   v = jnp.pad(v, [(0, 0)] * 3 + [(0, q.shape[-1] - dv)])  # [B, Nk, h, d]
   mask = _full_4d(mask, num_q, num_k)
+  attend = lambda impl, multiple=None: _attend(q, k, v, bias, mask, is_causal, impl, multiple)
+  if pad_multiple:
+    return attend(implementation or "xla", pad_multiple)[..., :dv]
+  if implementation in (None, "cudnn") and jax.default_backend() == "gpu":
+    for multiple in (None, CUDNN_PAD_MULTIPLE):
+      try:
+        return attend("cudnn", multiple)[..., :dv]
+      except (NotImplementedError, ValueError, RuntimeError):  # dtype, shape, or no cuDNN
+        if implementation == "cudnn" and multiple:
+          raise
+  return attend(implementation or "xla")[..., :dv]
 
-  def attend(implementation: str) -> Array:
-    b = bias
-    if implementation == "cudnn" and bias is not None:  # cuDNN: bias in the dtype of q
-      b = _full_4d(bias, num_q, num_k).astype(q.dtype)
-    out = jax.nn.dot_product_attention(
-      q,
-      k,
-      v,
-      b,
-      mask,
-      scale=q.shape[-1] ** -0.5,
-      is_causal=is_causal,
-      implementation=implementation,
-    )
-    return out[..., :dv]
 
-  if implementation is None and jax.default_backend() == "gpu":
-    try:
-      return attend("cudnn")
-    except (NotImplementedError, ValueError, RuntimeError):  # dtype, shape, or no cuDNN
-      pass
-  return attend(implementation or "xla")
+# cuDNN's flash kernel works on tiles of 64 tokens; a padded length is rounded up to them.
+CUDNN_PAD_MULTIPLE = 64
+
+
+def _attend(q, k, v, bias, mask, is_causal: bool, implementation: str, multiple: int | None):
+  """`jax.nn.dot_product_attention`; with `multiple`, on the sequences padded up to a multiple
+  of it, the true lengths passed as the kernel's padding mask, the padded queries cut off."""
+  num_q, num_k = q.shape[1], k.shape[1]
+  lengths = {}
+  if multiple:
+    pad_q, pad_k = -num_q % multiple, -num_k % multiple
+    tokens = lambda x, p: jnp.pad(x, [(0, 0), (0, p), (0, 0), (0, 0)])  # [B, N + p, h, d]
+    q, k, v = tokens(q, pad_q), tokens(k, pad_k), tokens(v, pad_k)
+    logits = [(0, 0), (0, 0), (0, pad_q), (0, pad_k)]
+    bias = None if bias is None else jnp.pad(_full_4d(bias, num_q, num_k), logits)
+    mask = None if mask is None else jnp.pad(mask, logits, constant_values=False)
+    batch = q.shape[0]
+    lengths = {
+      "query_seq_lengths": jnp.full((batch,), num_q, jnp.int32),
+      "key_value_seq_lengths": jnp.full((batch,), num_k, jnp.int32),
+    }
+  if implementation == "cudnn" and bias is not None:  # cuDNN: bias in the dtype of q
+    bias = _full_4d(bias, q.shape[1], k.shape[1]).astype(q.dtype)
+  out = jax.nn.dot_product_attention(
+    q,
+    k,
+    v,
+    bias,
+    mask,
+    scale=q.shape[-1] ** -0.5,
+    is_causal=is_causal,
+    implementation=implementation,
+    **lengths,
+  )
+  return out[:, :num_q]
 
 
 class Attention(nn.Module):
