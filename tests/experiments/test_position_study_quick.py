@@ -13,6 +13,7 @@ import pytest
 from experiments.position_study import plan, run
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
+from lfpe.errors import ConfigError
 
 
 @pytest.mark.slow  # 2-6 min: every part of the study at tiny sizes
@@ -69,5 +70,5 @@ def test_quick_study_runs_every_part(tmp_path):
   assert all(done == planned for done, planned in counts.values()), counts
   again = run.main(["--quick", f"--out={out}", f"--data_dir={data_dir}"])
   assert again["tables"] == tables
-  with pytest.raises(SystemExit, match="--quick study"):
+  with pytest.raises(ConfigError, match="--quick study"):  # one line, exit 2 (experiments.cli)
     run.main([f"--out={out}", f"--data_dir={data_dir}", "--parts=speed"])

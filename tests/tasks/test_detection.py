@@ -1,4 +1,4 @@
-"""The detection task end to end: a DETR-lite overfits one batch to AP 1.0."""
+"""The detection task end to end: a DETR-lite overfits one batch (AP >= 0.95, AP50 1.0)."""
 
 import functools
 
@@ -61,7 +61,10 @@ def test_detr_lite_overfits_one_batch_to_ap_1():
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
-  for _ in range(1500):  # 1,000 reached AP 1 on AMD EPYC, 0.95 on an Intel Xeon
+  # The last box's last pixel depends on the CPU's rounding: 1,500 steps end at AP 1.0 on one
+  # AMD EPYC and 0.967 on another (2026-11-27, also at the commit before this session's), so
+  # the test asks for a fitted batch (AP >= 0.95 and AP50 = 1), not for the exact 1.0.
+  for _ in range(1500):
     params, opt_state, loss = step(params, opt_state)
   outputs = task.forward(model, {"params": params, **constants}, batch, train=False, rng=None)
   scores, labels, boxes = postprocess(
@@ -77,7 +80,8 @@ def test_detr_lite_overfits_one_batch_to_ap_1():
     _batch()["target_valid"],
     image_size=SIZE,
   )
-  assert float(loss) < 1.0 and metrics["AP"] == pytest.approx(1.0, abs=1e-6), (loss, metrics)
+  fitted = metrics["AP"] >= 0.95 and metrics["AP50"] == pytest.approx(1.0, abs=1e-6)
+  assert float(loss) < 1.0 and fitted, (loss, metrics)
   # Distinct queries predict distinct boxes: no two confident predictions coincide.
   confident = np.asarray(boxes)[0][np.asarray(scores)[0] > 0.5]
   distance = np.abs(confident[:, None] - confident[None]).sum(-1) + np.eye(len(confident)) * 99
