@@ -184,6 +184,36 @@ def _trained_with(run: Run, summary: dict) -> dict:
   return {"posemb": str(run.config.model.posemb), "steps": summary["step"]}
 
 
+def run_provenance() -> dict:
+  """The provenance each run this invocation trains records in its own results entry: the
+  commit (with "+uncommitted changes" when the tree was dirty), command, date and CPU, and
+  `own_command`: whether the command was an experiment's `run.py` rather than, say, a driver
+  script (records span many invocations; the record-level provenance names only the last). A
+  run read back from a finished workdir is stamped by the invocation that read it."""
+  stamp = provenance()
+  spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+  name = getattr(spec, "name", "") or ""
+  own = name.startswith("experiments.") and name.endswith(".run")
+  keep = {k: stamp[k] for k in ("commit", "command", "date") if k in stamp}
+  return {**keep, "cpu": stamp.get("machine", {}).get("cpu"), "own_command": own}
+
+
+def _warn_if_unfit_for_a_record(stamp: dict) -> None:
+  """One loud line when the runs about to train cannot be traced to a commit and to the
+  record's own command (their entries say so too)."""
+  problems = []
+  if "+uncommitted changes" in str(stamp.get("commit")):
+    problems.append("the tree has uncommitted changes")
+  if not stamp["own_command"]:
+    problems.append(f"the command ({stamp.get('command')}) is not an experiment's run.py")
+  if problems:
+    print(
+      f"WARNING: the runs trained now are marked in results.json: {'; '.join(problems)}.",
+      file=sys.stderr,
+      flush=True,
+    )
+
+
 def chosen(sweep: Iterable[Run], results: dict) -> dict:
   """The entries of `results` that belong to this invocation's `sweep` (not those of another
   invocation's flags): what a declared rule chooses from."""
@@ -248,7 +278,8 @@ def execute(
   jobs: int = 1,
 ) -> dict[str, Any]:
   """Trains (or resumes, or reads) every run not yet in `results`, after `check_encodings`;
-  each new entry also records what its run was trained with (`posemb`, `steps`).
+  each new entry also records what its run was trained with (`posemb`, `steps`) and its own
+  `provenance` (`run_provenance`; a dirty tree or a foreign command is also said loudly).
 
   `score(run, summary)` turns a finished run into its results entry; `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
@@ -262,7 +293,14 @@ def execute(
   runs = list(runs)
   check_encodings(runs, results)
   pending = [run for run in runs if run.key not in results]
-  entry = lambda run, summary: {**score(run, summary), **_trained_with(run, summary)}
+  stamp = run_provenance() if pending else {}
+  if pending:
+    _warn_if_unfit_for_a_record(stamp)
+  entry = lambda run, summary: {
+    **score(run, summary),
+    **_trained_with(run, summary),
+    "provenance": stamp,
+  }
   if jobs <= 1:
     for run in pending:
       results[run.key] = entry(run, trainer.train_and_evaluate(run.config, run.workdir))

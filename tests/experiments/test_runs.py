@@ -50,7 +50,10 @@ def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp
   assert all(r["step"] == 3 for r in results.values())
   assert results["seed0"]["loss"] != results["seed1"]["loss"]  # each run has its own seed
   again = execute(planned, {}, score, lambda r: None)  # in this process, no training
-  assert again == results
+  without_date = lambda r: {
+    k: {**e, "provenance": {**e["provenance"], "date": None}} for k, e in r.items()
+  }
+  assert without_date(again) == without_date(results)  # stamped by the invocation reading it
 
 
 def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
@@ -173,3 +176,32 @@ def test_an_experiment_refuses_in_one_line_and_exit_2(tmp_path):
     .splitlines()[-1]
     .startswith(f"python -m experiments.layout.run: --out={tmp_path} holds a record")
   )
+
+
+def test_each_run_records_its_own_provenance_and_a_dirty_tree_is_said_loudly(
+  tmp_path, monkeypatch, capsys
+):
+  """Records span invocations: each entry keeps the commit, command and date that trained it;
+  a dirty tree or a command other than an experiment's run.py is marked and warned about."""
+  stamp = {
+    "commit": "abc+uncommitted changes",
+    "command": "python driver.py",
+    "date": "2026-11-27T00:00:00+00:00",
+    "machine": {"cpu": "test CPU"},
+  }
+  monkeypatch.setattr(runs_lib, "provenance", lambda: stamp)
+  monkeypatch.setattr(runs_lib.trainer, "train_and_evaluate", lambda config, workdir: {"step": 6})
+  run = Run("a/0", for_run(vit_digits.get_config("small=1"), seed=0), str(tmp_path / "a"))
+  results = execute([run], {}, lambda run, summary: {"score": 1.0}, lambda results: None)
+  assert results["a/0"]["provenance"] == {
+    "commit": "abc+uncommitted changes",
+    "command": "python driver.py",
+    "date": "2026-11-27T00:00:00+00:00",
+    "cpu": "test CPU",
+    "own_command": False,  # under pytest, not python -m experiments.NAME.run
+  }
+  warning = capsys.readouterr().err
+  assert "WARNING: the runs trained now are marked in results.json" in warning
+  assert "uncommitted changes" in warning and "is not an experiment's run.py" in warning
+  execute([run], results, lambda run, summary: {}, lambda results: None)  # nothing to train
+  assert "WARNING" not in capsys.readouterr().err
