@@ -12,13 +12,12 @@ theirs.
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from lfpe.errors import Interrupted, UserError
+from lfpe.errors import Interrupted, UserError, traceback_requested
 
 RESUME = (
   "interrupted; re-run the same command to resume (finished runs are kept, runs part-way "
@@ -38,7 +37,7 @@ def run(main: Callable[[], Any]) -> None:
 
 
 def _exit(program: str, error: UserError, raised: BaseException) -> None:
-  if os.environ.get("LFPE_TRACEBACK", "0") not in ("", "0"):
+  if traceback_requested():
     traceback.print_exception(raised)
   print(f"{program}: {error}", file=sys.stderr, flush=True)
   sys.exit(error.exit_code)

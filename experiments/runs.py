@@ -194,18 +194,18 @@ def run_provenance() -> dict:
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
   name = getattr(spec, "name", "") or ""
   own = name.startswith("experiments.") and name.endswith(".run")
-  keep = {k: stamp[k] for k in ("commit", "command", "date") if k in stamp}
-  return {**keep, "cpu": stamp.get("machine", {}).get("cpu"), "own_command": own}
+  keep = {k: stamp[k] for k in ("commit", "command", "date")}
+  return {**keep, "cpu": stamp["machine"]["cpu"], "own_command": own}
 
 
 def _warn_if_unfit_for_a_record(stamp: dict) -> None:
   """One loud line when the runs about to train cannot be traced to a commit and to the
   record's own command (their entries say so too)."""
   problems = []
-  if "+uncommitted changes" in str(stamp.get("commit")):
+  if "+uncommitted changes" in stamp["commit"]:
     problems.append("the tree has uncommitted changes")
   if not stamp["own_command"]:
-    problems.append(f"the command ({stamp.get('command')}) is not an experiment's run.py")
+    problems.append(f"the command ({stamp['command']}) is not an experiment's run.py")
   if problems:
     print(
       f"WARNING: the runs trained now are marked in results.json: {'; '.join(problems)}.",
@@ -293,8 +293,9 @@ def execute(
   runs = list(runs)
   check_encodings(runs, results)
   pending = [run for run in runs if run.key not in results]
-  stamp = run_provenance() if pending else {}
+  stamp = {}
   if pending:
+    stamp = run_provenance()
     _warn_if_unfit_for_a_record(stamp)
   entry = lambda run, summary: {
     **score(run, summary),

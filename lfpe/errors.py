@@ -7,6 +7,7 @@ it used to be, so existing `except ValueError` / `except FileNotFoundError` stil
 """
 
 import difflib
+import os
 from collections.abc import Iterable
 
 
@@ -14,6 +15,11 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
   """' (did you mean 'X'?)' for the closest of `choices` to a misspelled `name`, or ''."""
   close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
   return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def traceback_requested() -> bool:
+  """Whether LFPE_TRACEBACK (set, not "0") asks for a user error's traceback too."""
+  return os.environ.get("LFPE_TRACEBACK", "0") not in ("", "0")
 
 
 class UserError(Exception):

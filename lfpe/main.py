@@ -27,7 +27,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from lfpe.errors import ConfigError, Interrupted, UserError, did_you_mean
+from lfpe.errors import ConfigError, Interrupted, UserError, did_you_mean, traceback_requested
 
 _CONFIG = flags.DEFINE_string(
   "config",
@@ -77,7 +77,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 def _exit_with(error: Exception) -> None:
   """One line, `lfpe.main: <message>`, and the error's exit status (2; 130 for Ctrl-C)."""
-  if os.environ.get("LFPE_TRACEBACK", "0") not in ("", "0") or _verbose():
+  if traceback_requested() or _verbose():
     traceback.print_exception(error)
   message = str(error)
   if isinstance(error, flags.UnrecognizedFlagError):

@@ -98,17 +98,17 @@ def main(argv: list[str] | None = None) -> dict:
   if os.path.exists(path) and not args.restart:
     with open(path) as f:
       previous = json.load(f)
-  mode = plan.QUICK if args.quick else plan.FULL
+  name = "quick" if args.quick else "full"
   if args.report_only or args.status:
     if args.status:
-      made = previous.get("mode", "quick" if args.quick else "full")
-      if made != ("quick" if args.quick else "full"):
+      made = previous.get("mode", name)
+      if made != name:
         print(f"(--out={args.out} was made {'with' if made == 'quick' else 'without'} --quick)")
       status(previous, plan.QUICK if made == "quick" else plan.FULL, args.parts.split(","))
     else:
       report.write(previous, args.out)
     return previous
-  name = "quick" if args.quick else "full"
+  mode = plan.QUICK if args.quick else plan.FULL
   if previous.get("mode", name) != name:
     raise ConfigError(
       f"{path} holds a --{previous['mode']} study; use another --out, or --restart to discard it."

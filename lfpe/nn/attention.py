@@ -144,6 +144,10 @@ def _full_4d(x: Array | None, num_q: int, num_k: int) -> Array | None:
   return jnp.broadcast_to(x, (*x.shape[:2], num_q, num_k))
 
 
+# cuDNN's flash kernel works on tiles of 64 tokens; a padded length is rounded up to them.
+CUDNN_PAD_MULTIPLE = 64
+
+
 def fused_attention(
   q: Array,
   k: Array,
@@ -171,21 +175,20 @@ def fused_attention(
   q, k = q.astype(v.dtype), k.astype(v.dtype)
   v = jnp.pad(v, [(0, 0)] * 3 + [(0, q.shape[-1] - dv)])  # [B, Nk, h, d]
   mask = _full_4d(mask, num_q, num_k)
-  attend = lambda impl, multiple=None: _attend(q, k, v, bias, mask, is_causal, impl, multiple)
+
+  def attend(impl: str, multiple: int | None = None) -> Array:
+    return _attend(q, k, v, bias, mask, is_causal, impl, multiple)[..., :dv]
+
   if pad_multiple:
-    return attend(implementation or "xla", pad_multiple)[..., :dv]
+    return attend(implementation or "xla", pad_multiple)
   if implementation in (None, "cudnn") and jax.default_backend() == "gpu":
     for multiple in (None, CUDNN_PAD_MULTIPLE):
       try:
-        return attend("cudnn", multiple)[..., :dv]
+        return attend("cudnn", multiple)
       except (NotImplementedError, ValueError, RuntimeError):  # dtype, shape, or no cuDNN
         if implementation == "cudnn" and multiple:
           raise
-  return attend(implementation or "xla")[..., :dv]
-
-
-# cuDNN's flash kernel works on tiles of 64 tokens; a padded length is rounded up to them.
-CUDNN_PAD_MULTIPLE = 64
+  return attend(implementation or "xla")
 
 
 def _attend(q, k, v, bias, mask, is_causal: bool, implementation: str, multiple: int | None):

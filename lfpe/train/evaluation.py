@@ -18,7 +18,6 @@ while training; `evaluate` runs all of them on a trained workdir.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,7 +25,7 @@ import jax
 import numpy as np
 
 from lfpe.errors import ConfigError, did_you_mean
-from lfpe.train import sharding, steps
+from lfpe.train import program, sharding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +38,9 @@ class Evaluation:
   eval_step: Callable  # (variables, batch) -> the task's eval sums
 
 
+FIELDS = ("data", "model", "every")  # of one `config.evals` entry
+
+
 def split(name: str) -> str:
   return f"eval/{name}" if name else "eval"
 
@@ -48,11 +50,11 @@ def configs(config: Any) -> dict[str, Any]:
   its `data` and `model` overrides (ConfigError naming a field that does not exist)."""
   out = {"": config}
   for name, entry in (config.get("evals") or {}).items():
-    unknown = sorted(set(entry) - {"data", "model", "every"})
+    unknown = sorted(set(entry) - set(FIELDS))
     if unknown:
       raise ConfigError(
         f"config.evals.{name} has no field {unknown[0]!r}"
-        f"{did_you_mean(unknown[0], ['data', 'model', 'every'])}; its fields: data, model, every."
+        f"{did_you_mean(unknown[0], FIELDS)}; its fields: {', '.join(FIELDS)}."
       )
     variant = config.copy_and_resolve_references()
     with variant.unlocked():
@@ -93,11 +95,7 @@ def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> 
     if name and variant.model.to_dict() != config.model.to_dict():
       model = prog.task.create_model(variant)
       _check_same_parameters(prog, model, name)
-      eval_step = jax.jit(
-        functools.partial(steps.eval_step, task=prog.task, model=model),
-        in_shardings=(prog.state_shardings.variables(), data_sharding),
-        out_shardings=sharding.replicated(prog.mesh),
-      )
+      eval_step = program.jit_eval_step(prog.task, model, prog.state_shardings, data_sharding)
     loader = make_loader(
       variant.data,
       global_batch_size=config.get("eval_batch_size", config.batch_size),

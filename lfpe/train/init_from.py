@@ -20,6 +20,7 @@ workdir that already holds checkpoints resumes from its own and ignores `init_fr
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 from etils import epath
+from flax import traverse_util
 
 from lfpe import tasks
 from lfpe.errors import ConfigError
@@ -82,24 +84,22 @@ def variables(config: Any, task: Any, model: nn.Module, fresh: dict[str, Any]) -
   taken from `config.init_from` as the module docstring says; host arrays."""
   state_dir, source_config = source(config.init_from)
   loaded = _restore_on_one_device(state_dir)
-  old = {"params": loaded["params"], **loaded.get("constants", {})}
+  flat_old = traverse_util.flatten_dict({"params": loaded["params"], **loaded.get("constants", {})})
   skip = [re.compile(p) for p in config.get("init_skip", ())]
-  new_modules = _modules(task, model, config)
-  old_modules = _source_modules(source_config)
-  flat_old = _flatten(old)
-  out, resized = {}, {}
-  for path, leaf in _flatten(fresh).items():
+  # Which module owns a parameter, in both models: traced only when a shape differs.
+  modules = functools.cache(lambda: (_modules(task, model, config), _source_modules(source_config)))
+  out, resized, skipped = {}, {}, 0
+  for path, leaf in traverse_util.flatten_dict(fresh).items():
     name = "/".join(path)
     if any(p.search(name) for p in skip):
-      out[path] = np.asarray(leaf)
+      out[path], skipped = np.asarray(leaf), skipped + 1
     elif path in flat_old and flat_old[path].shape == leaf.shape:
       out[path] = np.asarray(flat_old[path], dtype=leaf.dtype)
     else:
       owner = path[1:-1]
       if owner not in resized:
-        resized[owner] = _resize(name, path, leaf, old, new_modules, old_modules, flat_old)
+        resized[owner] = _resize(name, path, leaf, flat_old, *modules())
       out[path] = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
-  skipped = sum(any(p.search("/".join(path)) for p in skip) for path in out)
   logging.warning(
     "config.init_from=%s: %d arrays copied, %d modules resampled to the new grid (%s), %d "
     "arrays kept as initialised (config.init_skip).",
@@ -109,7 +109,7 @@ def variables(config: Any, task: Any, model: nn.Module, fresh: dict[str, Any]) -
     ", ".join("/".join(owner) for owner in resized) or "none",
     skipped,
   )
-  return _unflatten(out)
+  return traverse_util.unflatten_dict(out)
 
 
 def _restore_on_one_device(state_dir: str) -> dict[str, Any]:
@@ -123,17 +123,15 @@ def _restore_on_one_device(state_dir: str) -> dict[str, Any]:
   return ocp.StandardCheckpointer().restore(state_dir, target)
 
 
-def _resize(name, path, leaf, old, new_modules, old_modules, flat_old) -> dict[str, Any]:
+def _resize(name, path, leaf, flat_old, new_modules, old_modules) -> dict[str, Any]:
   """The params of `path`'s module resampled from the source's grid, or ConfigError."""
   owner = path[1:-1]
   module, source_module = new_modules.get(owner), old_modules.get(owner)
   have = f"shape {tuple(flat_old[path].shape)}" if path in flat_old else "absent"
   resize: Callable | None = getattr(module, "resize_params", None)
   if path in flat_old and resize is not None and source_module is not None:
-    subtree = old[path[0]]
-    for key in owner:
-      subtree = subtree[key]
-    return resize(subtree, source_module.grid_shape)
+    params = {key[-1]: value for key, value in flat_old.items() if key[:-1] == path[:-1]}
+    return resize(params, source_module.grid_shape)
   why = (
     "the source's config.json (to know its grid) is missing"
     if path in flat_old and resize is not None
@@ -168,23 +166,3 @@ def _source_modules(source_config: Any | None) -> dict[Path, nn.Module]:
     return {}
   task = tasks.get(source_config.task)
   return _modules(task, task.create_model(source_config), source_config)
-
-
-def _flatten(tree: dict[str, Any], prefix: Path = ()) -> dict[Path, Any]:
-  out = {}
-  for key, value in tree.items():
-    if isinstance(value, dict):
-      out.update(_flatten(value, (*prefix, key)))
-    else:
-      out[(*prefix, key)] = value
-  return out
-
-
-def _unflatten(flat: dict[Path, Any]) -> dict[str, Any]:
-  out: dict[str, Any] = {}
-  for path, value in flat.items():
-    node = out
-    for key in path[:-1]:
-      node = node.setdefault(key, {})
-    node[path[-1]] = value
-  return out

@@ -79,6 +79,16 @@ def seed_keys(seed: int, dropout_prng: str = "threefry2x32") -> tuple[jax.Array,
   return init_rng, dropout_rng
 
 
+def jit_eval_step(task: Any, model: Any, state_shardings: Any, data_sharding: NamedSharding):
+  """The jitted eval step of `model` (the program's, or a variant with the same parameters,
+  as a named evaluation uses): variables laid out as the state's, metrics replicated."""
+  return jax.jit(
+    functools.partial(steps.eval_step, task=task, model=model),
+    in_shardings=(state_shardings.variables(), data_sharding),
+    out_shardings=sharding.replicated(data_sharding.mesh),
+  )
+
+
 def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Program:
   """Model, optimizer, state shardings and jitted steps of `config` on `mesh`.
 
@@ -106,11 +116,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     out_shardings=(state_shardings, sharding.replicated(mesh)),
     donate_argnums=0,
   )
-  eval_step = jax.jit(
-    functools.partial(steps.eval_step, task=task, model=model),
-    in_shardings=(state_shardings.variables(), data_sharding),
-    out_shardings=sharding.replicated(mesh),
-  )
+  eval_step = jit_eval_step(task, model, state_shardings, data_sharding)
   return Program(
     config,
     mesh,

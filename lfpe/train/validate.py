@@ -110,14 +110,18 @@ def validate_config(config: Any, num_devices: int | None = None, *, check_data: 
   _validate_mesh(config, jax.device_count() if num_devices is None else num_devices)
   _choice(config, "task.name", tasks.REGISTRY)
   if check_data:
-    from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
-
-    validate_data_config(config.data, global_batch_size=config.batch_size)
+    _validate_data(config.data, config.batch_size)
   init_from.check(config)
   task = tasks.get(config.task)
   task.validate(config)
   _validate_evals(config, task, check_data)
   return task
+
+
+def _validate_data(data: Any, batch_size: int) -> None:
+  from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
+
+  validate_data_config(data, global_batch_size=batch_size)
 
 
 def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
@@ -129,9 +133,7 @@ def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
     evaluation.period(config, name)
     try:
       if check_data:
-        from lfpe.data import validate_data_config  # noqa: PLC0415 (heavy import, only here)
-
-        validate_data_config(variant.data, global_batch_size=config.batch_size)
+        _validate_data(variant.data, config.batch_size)
       task.create_model(variant)
     except ValueError as e:
       raise ValueError(f"config.evals.{name}: {e}") from None

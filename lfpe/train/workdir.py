@@ -114,7 +114,7 @@ def check_compatible(config: Any, workdir: str) -> None:
     ) from None
   changed = differences(old, config)
   refused = {
-    p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE and not p.startswith("evals")
+    p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE and p.split(".")[0] != "evals"
   }
   if refused:
     listed = "; ".join(f"config.{p}: {o!r} -> {n!r}" for p, (o, n) in refused.items())
