@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import grain
 import numpy as np
+from absl import logging
 
 from lfpe.data import image_ops
 
@@ -279,6 +280,28 @@ def check_boxes(bbox: np.ndarray, where: str) -> None:
     )
 
 
+def usable_boxes(bbox: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+  """(`bbox [n, 4]` (ymin, xmin, ymax, xmax) clipped to the image, which of them to keep):
+  DETR's rule (`ConvertCocoPolysToMask`), which drops boxes with no positive
+  height or width (real COCO train2017 has two of zero height). Drops are logged with their
+  count; a non-finite coordinate is an error naming the example."""
+  if not np.isfinite(bbox).all():
+    i = int(np.flatnonzero(~np.isfinite(bbox).all(-1))[0])
+    raise ValueError(f"{where}: box {i} (ymin, xmin, ymax, xmax)={bbox[i].tolist()} is not finite.")
+  bbox = np.clip(bbox, 0.0, 1.0)
+  keep = (bbox[:, 2] > bbox[:, 0]) & (bbox[:, 3] > bbox[:, 1])
+  if not keep.all():
+    logging.warning(
+      "%s: dropped %d of %d boxes with no positive height or width inside the image "
+      "(DETR drops them too): %s",
+      where,
+      int((~keep).sum()),
+      len(bbox),
+      bbox[~keep].tolist(),
+    )
+  return bbox, keep
+
+
 @dataclasses.dataclass
 class Targets(grain.transforms.Map):
   """`objects`, `image/id` -> `boxes [T, 4]` (cx, cy, w, h), `labels [T]`, `target_valid [T]`,
@@ -295,7 +318,8 @@ class Targets(grain.transforms.Map):
     labels = np.asarray(objects["label"], np.int64).reshape(-1)
     crowd = np.asarray(objects.get("is_crowd", np.zeros(len(labels))), bool).reshape(-1)
     bbox, labels = bbox[~crowd], labels[~crowd]
-    check_boxes(bbox, where)
+    bbox, keep = usable_boxes(bbox, where)
+    bbox, labels = bbox[keep], labels[keep]
     n, t = len(bbox), self.max_targets
     if n > t:
       raise ValueError(f"{where} has {n} boxes, more than `data.detection.max_targets`={t}.")

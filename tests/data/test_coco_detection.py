@@ -78,12 +78,18 @@ def test_prepared_folder_reads_as_coco_2017(tmp_path, mesh):
   assert batch["mask"][c].sum() == 48 * 48 - 40 * 20
 
 
-def test_bad_box_in_the_folder_names_the_example(tmp_path, mesh):
-  bad = [
-    *ANNOTATIONS,
+def test_zero_area_boxes_in_the_folder_are_dropped_with_a_count(tmp_path, mesh, caplog):
+  """Real COCO train2017 holds two zero-height boxes: DETR drops them; so does lfpe."""
+  degenerate = [
     {"id": 11, "image_id": 99, "category_id": 1, "bbox": [2, 3, 0, 5], "area": 0},
+    {"id": 12, "image_id": 7, "category_id": 1, "bbox": [4, 4, 6, 0], "area": 0},
   ]
-  with pytest.raises(
-    ValueError, match=r"image/id=99 of coco/2017: box 0 .* positive height and width"
-  ):
-    list(_loader(tmp_path, mesh, bad))
+  (batch,) = [
+    {k: np.asarray(v) for k, v in b.items()}
+    for b in _loader(tmp_path, mesh, [*ANNOTATIONS, *degenerate])
+  ]
+  row = {int(i): r for r, i in enumerate(batch["image_id"]) if batch["valid"][r]}
+  assert not batch["target_valid"][row[99]].any()
+  np.testing.assert_array_equal(batch["target_valid"][row[7]], [True, False, False, False])
+  assert "image/id=99 of coco/2017: dropped 1 of 1 boxes" in caplog.text
+  assert "image/id=7 of coco/2017: dropped 1 of 2 boxes" in caplog.text

@@ -57,13 +57,35 @@ def test_image_with_no_objects():
 
 
 @pytest.mark.parametrize(
-  "bbox",
-  [[0.2, 0.3, 0.6, 0.3], [0.5, 0.1, 0.4, 0.2], [0.1, -0.1, 0.5, 0.5], [0.1, 0.1, 1.2, 0.5]],
-  ids=["zero-width", "negative-height", "left-of-image", "below-image"],
+  "bbox,want",
+  [
+    ([0.2, 0.3, 0.6, 0.3], None),  # zero width: dropped
+    ([0.5, 0.1, 0.4, 0.2], None),  # negative height: dropped
+    ([0.5, 1.1, 0.7, 1.3], None),  # right of the image: nothing left after clipping
+    ([0.1, -0.1, 0.5, 0.5], [0.1, 0.0, 0.5, 0.5]),  # clipped to the image, as DETR
+    ([0.1, 0.1, 1.2, 0.5], [0.1, 0.1, 1.0, 0.5]),
+  ],
+  ids=["zero-width", "negative-height", "right-of-image", "left-of-image", "below-image"],
 )
-def test_bad_box_names_the_example(bbox):
+def test_boxes_are_clipped_and_degenerate_ones_dropped_as_detr(bbox, want, caplog):
   element = _element([[0.1, 0.1, 0.2, 0.2], bbox], [0, 1], image_id=4242)
-  with pytest.raises(ValueError, match=r"image/id=4242 of toy: box 1 .* positive height"):
+  out = ops.apply(_chain(), {**element, "size": np.int32(10)})
+  if want is None:
+    np.testing.assert_array_equal(out["target_valid"], [True, False, False])
+    assert "image/id=4242 of toy: dropped 1 of 2 boxes" in caplog.text
+    return
+  ymin, xmin, ymax, xmax = want
+  np.testing.assert_array_equal(out["target_valid"], [True, True, False])
+  np.testing.assert_allclose(
+    out["boxes"][1], [(xmin + xmax) / 2, (ymin + ymax) / 2, xmax - xmin, ymax - ymin], atol=1e-6
+  )
+  np.testing.assert_array_equal(out["labels"][:2], [0, 1])
+  assert "dropped" not in caplog.text
+
+
+def test_non_finite_box_names_the_example():
+  element = _element([[0.1, 0.1, 0.2, 0.2], [0.1, np.nan, 0.5, 0.5]], [0, 1], image_id=4242)
+  with pytest.raises(ValueError, match=r"image/id=4242 of toy: box 1 .* is not finite"):
     ops.apply(_chain(), {**element, "size": np.int32(10)})
 
 

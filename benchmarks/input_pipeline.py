@@ -1,0 +1,129 @@
+"""Per-core throughput of the ImageNet training and eval preprocessing, one process.
+
+  python benchmarks/input_pipeline.py [--images 64] [--size 224]
+
+Fabricates JPEGs of ImageNet's typical size (375x500, quality 90, natural-looking
+content) and times, per image on one core, decode + crop + resize by:
+* `lfpe`: Pillow's full decode (what `tfds.data_source` does without TensorFlow), then
+  lfpe's `InceptionCrop` (train) or `ResizeSmall(256)` + `CentralCrop(224)` (eval);
+* `pil_numpy`: Pillow decode, crop and bilinear resize in C, then `np.asarray`;
+* `pil_draft`: the same, with Pillow's `draft` decoding the JPEG at a reduced DCT scale
+  that still covers the crop (the trick of decoders that decode at reduced scale).
+Prints a Markdown table to paste into benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import io
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import PIL.Image
+
+from benchmarks.timing import machine
+from lfpe.data import image_ops
+
+SHAPE = (375, 500)
+
+
+def fabricate(count: int, seed: int = 0) -> list[bytes]:
+  """`count` JPEGs of SHAPE: smooth colour fields with edges and noise (JPEG-typical)."""
+  rng = np.random.default_rng(seed)
+  y, x = np.mgrid[: SHAPE[0], : SHAPE[1]] / max(SHAPE)
+  out = []
+  for _ in range(count):
+    f = rng.uniform(2, 12, (3, 2))
+    image = np.stack([np.sin(f[c, 0] * x + f[c, 1] * y + rng.uniform(0, 6)) for c in range(3)], -1)
+    image = 127 * (image + 1) + rng.normal(0, 12, (*SHAPE, 3))
+    buffer = io.BytesIO()
+    PIL.Image.fromarray(np.clip(image, 0, 255).astype(np.uint8)).save(buffer, "JPEG", quality=90)
+    out.append(buffer.getvalue())
+  return out
+
+
+def crop_box(height: int, width: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
+  """One Inception crop (top, left, h, w), drawn as `image_ops.InceptionCrop` draws it."""
+  for _ in range(10):
+    area = rng.uniform(0.05, 1.0) * height * width
+    aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+    h, w = round(math.sqrt(area / aspect)), round(math.sqrt(area * aspect))
+    if 0 < h <= height and 0 < w <= width:
+      return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
+  return 0, 0, height, width
+
+
+def lfpe_train(data: bytes, rng: np.random.Generator, size: int) -> np.ndarray:
+  image = np.asarray(PIL.Image.open(io.BytesIO(data)).convert("RGB"))
+  return image_ops.InceptionCrop(size).random_map({"image": image}, rng)["image"]
+
+
+def lfpe_eval(data: bytes, rng: np.random.Generator, size: int) -> np.ndarray:
+  del rng
+  image = np.asarray(PIL.Image.open(io.BytesIO(data)).convert("RGB"))
+  element = image_ops.ResizeSmall(round(size * 256 / 224)).map({"image": image})
+  return image_ops.CentralCrop(size).map(element)["image"]
+
+
+def _pil(data: bytes, rng: np.random.Generator, size: int, draft: bool, train: bool):
+  image = PIL.Image.open(io.BytesIO(data))
+  width, height = image.size
+  if train:
+    top, left, h, w = crop_box(height, width, rng)
+  else:  # the central square of the resize-256 + crop-224 eval
+    side = round(min(height, width) * 224 / 256)
+    top, left, h, w = (height - side) // 2, (width - side) // 2, side, side
+  if draft:  # decode at 1/2, 1/4 or 1/8 scale while the crop stays >= size pixels
+    scale = min(h / size, w / size)
+    factor = 8 if scale >= 8 else 4 if scale >= 4 else 2 if scale >= 2 else 1
+    if factor > 1:
+      image.draft("RGB", (width // factor, height // factor))
+      ratio = image.size[0] / width
+      top, left, h, w = (round(v * ratio) for v in (top, left, h, w))
+  image = image.convert("RGB").resize(
+    (size, size), PIL.Image.BILINEAR, (left, top, left + w, top + h)
+  )
+  return np.asarray(image)
+
+
+PATHS: dict[str, Callable] = {
+  "lfpe": lambda d, r, s, train: (lfpe_train if train else lfpe_eval)(d, r, s),
+  "pil_numpy": lambda d, r, s, train: _pil(d, r, s, draft=False, train=train),
+  "pil_draft": lambda d, r, s, train: _pil(d, r, s, draft=True, train=train),
+}
+
+
+def images_per_second(path: Callable, files: list[bytes], size: int, train: bool) -> float:
+  """Best of three passes over `files` (one core, one process)."""
+  best = math.inf
+  for repeat in range(3):
+    rng = np.random.default_rng(repeat)
+    start = time.perf_counter()
+    for data in files:
+      out = path(data, rng, size, train)
+    best = min(best, time.perf_counter() - start)
+    assert out.shape == (size, size, 3), out.shape
+  return len(files) / best
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--images", type=int, default=64)
+  parser.add_argument("--size", type=int, default=224)
+  args = parser.parse_args()
+  files = fabricate(args.images)
+  print(f"{datetime.date.today()}; {machine()}; Pillow {PIL.__version__}")
+  print(f"{args.images} JPEGs {SHAPE[0]}x{SHAPE[1]} (quality 90) -> {args.size}, one core\n")
+  print("| path | train (Inception crop) img/s | eval (resize + central crop) img/s |")
+  print("|---|---|---|")
+  for name, path in PATHS.items():
+    train = images_per_second(path, files, args.size, train=True)
+    evaluation = images_per_second(path, files, args.size, train=False)
+    print(f"| `{name}` | {train:.0f} | {evaluation:.0f} |")
+
+
+if __name__ == "__main__":
+  main()
