@@ -8,7 +8,11 @@ content) and times, per image on one core, decode + crop + resize by:
   lfpe's `InceptionCrop` (train) or `ResizeSmall(256)` + `CentralCrop(224)` (eval);
 * `pil_numpy`: Pillow decode, crop and bilinear resize in C, then `np.asarray`;
 * `pil_draft`: the same, with Pillow's `draft` decoding the JPEG at a reduced DCT scale
-  that still covers the crop (the trick of decoders that decode at reduced scale).
+  that still covers the crop (the trick of decoders that decode at reduced scale);
+* `tf_data` (only where TensorFlow is installed; lfpe does not need it): big_vision's
+  `decode_jpeg_and_inception_crop` recipe (`sample_distorted_bounding_box`, then
+  `decode_and_crop_jpeg` and a bilinear resize) and its `decode|resize_small|central_crop`
+  eval, in a `tf.data` pipeline held to one thread.
 Prints a Markdown table to paste into benchmarks/README.md.
 """
 
@@ -89,6 +93,46 @@ def _pil(data: bytes, rng: np.random.Generator, size: int, draft: bool, train: b
   return np.asarray(image)
 
 
+def tf_data_rate(files: list[bytes], size: int, train: bool) -> float | None:
+  """Images/s of the `tf_data` path on one thread (best of three passes), or None without TF."""
+  try:
+    import tensorflow as tf  # noqa: PLC0415
+  except ImportError:
+    return None
+
+  def inception(data):
+    begin, crop, _ = tf.image.sample_distorted_bounding_box(
+      tf.image.extract_jpeg_shape(data),
+      tf.zeros([0, 0, 4]),
+      area_range=(0.05, 1.0),
+      min_object_covered=0,
+      use_image_if_no_bounding_boxes=True,
+    )
+    window = tf.stack([begin[0], begin[1], crop[0], crop[1]])
+    return tf.image.resize(tf.image.decode_and_crop_jpeg(data, window, channels=3), [size, size])
+
+  def central(data):
+    image = tf.image.decode_jpeg(data, channels=3)
+    shape = tf.cast(tf.shape(image)[:2], tf.float32)
+    small = tf.cast(tf.round(shape * round(size * 256 / 224) / tf.reduce_min(shape)), tf.int32)
+    image = tf.image.resize(image, small, antialias=True)
+    top, left = (small[0] - size) // 2, (small[1] - size) // 2
+    return image[top : top + size, left : left + size]
+
+  options = tf.data.Options()
+  options.threading.private_threadpool_size = 1
+  options.threading.max_intra_op_parallelism = 1
+  dataset = tf.data.Dataset.from_tensor_slices(files).map(inception if train else central)
+  dataset = dataset.with_options(options)
+  best = math.inf
+  for _ in range(3):
+    start = time.perf_counter()
+    for out in dataset.as_numpy_iterator():
+      assert out.shape == (size, size, 3), out.shape
+    best = min(best, time.perf_counter() - start)
+  return len(files) / best
+
+
 PATHS: dict[str, Callable] = {
   "lfpe": lambda d, r, s, train: (lfpe_train if train else lfpe_eval)(d, r, s),
   "pil_numpy": lambda d, r, s, train: _pil(d, r, s, draft=False, train=train),
@@ -123,6 +167,9 @@ def main() -> None:
     train = images_per_second(path, files, args.size, train=True)
     evaluation = images_per_second(path, files, args.size, train=False)
     print(f"| `{name}` | {train:.0f} | {evaluation:.0f} |")
+  train, evaluation = (tf_data_rate(files, args.size, train=t) for t in (True, False))
+  if train is not None:
+    print(f"| `tf_data` (big_vision's ops) | {train:.0f} | {evaluation:.0f} |")
 
 
 if __name__ == "__main__":
