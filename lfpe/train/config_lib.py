@@ -58,7 +58,9 @@ def convert(name: str, text: str, default: Any) -> Any:
 def base_config() -> ml_collections.ConfigDict:
   """Every trainer field at its default (see lfpe/train/validate.py for the rules).
 
-  seed: init, dropout and data order. total_steps: optimizer updates. batch_size:
+  seed: init, dropout and data order. seeds: 0 for one run, or S runs (seeds seed, ...,
+  seed + S - 1) trained as one vmapped program, metrics per seed (lfpe/train/seeds.py).
+  total_steps: optimizer updates. batch_size:
   global batch (split over mesh.data). eval_batch_size: global eval batch.
   log_every / eval_every / checkpoint_every: in steps (the last step always does
   all three). keep_checkpoints: how many to keep. compute_dtype: 'float32' or
@@ -79,6 +81,7 @@ def base_config() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(
     dict(
       seed=0,
+      seeds=0,
       total_steps=1000,
       batch_size=128,
       eval_batch_size=256,

@@ -35,7 +35,8 @@ class Evaluation:
   split: str  # "eval" or "eval/NAME"
   every: int
   data: Iterable
-  eval_step: Callable  # (variables, batch) -> the task's eval sums
+  eval_step: Callable  # (variables, batch) -> the task's eval sums ([S, ...] with seeds)
+  num_seeds: int = 0  # config.seeds (lfpe.train.seeds): the eval step's leading axis
 
 
 FIELDS = ("data", "model", "every")  # of one `config.evals` entry
@@ -95,7 +96,9 @@ def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> 
     if name and variant.model.to_dict() != config.model.to_dict():
       model = prog.task.create_model(variant)
       _check_same_parameters(prog, model, name)
-      eval_step = program.jit_eval_step(prog.task, model, prog.state_shardings, data_sharding)
+      eval_step = program.jit_eval_step(
+        prog.task, model, prog.state_shardings, data_sharding, prog.num_seeds
+      )
     loader = make_loader(
       variant.data,
       global_batch_size=config.get("eval_batch_size", config.batch_size),
@@ -103,7 +106,7 @@ def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> 
       train=False,
       mesh=data_sharding,
     )
-    out.append(Evaluation(split(name), period(config, name), loader, eval_step))
+    out.append(Evaluation(split(name), period(config, name), loader, eval_step, prog.num_seeds))
   return out
 
 
@@ -120,8 +123,9 @@ def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
     )
 
 
-def run(task: Any, evaluation: Evaluation, variables: dict[str, Any]) -> dict[str, float]:
-  """The task's metrics of `variables` over one pass of the evaluation's data, on the host.
+def run(task: Any, evaluation: Evaluation, variables: dict[str, Any]) -> dict[str, Any]:
+  """The task's metrics of `variables` over one pass of the evaluation's data, on the host;
+  with seeds, `[S]` arrays (each seed finalised on its own).
 
   Scalars of `eval_sums` are added up over batches; arrays (per-example outputs such as
   detections, `[B, ...]`) are concatenated along the batch axis.
@@ -130,5 +134,14 @@ def run(task: Any, evaluation: Evaluation, variables: dict[str, Any]) -> dict[st
   for batch in evaluation.data:
     for k, v in jax.device_get(evaluation.eval_step(variables, batch)).items():
       parts.setdefault(k, []).append(np.asarray(v))
-  totals = {k: float(np.sum(v)) if v[0].ndim == 0 else np.concatenate(v) for k, v in parts.items()}
-  return task.finalize(totals)
+  if not evaluation.num_seeds:
+    return task.finalize(_totals(parts))
+  per_seed = [
+    task.finalize(_totals({k: [p[i] for p in v] for k, v in parts.items()}))
+    for i in range(evaluation.num_seeds)
+  ]
+  return {k: np.asarray([m[k] for m in per_seed]) for k in per_seed[0]}
+
+
+def _totals(parts: dict[str, list]) -> dict[str, Any]:
+  return {k: float(np.sum(v)) if v[0].ndim == 0 else np.concatenate(v) for k, v in parts.items()}

@@ -31,13 +31,18 @@ import tqdm
 from tensorboardX import SummaryWriter
 
 
-def to_python(metrics: dict[str, Any]) -> dict[str, float]:
-  """Host floats from scalars (numpy or jax); ints stay ints."""
-  out = {}
+def to_python(metrics: dict[str, Any]) -> tuple[dict[str, float], dict[str, list[float]]]:
+  """(host floats, per-seed lists) from metrics: scalars (numpy or jax; ints stay ints), or
+  `[S]` arrays of a seed axis (lfpe.train.seeds), which give their mean and their values."""
+  out, per_seed = {}, {}
   for k, v in metrics.items():
-    v = np.asarray(v).item()
+    v = np.asarray(v)
+    if v.ndim:
+      per_seed[k] = [float(x) for x in v]
+      v = v.mean()
+    v = v.item()
     out[k] = v if isinstance(v, int) else float(v)
-  return out
+  return out, per_seed
 
 
 def truncate_jsonl(path: str, last_step: int) -> None:
@@ -129,11 +134,14 @@ class MetricWriter:
     return steps / secs if secs > 0 else 0.0
 
   def write(self, step: int, split: str, metrics: dict[str, Any]) -> dict[str, float]:
-    """Logs `metrics` (scalars) of `split` ('train', 'eval', ...) at `step`."""
-    values = to_python(metrics)
-    self.latest[split] = values
+    """Logs `metrics` of `split` ('train', 'eval', ...) at `step`: scalars, or `[S]` per
+    seed (their mean everywhere, and their values under `seeds` in the JSON); returns the
+    scalars."""
+    values, per_seed = to_python(metrics)
+    line = {**values, "seeds": per_seed} if per_seed else values
+    self.latest[split] = line
     if self.is_main:
-      self._jsonl.write(json.dumps({"step": step, "split": split, **values}) + "\n")
+      self._jsonl.write(json.dumps({"step": step, "split": split, **line}) + "\n")
       self._jsonl.flush()
       for k, v in values.items():
         if math.isfinite(v):

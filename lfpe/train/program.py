@@ -17,7 +17,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 
 from lfpe import tasks
-from lfpe.train import init_from, optim, sharding, steps
+from lfpe.train import init_from, optim, seeds, sharding, steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,18 +31,21 @@ class Program:
   tx: optax.GradientTransformation
   schedule: optax.Schedule
   init: Callable[[jax.Array], Any]  # rng -> boxed TrainState (logical axes attached)
-  init_rng: jax.Array  # from config.seed (the other half of the split drives dropout)
-  abstract_state: Any  # TrainState of ShapeDtypeStructs
+  init_rng: jax.Array  # from config.seed (the other half of the split drives dropout); [S]
+  abstract_state: Any  # TrainState of ShapeDtypeStructs (a leading seed axis with seeds)
   state_shardings: Any  # TrainState of NamedShardings
-  data_sharding: NamedSharding
+  data_sharding: NamedSharding  # of a batch `[B, ...]` (evaluation)
+  train_data_sharding: NamedSharding  # of a training batch (`[S, B, ...]` with seeds)
   train_step: Callable  # jitted, donates the state
   eval_step: Callable  # jitted
+  num_seeds: int = 0  # config.seeds: 0, or the leading axis of the state (lfpe.train.seeds)
 
   def init_state(self) -> steps.TrainState:
     """A fresh state from `config.seed`, built directly in place on the mesh; with
     `config.init_from`, its parameters and constants then come from that run
     (lfpe.train.init_from) and the optimizer starts afresh."""
     unboxed = lambda rng: sharding.unbox(self.init(rng))
+    unboxed = jax.vmap(unboxed) if self.num_seeds else unboxed
     state = jax.jit(unboxed, out_shardings=self.state_shardings)(self.init_rng)
     if not self.config.get("init_from"):
       return state
@@ -61,9 +64,10 @@ class Program:
       self.abstract_state,
       self.state_shardings,
     )
+    lead = (self.num_seeds,) if self.num_seeds else ()
     batch = jax.tree.map(
       lambda x: jax.ShapeDtypeStruct(
-        (global_batch_size, *x.shape[1:]), x.dtype, sharding=self.data_sharding
+        (*lead, global_batch_size, *x.shape[1:]), x.dtype, sharding=self.train_data_sharding
       ),
       self.task.example_batch(self.config),
     )
@@ -79,11 +83,15 @@ def seed_keys(seed: int, dropout_prng: str = "threefry2x32") -> tuple[jax.Array,
   return init_rng, dropout_rng
 
 
-def jit_eval_step(task: Any, model: Any, state_shardings: Any, data_sharding: NamedSharding):
+def jit_eval_step(
+  task: Any, model: Any, state_shardings: Any, data_sharding: NamedSharding, num_seeds: int = 0
+):
   """The jitted eval step of `model` (the program's, or a variant with the same parameters,
-  as a named evaluation uses): variables laid out as the state's, metrics replicated."""
+  as a named evaluation uses): variables laid out as the state's, metrics replicated. With
+  seeds, every seed's variables on the same batch: sums with a leading seed axis."""
+  step = functools.partial(steps.eval_step, task=task, model=model)
   return jax.jit(
-    functools.partial(steps.eval_step, task=task, model=model),
+    jax.vmap(step, in_axes=(0, None)) if num_seeds else step,
     in_shardings=(state_shardings.variables(), data_sharding),
     out_shardings=sharding.replicated(data_sharding.mesh),
   )
@@ -99,24 +107,35 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   task = tasks.get(config.task) if task is None else task
   model = task.create_model(config) if model is None else model
   tx, schedule = optim.make_optimizer(config)
-  init_rng, dropout_rng = seed_keys(config.seed, config.get("dropout_prng", "threefry2x32"))
+  prng = config.get("dropout_prng", "threefry2x32")
+  num_seeds = seeds.count(config)
+  keys = [seed_keys(seed, prng) for seed in seeds.of(config)]
   init = functools.partial(
     steps.init_state, example=task.example_batch(config), task=task, model=model, tx=tx
   )
-  boxed = jax.eval_shape(init, init_rng)
+  boxed = jax.eval_shape(init, keys[0][0])  # one seed's layout
   state_shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(config.mesh.fsdp))
   abstract = sharding.unbox(boxed)
   sharding.check_divisible(abstract, state_shardings)
   data_sharding = sharding.batch_sharding(mesh)
+  step = functools.partial(steps.train_step, task=task, model=model, tx=tx, schedule=schedule)
+  if num_seeds:  # every seed's state, batch and dropout key on a leading axis
+    init_rng, dropout_rng = (seeds.stack_keys(k) for k in zip(*keys, strict=True))
+    abstract = seeds.stacked(abstract, num_seeds)
+    state_shardings = seeds.with_seed_axis(state_shardings)
+    train_data_sharding = seeds.with_seed_axis(data_sharding)
+    seeded = jax.vmap(lambda s, b, r: step(s, b, dropout_rng=r))
+    train_fn = lambda state, batch: seeded(state, batch, dropout_rng)
+  else:
+    (init_rng, dropout_rng), train_data_sharding = keys[0], data_sharding
+    train_fn = functools.partial(step, dropout_rng=dropout_rng)
   train_step = jax.jit(
-    functools.partial(
-      steps.train_step, task=task, model=model, tx=tx, schedule=schedule, dropout_rng=dropout_rng
-    ),
-    in_shardings=(state_shardings, data_sharding),
+    train_fn,
+    in_shardings=(state_shardings, train_data_sharding),
     out_shardings=(state_shardings, sharding.replicated(mesh)),
     donate_argnums=0,
   )
-  eval_step = jit_eval_step(task, model, state_shardings, data_sharding)
+  eval_step = jit_eval_step(task, model, state_shardings, data_sharding, num_seeds)
   return Program(
     config,
     mesh,
@@ -129,6 +148,8 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     abstract,
     state_shardings,
     data_sharding,
+    train_data_sharding,
     train_step,
     eval_step,
+    num_seeds,
   )

@@ -2,7 +2,8 @@
 
 1. Validate the config (before anything is built or compiled).
 2. Mesh: ('data', 'model') devices; logical-axis rules (tensor parallel, FSDP).
-3. Data: per-process loaders whose batches are global arrays sharded over 'data'.
+3. Data: per-process loaders whose batches are global arrays sharded over 'data' (with
+   `config.seeds`, one loader per seed and a seed axis on state and batch: lfpe.train.seeds).
 4. Model and optimizer, from the task (lfpe/tasks) and config.optim/schedule.
 5. Sharded state layout: `jax.eval_shape` of init gives shapes and logical axes,
    the rules turn them into NamedShardings; `jax.jit(train_step,
@@ -39,7 +40,7 @@ import jax
 from absl import logging
 
 from lfpe.errors import ConfigError, Interrupted, UserError, WorkdirError
-from lfpe.train import checkpoint, evaluation, optim, program, sharding, validate
+from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, validate
 from lfpe.train import workdir as workdir_lib
 from lfpe.train.metrics import MetricWriter, final_line, report_interval
 
@@ -92,13 +93,7 @@ def train_and_evaluate(
   data_sharding = sharding.batch_sharding(mesh)
 
   # 3. Data.
-  train_iter = make_loader(
-    config.data,
-    global_batch_size=config.batch_size,
-    seed=config.seed,
-    train=True,
-    mesh=data_sharding,
-  )
+  train_iter = seeds.train_loader(make_loader, config, data_sharding)  # one per seed (S > 0)
 
   # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
   # NamedShardings) and the jitted steps (train_step donates the state): see program.py.

@@ -141,6 +141,8 @@ def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
 
 def _validate_loop(config: Any) -> None:
   _integer(config, "seed", 0)
+  if "seeds" in config:
+    _integer(config, "seeds", 0)
   _integer(config, "total_steps", 1)
   for path in ("batch_size", "checkpoint_every", "eval_every", "log_every", "keep_checkpoints"):
     _integer(config, path, 1)

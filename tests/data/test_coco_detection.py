@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import PIL.Image
-import pytest
 
 from lfpe import data as data_lib
 from lfpe.data import coco

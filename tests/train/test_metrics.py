@@ -60,7 +60,8 @@ def test_resume_drops_lines_past_the_checkpoint(tmp_path):
 
 
 def test_to_python_and_rate(tmp_path):
-  assert to_python({"a": np.float32(1.5), "n": np.int32(3)}) == {"a": 1.5, "n": 3}
+  assert to_python({"a": np.float32(1.5), "n": np.int32(3)}) == ({"a": 1.5, "n": 3}, {})
+  assert to_python({"a": np.asarray([1.0, 2.0], np.float32)}) == ({"a": 1.5}, {"a": [1.0, 2.0]})
   writer = MetricWriter(str(tmp_path), total_steps=10, progress=False, is_main=False)
   assert writer.rate(5) > 0 and not os.listdir(tmp_path)  # other processes write nothing
   writer.close()
