@@ -110,6 +110,8 @@ def base_config() -> ml_collections.ConfigDict:
         momentum=0.9,
         nesterov=False,
         grad_clip_norm=1.0,
+        trainable=(),
+        freeze=(),
       ),
       schedule=dict(name="warmup_cosine", warmup_steps=100, end_lr_factor=0.0, timescale=10_000.0),
     )

@@ -79,17 +79,57 @@ def check(config: Any) -> None:
       ) from None
 
 
-def variables(config: Any, task: Any, model: nn.Module, fresh: dict[str, Any]) -> dict[str, Any]:
+def variables(
+  config: Any, task: Any, model: nn.Module, fresh: dict[str, Any], num_seeds: int = 0
+) -> dict[str, Any]:
   """`fresh` (the new model's initialised variables: params and constants) with every leaf
-  taken from `config.init_from` as the module docstring says; host arrays."""
+  taken from `config.init_from` as the module docstring says; host arrays.
+
+  With `num_seeds` (`config.seeds`: `fresh` has a leading seed axis), seed i starts from the
+  source's seed i when the source was trained with as many seeds, else every seed from the
+  one source run (e.g. pretrained positions given to every seed).
+  """
   state_dir, source_config = source(config.init_from)
   loaded = _restore_on_one_device(state_dir)
   flat_old = traverse_util.flatten_dict({"params": loaded["params"], **loaded.get("constants", {})})
   skip = [re.compile(p) for p in config.get("init_skip", ())]
   # Which module owns a parameter, in both models: traced only when a shape differs.
   modules = functools.cache(lambda: (_modules(task, model, config), _source_modules(source_config)))
+  take = functools.partial(_take, skip=skip, modules=modules)
+  if not num_seeds:
+    out, resized, skipped = take(traverse_util.flatten_dict(fresh), flat_old)
+  else:
+    source_seeds = int(source_config.get("seeds", 0) or 0) if source_config else 0
+    if source_seeds not in (0, num_seeds):
+      raise ConfigError(
+        f"config.init_from={config.init_from!r} was trained with seeds={source_seeds}, this "
+        f"run has config.seeds={num_seeds}; start from a run with as many seeds or one seed."
+      )
+    pick = lambda tree, i: {k: np.asarray(v)[i] for k, v in tree.items()}
+    flat_fresh = traverse_util.flatten_dict(fresh)
+    per_seed = [
+      take(pick(flat_fresh, i), pick(flat_old, i) if source_seeds else flat_old)
+      for i in range(num_seeds)
+    ]
+    out = {k: np.stack([p[0][k] for p in per_seed]) for k in flat_fresh}
+    resized, skipped = per_seed[0][1], per_seed[0][2]
+  logging.warning(
+    "config.init_from=%s: %d arrays copied, %d modules resampled to the new grid (%s), %d "
+    "arrays kept as initialised (config.init_skip)%s.",
+    state_dir,
+    len(out) - skipped - sum(len(r) for r in resized.values()),
+    len(resized),
+    ", ".join("/".join(owner) for owner in resized) or "none",
+    skipped,
+    f", for each of {num_seeds} seeds" if num_seeds else "",
+  )
+  return traverse_util.unflatten_dict(out)
+
+
+def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) -> tuple:
+  """(flat variables, {owner: resampled params}, skipped count) of one run from its source."""
   out, resized, skipped = {}, {}, 0
-  for path, leaf in traverse_util.flatten_dict(fresh).items():
+  for path, leaf in flat_fresh.items():
     name = "/".join(path)
     if any(p.search(name) for p in skip):
       out[path], skipped = np.asarray(leaf), skipped + 1
@@ -100,16 +140,7 @@ def variables(config: Any, task: Any, model: nn.Module, fresh: dict[str, Any]) -
       if owner not in resized:
         resized[owner] = _resize(name, path, leaf, flat_old, *modules())
       out[path] = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
-  logging.warning(
-    "config.init_from=%s: %d arrays copied, %d modules resampled to the new grid (%s), %d "
-    "arrays kept as initialised (config.init_skip).",
-    state_dir,
-    len(out) - skipped - sum(len(r) for r in resized.values()),
-    len(resized),
-    ", ".join("/".join(owner) for owner in resized) or "none",
-    skipped,
-  )
-  return traverse_util.unflatten_dict(out)
+  return out, resized, skipped
 
 
 def _restore_on_one_device(state_dir: str) -> dict[str, Any]:

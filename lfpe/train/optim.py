@@ -3,7 +3,10 @@
 config.optim:    name ('adamw' | 'sgd'), lr (peak), weight_decay, b1, b2, eps (adamw),
                  momentum, nesterov (sgd), grad_clip_norm (0 disables clipping),
                  lr_multipliers ({top-level module: factor}, e.g. DETR's backbone at
-                 1e-5 / 1e-4 = 0.1 of the transformer's rate).
+                 1e-5 / 1e-4 = 0.1 of the transformer's rate), trainable and freeze
+                 (regular expressions of parameter paths such as 'params/Transformer/pos/...':
+                 a parameter trains iff it matches one of `trainable` (when any are given)
+                 and none of `freeze`; the others get no update, no decay and no slots).
 config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant' | 'warmup_step'),
                  warmup_steps, end_lr_factor (cosine: final lr / peak lr), timescale
                  (rsqrt), decay_steps and decay_factor (step: multiply the rate by
@@ -16,11 +19,14 @@ added to the Adam update); SGD's is the classic L2 term added to the gradient.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
+
+from lfpe.errors import ConfigError
 
 OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("warmup_cosine", "warmup_rsqrt", "constant", "warmup_step")
@@ -103,7 +109,41 @@ def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Sch
   clip = opt.get("grad_clip_norm", 0.0)
   if clip:
     tx = optax.chain(optax.clip_by_global_norm(clip), tx)
+  trains = trains_fn(opt.get("trainable", ()), opt.get("freeze", ()))
+  if trains is not None:  # the frozen ones outside, so that clipping sees only trained ones
+    labels = lambda params: jax.tree_util.tree_map_with_path(
+      lambda path, _: "train" if trains(param_name(path)) else "freeze", params
+    )
+    tx = optax.multi_transform({"train": tx, "freeze": optax.set_to_zero()}, labels)
   return tx, schedule
+
+
+def param_name(path: Any) -> str:
+  """'params/Transformer/pos/encoding/table' of a key path into the params (boxes skipped)."""
+  return "/".join(["params", *(str(k.key) for k in path if hasattr(k, "key"))])
+
+
+def check_patterns(config: Any, params: Any) -> None:
+  """Each `optim.trainable` / `optim.freeze` pattern must name some parameter of `params`
+  (a typo would silently train everything): ConfigError naming it and a few names."""
+  names = [param_name(path) for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+  for field in ("trainable", "freeze"):
+    for pattern in config.optim.get(field, ()):
+      if not any(re.search(pattern, name) for name in names):
+        raise ConfigError(
+          f"config.optim.{field}: {pattern!r} matches no parameter; they are named like "
+          f"{', '.join(names[:3])}."
+        )
+
+
+def trains_fn(trainable: Any, freeze: Any) -> Any:
+  """`name -> bool` of `optim.trainable` / `optim.freeze`, or None when everything trains."""
+  if not trainable and not freeze:
+    return None
+  keep, stop = ([re.compile(p) for p in patterns] for patterns in (trainable, freeze))
+  return lambda name: (
+    (not keep or any(p.search(name) for p in keep)) and not any(p.search(name) for p in stop)
+  )
 
 
 def _scale_modules(multipliers: dict[str, float]) -> optax.GradientTransformation:

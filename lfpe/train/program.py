@@ -49,7 +49,9 @@ class Program:
     state = jax.jit(unboxed, out_shardings=self.state_shardings)(self.init_rng)
     if not self.config.get("init_from"):
       return state
-    loaded = init_from.variables(self.config, self.task, self.model, state.variables())
+    loaded = init_from.variables(
+      self.config, self.task, self.model, state.variables(), self.num_seeds
+    )
     params = loaded.pop("params")
     shardings = self.state_shardings
     return state.replace(
@@ -117,6 +119,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   state_shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(config.mesh.fsdp))
   abstract = sharding.unbox(boxed)
   sharding.check_divisible(abstract, state_shardings)
+  optim.check_patterns(config, abstract.params)
   data_sharding = sharding.batch_sharding(mesh)
   step = functools.partial(steps.train_step, task=task, model=model, tx=tx, schedule=schedule)
   if num_seeds:  # every seed's state, batch and dropout key on a leading axis

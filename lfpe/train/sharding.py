@@ -83,6 +83,12 @@ def tree_shardings(boxed_tree: Any, mesh: jax.sharding.Mesh, rules) -> Any:
   Unannotated leaves (step counters, biases without names) are replicated. The
   result has the structure of `nn.meta.unbox(boxed_tree)`.
   """
+  empty = lambda x: isinstance(x, nn.meta.AxisMetadata) and not jax.tree.leaves(x.unbox())
+  boxed_tree = jax.tree.map(  # boxes of nothing (a frozen parameter's optimizer slots) go
+    lambda x: x.unbox() if empty(x) else x,
+    boxed_tree,
+    is_leaf=lambda x: isinstance(x, nn.meta.AxisMetadata),
+  )
   specs = nn.get_partition_spec(boxed_tree)
   return nn.logical_to_mesh_sharding(specs, mesh, rules)
 

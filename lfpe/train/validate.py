@@ -11,6 +11,7 @@ compiling.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jax
@@ -164,6 +165,20 @@ def _validate_loop(config: Any) -> None:
     _choice(config, "dropout_prng", DROPOUT_PRNGS)
 
 
+def _patterns(config: Any, path: str) -> None:
+  """A tuple of regular expressions (of parameter paths), if the field is set."""
+  value = _get(config, path)
+  if value in (_MISSING, None):
+    return
+  if isinstance(value, str) or not isinstance(value, (tuple, list)):
+    _fail(path, "must be a tuple of regular expressions, e.g. ('^params/Transformer/pos',)", value)
+  for pattern in value:
+    try:
+      re.compile(pattern)
+    except (re.error, TypeError) as e:
+      _fail(path, f"holds {pattern!r}, not a regular expression ({e})", value)
+
+
 def _validate_optimizer(config: Any) -> None:
   name = _choice(config, "optim.name", optim.OPTIMIZERS)
   _number(config, "optim.lr", 0.0, open_low=True)
@@ -180,6 +195,8 @@ def _validate_optimizer(config: Any) -> None:
       isinstance(v, (int, float)) and v >= 0 for v in dict(multipliers).values()
     ):
       _fail("optim.lr_multipliers", "must map top-level module names to factors >= 0", multipliers)
+  for field in ("trainable", "freeze"):
+    _patterns(config, f"optim.{field}")
   schedule = _choice(config, "schedule.name", optim.SCHEDULES)
   if schedule == "warmup_cosine" and _get(config, "schedule.end_lr_factor") is not _MISSING:
     _number(config, "schedule.end_lr_factor", 0.0, 1.0)

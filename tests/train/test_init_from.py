@@ -122,3 +122,31 @@ def test_a_source_checkpoint_folder_works_without_its_workdir(tmp_path):
   state = _state(_config("fourier", init_from=str(path / "checkpoints" / "1" / "state")))
   np.testing.assert_array_equal(state.params["head"]["kernel"], source["head"]["kernel"])
   assert json.loads(json.dumps(str(path)))  # the path round-trips as a config string
+
+
+@pytest.mark.parametrize("source_seeds", [0, 2])
+def test_seeded_runs_start_seed_by_seed_or_all_from_one_source(tmp_path, source_seeds):
+  """With `config.seeds`, seed i starts from the source's seed i (a source with as many
+  seeds) or every seed from the one source run; skipped parameters stay each seed's own."""
+  path, source = _source(tmp_path, _config("embed_1d", seeds=source_seeds))
+  state = _state(
+    _config("embed_1d", seeds=2, init_from=str(path), init_skip=("^params/embedding/",)), seed=0
+  )
+  fresh = _state(_config("embed_1d", seeds=2), seed=0)
+  got, want, own = _flat(state.params), _flat(source), _flat(fresh.params)
+  assert "embedding/kernel" in got
+  for name, value in got.items():
+    assert value.shape[0] == 2, name
+    if name.startswith("embedding/"):
+      np.testing.assert_array_equal(value, own[name])
+      assert name == "embedding/bias" or not np.array_equal(value[0], value[1])  # bias: zeros
+    elif source_seeds:
+      np.testing.assert_array_equal(value, want[name])
+    else:
+      np.testing.assert_array_equal(value, np.stack([want[name]] * 2))
+
+
+def test_a_source_with_another_seed_count_is_refused(tmp_path):
+  path, _ = _source(tmp_path, _config("embed_1d", seeds=2))
+  with pytest.raises(ConfigError, match=r"trained with seeds=2, this run has config.seeds=3"):
+    _state(_config("embed_1d", seeds=3, init_from=str(path)))

@@ -7,6 +7,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from lfpe.errors import ConfigError
 from lfpe.train import optim
 
 
@@ -110,3 +111,48 @@ def test_lr_multipliers_scale_one_module():
   updates, _ = tx.update(params, tx.init(params), params)
   np.testing.assert_allclose(updates["backbone"], 0.1 * updates["head"], rtol=1e-6)
   assert float(jnp.abs(updates["head"]).max()) > 0
+
+
+def _frozen_config(**optim_fields):
+  return ml_collections.ConfigDict(
+    dict(
+      total_steps=10,
+      optim=dict(name="adamw", lr=1e-3, weight_decay=0.1, grad_clip_norm=1.0, **optim_fields),
+      schedule=dict(name="constant", warmup_steps=0),
+    )
+  )
+
+
+@pytest.mark.parametrize(
+  "fields,trained",
+  [
+    (dict(freeze=("^params/head/",)), {"pos", "body"}),
+    (dict(trainable=("/pos/",)), {"pos"}),
+    (dict(trainable=("/pos/", "^params/head/"), freeze=("bias$",)), {"pos", "head"}),
+  ],
+)
+def test_trainable_and_freeze_choose_which_parameters_move(fields, trained):
+  """Frozen parameters get no update and no decay (weight decay is on); the others do."""
+  tx, _ = optim.make_optimizer(_frozen_config(**fields))
+  params = {
+    "pos": {"table": jnp.ones((2, 3))},
+    "body": {"kernel": jnp.ones((3, 3))},
+    "head": {"kernel": jnp.ones((3, 2)), "bias": jnp.ones(2)},
+  }
+  updates, _ = tx.update(params, tx.init(params), params)
+  moved = {
+    top for top, sub in updates.items() if any(float(jnp.abs(u).max()) for u in sub.values())
+  }
+  assert moved == trained
+  if "freeze" in fields and fields["freeze"] == ("bias$",):
+    assert not float(jnp.abs(updates["head"]["bias"]).max())
+
+
+def test_a_freeze_pattern_that_names_no_parameter_is_refused():
+  config = _frozen_config(freeze=("^params/haed/",))
+  params = {"head": {"kernel": jnp.ones((3, 2))}}
+  with pytest.raises(
+    ConfigError,
+    match=r"config.optim.freeze: '\^params/haed/' matches no parameter; .*params/head/kernel",
+  ):
+    optim.check_patterns(config, params)

@@ -13,7 +13,7 @@ import orbax.checkpoint as ocp
 import pytest
 from train_fixtures import Interrupted, digits_small, make_array_loader, tiny_config
 
-from lfpe.train import trainer
+from lfpe.train import program, sharding, trainer
 
 KEYS = ("loss", "accuracy", "lr", "grad_norm", "param_norm")
 
@@ -186,3 +186,17 @@ def test_a_bad_named_evaluation_is_refused_naming_it(tmp_path, evals, message):
       config, str(tmp_path), make_loader=make_array_loader, devices=jax.devices()[:1]
     )
   assert not (tmp_path / "config.json").exists()  # refused before the run's record
+
+
+def test_frozen_parameters_keep_their_initial_values(tmp_path):
+  """`optim.trainable` through the whole trainer (boxed parameters, sharded state): only the
+  head moves; a seeded run freezes every seed alike."""
+  overrides = {"mesh.data": 1, "optim.trainable": ("^params/head/",), "seeds": 2}
+  _run(tmp_path, devices=jax.devices()[:1], **overrides)
+  config = tiny_config(**overrides)
+  mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
+  initial = program.build(config, mesh).init_state().params
+  final = _checkpoint_params(tmp_path, 20)
+  for name in ("embed", "mlp_in", "mlp_out"):
+    np.testing.assert_array_equal(final[name]["kernel"], initial[name]["kernel"])
+  assert (np.abs(final["head"]["kernel"] - initial["head"]["kernel"]).max(axis=(1, 2)) > 0).all()
