@@ -38,7 +38,7 @@ import numpy as np
 from absl import flags
 from jax.experimental import multihost_utils
 
-from lfpe.data import builders, config, detection_ops, image_ops, ops
+from lfpe.data import builders, config, detection_ops, image_ops, memory, ops
 
 Batch = dict[str, np.ndarray]
 
@@ -192,7 +192,7 @@ class TrainIterator:
 
   def __init__(
     self,
-    local: grain.DataLoaderIterator,
+    local: grain.DataLoaderIterator | memory.MemoryBatches,
     sharding,
     global_batch_size: int,
     sizes: Sequence[int] | None = None,
@@ -290,14 +290,17 @@ def make_loader(
     batch_size=global_batch_size // shard_count, shard_index=shard_index, shard_count=shard_count
   )
   if train:
-    local = train_batches(
-      source,
-      transforms,
-      seed=seed,
-      num_epochs=num_epochs,
-      worker_count=resolved.worker_count,
-      **kwargs,
-    )
+    if memory.applies(transforms, resolved.cache, resolved.worker_count):
+      local = memory.MemoryBatches(source, transforms, seed=seed, num_epochs=num_epochs, **kwargs)
+    else:
+      local = train_batches(
+        source,
+        transforms,
+        seed=seed,
+        num_epochs=num_epochs,
+        worker_count=resolved.worker_count,
+        **kwargs,
+      )
     return TrainIterator(local, sharding, global_batch_size, resolved.train_sizes, seed)
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)
