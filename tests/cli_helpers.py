@@ -1,6 +1,7 @@
 """Running `python -m lfpe.main` as a user would, for the command-line tests."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -16,9 +17,16 @@ def run_main(*args, **env):
 
 
 def start_main(*args, **env):
-  """`run_main` started, not waited for: a Popen whose stderr is a text pipe."""
+  """`run_main` started, not waited for: a Popen whose stderr is a text pipe. SIGINT is
+  restored to Python's default in it, as in a terminal: a suite started in the background
+  (`bash scripts/test.sh &`) passes SIGINT on ignored, and the run would not hear Ctrl-C."""
   return subprocess.Popen(
-    _command(args), cwd=ROOT, env=_env(env), stderr=subprocess.PIPE, text=True
+    _command(args),
+    cwd=ROOT,
+    env=_env(env),
+    stderr=subprocess.PIPE,
+    text=True,
+    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
   )
 
 
