@@ -3,26 +3,26 @@
   python -m benchmarks.seeds_vmap [--config configs/reformer_crops.py] [--arg posemb=fourier]
       [--seeds 3] [--steps 30]
 
-Takes the trainer's own step (`lfpe.train.steps.train_step` with the config's task, model
-and optimizer), jits it once for one seed and once vmapped over a leading seed axis of the
-state and of the dropout / hashing key (every seed sees the same batch, as in
-`lfpe.studies.multiseed`), and times `--steps` updates of `--seeds` seeds both ways on a
-fixed batch of the config's data, one device. Prints the ratio for benchmarks/README.md.
+Builds the trainer's own program of the config twice on one device: with `config.seeds = S`
+(one jitted step vmapped over a leading seed axis of the state, the batch and the dropout /
+hashing key: `lfpe.train.seeds`) and as a plain run, whose step is called once per seed.
+Times `--steps` updates of `--seeds` seeds both ways on a fixed batch of the config's data
+(every seed sees the same batch). Prints the ratio for benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import functools
 import os
 import time
 
 import jax
+import jax.numpy as jnp
 
 from benchmarks.aot_tpu import load_config
 from benchmarks.record_steps import step_parts
-from lfpe.train import sharding, steps
+from lfpe.train import program, sharding
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -35,15 +35,8 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=30)
   args = parser.parse_args()
   config = load_config(args.config, args.arg)
-  task, model, tx, schedule, batch = step_parts(config)
-  init = functools.partial(
-    steps.init_state, example=task.example_batch(config), task=task, model=model, tx=tx
-  )
-  step = lambda state, batch, key: steps.train_step(
-    state, batch, task=task, model=model, tx=tx, schedule=schedule, dropout_rng=key
-  )
-  keys = jax.random.split(jax.random.key(0), args.seeds)
-  init_one = jax.jit(lambda k: sharding.unbox(init(k)))
+  batch = step_parts(config)[-1]
+  mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
 
   def timed(run, state) -> float:
     state, metrics = run(state)  # compile
@@ -54,17 +47,18 @@ def main() -> None:
     jax.block_until_ready(metrics)
     return (time.perf_counter() - start) / args.steps
 
-  single = jax.jit(step, donate_argnums=0)
-  states = [init_one(k) for k in keys]
+  plain = program.build(config, mesh)
 
   def one_after_another(states):
-    out = [single(s, batch, k) for s, k in zip(states, keys, strict=True)]
+    out = [plain.train_step(s, batch) for s in states]
     return [s for s, _ in out], [m for _, m in out]
 
-  loop = timed(one_after_another, states)
-  vmapped = jax.jit(jax.vmap(step, in_axes=(0, None, 0)), donate_argnums=0)
-  stacked = jax.jit(jax.vmap(lambda k: sharding.unbox(init(k))))(keys)
-  vmap = timed(lambda s: vmapped(s, batch, keys), stacked)
+  loop = timed(one_after_another, [plain.init_state() for _ in range(args.seeds)])
+  with config.unlocked():
+    config.seeds = args.seeds
+  seeded = program.build(config, mesh)
+  stacked = jax.tree.map(lambda x: jnp.stack([x] * args.seeds), batch)
+  vmap = timed(lambda s: seeded.train_step(s, stacked), seeded.init_state())
   print(
     f"{datetime.date.today()}; jax {jax.__version__}; {jax.devices()[0].device_kind}; "
     f"{os.path.basename(args.config)}:{args.arg}; batch {config.batch_size}; "

@@ -1,8 +1,10 @@
 """The parts of the position study: each trains its configurations and records JSON results.
 
-`Study` holds the mode, the output paths and what parts hand to each other (pretrained
-Fourier positions, the trained `embed_1d` model that 000 Table 1 refits). Every result is
-appended to `results.json` as soon as it exists, so a stopped run keeps what it finished.
+Every configuration is one trainer workdir under `OUT/runs/` (all its seeds as one vmapped
+program, `config.seeds`); what parts hand to each other (pretrained Fourier positions, the
+trained `embed_1d` model that 000 Table 1 refits) is a workdir that the next run starts from
+(`config.init_from`). Every result is appended to `results.json` as soon as it exists, and a
+stopped configuration resumes from its last epoch's checkpoint.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import tempfile
 import time
 from typing import Any
 
@@ -18,22 +22,21 @@ import numpy as np
 
 from experiments.position_study import plan
 from lfpe.analysis import probes, similarity
-from lfpe.studies import multiseed as ms
 from lfpe.studies import positions, sweep
 from lfpe.studies.sweep import Config
+from lfpe.train import trainer
 
 MAP_INDEX = (2, 2)  # the reference patch of the similarity maps (upper half, 003 Fig. 5)
 
 
 class Study:
-  """Shared state of one run: mode, paths, results, and hand-overs between parts."""
+  """Shared state of one run: mode, paths, results and the part being timed."""
 
-  def __init__(self, mode: plan.Mode, out: str, data_dir: str, strategy: str, log=print):
-    self.mode, self.out, self.data_dir, self.strategy, self.log = mode, out, data_dir, strategy, log
+  def __init__(self, mode: plan.Mode, out: str, data_dir: str, log=print):
+    self.mode, self.out, self.data_dir, self.log = mode, out, data_dir, log
     self.results: dict[str, Any] = {"timing": {}}
-    self.pretrained = None  # position params [S, ...] of the pretrained Fourier model
-    self.refit_source = None  # the `distance` embed_1d Result
     self.part, self.part_start, self.part_base = None, 0.0, 0.0
+    self.pretrained: str | None = None  # the pretraining's workdir, once trained or read
 
   def begin(self, part: str) -> None:
     """Starts timing `part`; time an earlier (resumed) run spent on it is kept."""
@@ -46,13 +49,18 @@ class Study:
       elapsed = time.perf_counter() - self.part_start
       self.results["timing"][self.part] = self.part_base + elapsed
 
+  def workdir(self, key: str) -> str:
+    """The trainer workdir of the configuration `key` (e.g. 'tables/direction/embed_1d')."""
+    return os.path.join(self.out, "runs", *(re.sub(r"[^\w.=-]+", "_", p) for p in key.split("/")))
+
   def run(
-    self, config: Config, seeds, label: str | None = None, epochs: int | None = None, **kw
+    self, key: str, config: Config, seeds, label: str | None = None, epochs: int | None = None, **kw
   ) -> sweep.Result:
-    """Trains one configuration and logs its scores."""
+    """Trains (or reads back) one configuration in its workdir and logs its scores; `kw` are
+    `sweep.trainer_config`'s options (`init_from`, `init_skip`, `trainable`)."""
     spec = self.mode.spec if epochs is None else dataclasses.replace(self.mode.spec, epochs=epochs)
     start = time.perf_counter()
-    result = sweep.run(config, list(seeds), spec, self.data_dir, strategy=self.strategy, **kw)
+    result = sweep.run(config, list(seeds), spec, self.data_dir, self.workdir(key), **kw)
     self.log(
       f"  {config.task:12s} {label or config.posemb:22s} {dict(config.model)} "
       f"n={config.train_size}: {_fmt(result.test)} ({time.perf_counter() - start:.0f}s)"
@@ -93,38 +101,44 @@ def similarity_maps(model, params) -> list[list[float]]:
   return similarity.similarity_map(table, positions.grid(model), MAP_INDEX, "cosine").tolist()
 
 
-def pretrain(study: Study, needed: bool = False) -> None:
-  """003 Sec. 5.1: Fourier positions trained on `direction4`, then on `distance`.
-
-  A resumed run skips it unless its parameters are `needed` (they are not saved).
-  """
-  if study.pretrained is not None or (study.done("pretrain", "probes") and not needed):
-    return
+def pretrain(study: Study) -> str:
+  """003 Sec. 5.1: Fourier positions trained on `direction4`, then on `distance` (the body
+  carried over, a new head); returns the workdir whose positions the pretrained rows start
+  from (trained once: a finished workdir is read back)."""
+  if study.pretrained is not None:
+    return study.pretrained
   seeds, n = range(study.mode.seeds), study.mode.train_size
-  first = study.run(Config("direction4", "fourier", train_size=n), seeds)
-  keep_body = lambda fresh: {**first.params, "head": fresh["head"]}  # new task, new head
-  second = study.run(Config("distance", "fourier", train_size=n), seeds, init=keep_body)
-  study.pretrained = second.params
-  study.record("pretrain", "direction4", first.summary())
-  study.record("pretrain", "distance", second.summary())
-  names = ("left_right", "up_down", "distance")
-  study.record(
-    "pretrain",
-    "probes",
-    {
-      "before": probe_all(first.model, first.init_params, names),
-      "after": probe_all(second.model, second.params, names),
-    },
+  first = study.run("pretrain/direction4", Config("direction4", "fourier", train_size=n), seeds)
+  source = study.workdir("pretrain/direction4")
+  second = study.run(
+    "pretrain/distance",
+    Config("distance", "fourier", train_size=n),
+    seeds,
+    init_from=source,
+    init_skip=("^params/head/",),  # new task, new head
   )
+  if not study.done("pretrain", "probes"):
+    study.record("pretrain", "direction4", first.summary())
+    study.record("pretrain", "distance", second.summary())
+    names = ("left_right", "up_down", "distance")
+    study.record(
+      "pretrain",
+      "probes",
+      {
+        "before": probe_all(first.model, first.init_params, names),
+        "after": probe_all(second.model, second.params, names),
+      },
+    )
+  study.pretrained = study.workdir("pretrain/distance")
+  return study.pretrained
 
 
-def _table_run(study: Study, label: str, config: Config, seeds) -> sweep.Result:
+def _table_run(study: Study, key: str, label: str, config: Config, seeds) -> sweep.Result:
   if config.posemb != "fourier_pretrained":
-    return study.run(config, seeds, label)
-  pretrain(study, needed=True)
-  source = study.pretrained
+    return study.run(key, config, seeds, label)
+  source = pretrain(study)  # its positions start this model; the rest is initialised afresh
   config = dataclasses.replace(config, posemb="fourier")
-  return study.run(config, seeds, label, init=lambda fresh: positions.transplant(fresh, source))
+  return study.run(key, config, seeds, label, init_from=source, init_skip=(sweep.NOT_POSITIONS,))
 
 
 def tables(study: Study) -> None:
@@ -133,7 +147,7 @@ def tables(study: Study) -> None:
   for enc, config in plan.table_configs(study.mode):
     if study.done("tables", f"{config.task}/{enc}"):
       continue
-    result = _table_run(study, enc, config, seeds)
+    result = _table_run(study, f"tables/{config.task}/{enc}", enc, config, seeds)
     entry = result.summary() | {"posemb": enc}
     names = {"direction": ("left_right", "up_down"), "distance": ("distance",)}.get(config.task)
     if enc in plan.PROBED and names:
@@ -146,8 +160,6 @@ def tables(study: Study) -> None:
         "before": similarity_maps(result.model, result.init_params),
         "after": similarity_maps(result.model, result.params),
       }
-    if config.task == "distance" and enc == "embed_1d":
-      study.refit_source = result
     study.record("tables", f"{config.task}/{enc}", entry)
 
 
@@ -157,7 +169,7 @@ def curves(study: Study) -> None:
   for config, epochs in plan.curve_configs(study.mode):
     if study.done("curves", plan.curve_key(config)):
       continue
-    result = study.run(config, seeds, epochs=epochs)
+    result = study.run(f"curves/{plan.curve_key(config)}", config, seeds, epochs=epochs)
     study.record(
       "curves",
       plan.curve_key(config),
@@ -171,7 +183,7 @@ def ablation(study: Study) -> None:
   for config in plan.ablation_configs(study.mode):
     if study.done("ablation", plan.ablation_key(config)):
       continue
-    result = study.run(config, seeds)
+    result = study.run(f"ablation/{plan.ablation_key(config)}", config, seeds)
     study.record(
       "ablation",
       plan.ablation_key(config),
@@ -186,7 +198,7 @@ def gabor(study: Study) -> None:
     for label, config in rows:
       if study.done(f"gabor_{name}", label):
         continue
-      result = study.run(config, seeds, label)
+      result = study.run(f"gabor_{name}/{label}", config, seeds, label)
       study.record(
         f"gabor_{name}", label, result.summary() | {"params": positions.count(result.params)}
       )
@@ -196,25 +208,25 @@ def gabor(study: Study) -> None:
 def refit(study: Study) -> None:
   """000 Table 1: freeze a trained `embed_1d` model, train only new gabor / edge positions."""
   seeds = list(range(study.mode.few_seeds))
-  source = study.refit_source
-  if source is None or source.seeds[: len(seeds)] != seeds:
-    source = study.run(Config("distance", "embed_1d", train_size=study.mode.train_size), seeds)
-  trained = jax.tree.map(lambda a: a[: len(seeds)], source.params)
+  config = Config("distance", "embed_1d", train_size=study.mode.train_size)
+  source = study.run("gabor_refit/embed_1d", config, seeds)
   study.record(
     "gabor_refit",
     "embed_1d",
-    {"test": source.test[: len(seeds)].tolist(), "params": positions.count(trained)},
+    {"test": source.test.tolist(), "params": positions.count(source.params)},
   )
   for enc in study.mode.refit:
     if study.done("gabor_refit", enc):
       continue
     result = study.run(
+      f"gabor_refit/{enc}",
       Config("distance", enc, train_size=study.mode.train_size),
       seeds,
       f"refit {enc}",
       epochs=study.mode.refit_epochs,
-      trainable=positions.is_position,
-      init=lambda fresh: positions.transplant(trained, fresh, False),
+      init_from=study.workdir("gabor_refit/embed_1d"),  # the trained body; new positions
+      init_skip=(sweep.POSITIONS,),
+      trainable=(sweep.POSITIONS,),
     )
     extra = {"params": positions.count(result.params), "epochs": study.mode.refit_epochs}
     study.record("gabor_refit", enc, result.summary() | extra)
@@ -225,24 +237,27 @@ def defaults(study: Study) -> None:
   seeds = range(study.mode.seeds)
   for label, config in plan.defaults_configs(study.mode):
     if not study.done("defaults", label):
-      study.record("defaults", label, study.run(config, seeds, label).summary())
+      result = study.run(f"defaults/{label}", config, seeds, label)
+      study.record("defaults", label, result.summary())
 
 
 def speed(study: Study, epochs: int = 2) -> None:
-  """Wall time of S seeds trained as one vmapped program, with lax.map, or one by one."""
-  seeds = range(study.mode.seeds)
-  spec = dataclasses.replace(study.mode.spec, epochs=epochs)
+  """Wall time of S seeds trained as one vmapped program (`config.seeds`) against the same
+  seeds trained one after another (S plain runs of the trainer)."""
+  seeds = list(range(study.mode.seeds))
   config = Config("direction", "embed_1d", train_size=study.mode.train_size)
-  data = sweep.splits(config.task, study.data_dir)["train"]
-  data = data if config.train_size is None else data.take(config.train_size)
-  model = sweep.build_model(config)
   for strategy in plan.SPEED_STRATEGIES:
     if study.done("speed", strategy):
       continue
-    params = ms.init_params(model, seeds, data.images.shape[1:])
-    start = time.perf_counter()
-    _, history = ms.train(model, params, data, spec, list(seeds), strategy=strategy)
-    seconds = time.perf_counter() - start
+    groups = [seeds] if strategy == "vmap" else [[s] for s in seeds]
+    spec = dataclasses.replace(study.mode.spec, epochs=epochs)
+    with tempfile.TemporaryDirectory() as scratch:  # always trained afresh, never read back
+      start = time.perf_counter()
+      for group in groups:
+        settings = sweep.trainer_config(config, spec, group, study.data_dir)
+        settings.seeds = len(group) if strategy == "vmap" else 0  # a plain run: no seed axis
+        trainer.train_and_evaluate(settings, os.path.join(scratch, str(group[0])))
+      seconds = time.perf_counter() - start
     study.log(f"  speed {strategy}: {seconds:.1f}s for {len(seeds)} seeds x {epochs} epochs")
     study.record(
       "speed",
@@ -251,7 +266,6 @@ def speed(study: Study, epochs: int = 2) -> None:
         "seconds": seconds,
         "seeds": len(seeds),
         "epochs": epochs,
-        "examples": len(data.images),
-        "epoch_seconds": history["epoch_seconds"],
+        "examples": study.mode.train_size or 5000,
       },
     )

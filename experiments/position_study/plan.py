@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from lfpe.studies.multiseed import TrainSpec
-from lfpe.studies.sweep import Config
+from lfpe.studies.sweep import Config, TrainSpec
 
 PARTS = ("pretrain", "tables", "curves", "ablation", "gabor", "defaults")
 TASKS = ("direction", "distance", "absolute", "color_shift")
@@ -211,7 +210,7 @@ def ablation_key(config: Config) -> str:
   return f"{config.posemb}/{config.model['pos_injection']}"
 
 
-SPEED_STRATEGIES = ("vmap", "map", "loop")
+SPEED_STRATEGIES = ("vmap", "loop")  # config.seeds = S, or S plain runs one after another
 
 
 def expected(mode: Mode) -> dict[str, list[str]]:

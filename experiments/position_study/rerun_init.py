@@ -30,7 +30,10 @@ def main() -> None:
   recorded = json.load(open(os.path.join(args.out, "results.json")))["tables"]
   mode, rows, lines = plan.FULL, {}, []
   for task, enc in ROWS:
-    result = sweep.run(sweep.Config(task, enc), range(mode.seeds), mode.spec, args.data_dir)
+    workdir = os.path.join(args.out, "runs", "rerun_init", task, enc)
+    result = sweep.run(
+      sweep.Config(task, enc), range(mode.seeds), mode.spec, args.data_dir, workdir
+    )
     rows[f"{task}/{enc}"] = result.summary()
     old = recorded[f"{task}/{enc}"]["test"]
     now = fmt(result.test, scale=100)

@@ -42,12 +42,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--data_dir", default=os.path.expanduser("~/tensorflow_datasets"))
   parser.add_argument("--parts", default=",".join(RUNNERS), help="comma-separated parts")
   parser.add_argument(
-    "--strategy",
-    default="vmap",
-    choices=("vmap", "map", "loop"),
-    help="how seeds run: one vmapped program, lax.map, or one by one",
-  )
-  parser.add_argument(
     "--restart", action="store_true", help="discard --out/results.json and run everything"
   )
   parser.add_argument("--status", action="store_true", help="print what is done and left")
@@ -115,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
   tfds.disable_progress_bar()
   log = lambda msg: print(msg, flush=True)
-  study = parts.Study(mode, args.out, args.data_dir, args.strategy, log)
+  study = parts.Study(mode, args.out, args.data_dir, log)
   study.results = previous or study.results
   study.results.setdefault("timing", {})
   study.results["mode"] = name

@@ -1,5 +1,5 @@
 """lfpe.studies: the controlled position-embedding studies (003, 000, 004) at small scale.
 
-`multiseed` trains many seeds of one small model as one program; the study definitions
-(red-green tasks, ablations) build on it.
+`sweep` turns one red-green configuration into a trainer config (all its seeds as one vmapped
+program, `config.seeds`); `positions` reads the position part of a trained ViT.
 """

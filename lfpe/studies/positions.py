@@ -1,10 +1,11 @@
-"""The position part of a trained ViT: its table, its parameters, moving it between models.
+"""The position part of a trained ViT: its table and its parameters.
 
-The studies probe and plot the position embeddings a ViT learned (003 Table 2, Fig. 5),
-start a model from pretrained position parameters (003 Sec. 5.1) and count or retrain
-only the position parameters (000 Table 1). Everything here reads the parameter tree of
-`lfpe.models.vit.ViT`: the encoder's encodings live under `params['Transformer']['pos']`
-(stem, shared) or `['pos_0']`, `['pos_1']`, ... (one per block).
+The studies probe and plot the position embeddings a ViT learned (003 Table 2, Fig. 5) and
+count the position parameters (000 Table 1); moving them between models is the trainer's
+`init_from` (with `sweep.POSITIONS` / `sweep.NOT_POSITIONS` as `init_skip`). Everything here
+reads the parameter tree of `lfpe.models.vit.ViT`: the encoder's encodings live under
+`params['Transformer']['pos']` (stem, shared) or `['pos_0']`, `['pos_1']`, ... (one per
+block).
 """
 
 from __future__ import annotations
@@ -67,22 +68,3 @@ def tables(model: ViT, params: Any, key: str = "pos") -> np.ndarray:
   return np.stack(
     [table(model, jax.tree.map(lambda a, i=i: a[i], params), key) for i in range(num_seeds)]
   )
-
-
-def transplant(params: Any, source: Any, same_encoding: bool = True) -> Any:
-  """`params` with every position subtree replaced by the one of `source`.
-
-  With `same_encoding` (pretrained positions into a fresh model) the subtrees must match;
-  without it, the encoding may change (a trained model given another encoding, 000 Table 1).
-  """
-  enc = {k: v for k, v in params[_ENC].items() if same_encoding or not is_position((_ENC, k))}
-  for key, value in position_params(source).items():
-    if same_encoding and (
-      key not in enc or jax.tree.structure(enc[key]) != jax.tree.structure(value)
-    ):
-      raise ValueError(
-        f"transplant: position subtree {key!r} differs between the models; "
-        "use the same posemb, width and injection in both."
-      )
-    enc[key] = value
-  return {**params, _ENC: enc}

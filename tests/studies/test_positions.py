@@ -1,12 +1,23 @@
 """Reading, counting and moving the position parameters of a ViT."""
 
+import re
+
+import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from lfpe.models import vit
-from lfpe.studies import multiseed as ms
 from lfpe.studies import positions, sweep
+from lfpe.train.optim import param_name
+
+
+def _init(model, seeds, image_shape):
+  """Parameters of `model` for every seed, `[S, ...]` leaves."""
+  example = jnp.zeros((1, *image_shape), jnp.float32)
+  init = lambda key: nn.meta.unbox(model.init(key, example, train=False)["params"])
+  return jax.vmap(init)(jnp.stack([jax.random.key(s) for s in seeds]))
 
 
 def _model(posemb, **kw):
@@ -16,7 +27,7 @@ def _model(posemb, **kw):
 
 def test_learned_table_is_the_parameter():
   model = _model("embed_1d")
-  params = ms.init_params(model, [0, 1], (12, 12, 3))
+  params = _init(model, [0, 1], (12, 12, 3))
   tables = positions.tables(model, params)
   assert tables.shape == (2, 9, 16)
   np.testing.assert_array_equal(tables, params["Transformer"]["pos"]["encoding"]["table"])
@@ -24,7 +35,7 @@ def test_learned_table_is_the_parameter():
 
 def test_sine_table_follows_eq1():
   model = _model("sine_2d")
-  params = ms.init_params(model, [0], (12, 12, 3))
+  params = _init(model, [0], (12, 12, 3))
   table = positions.tables(model, params)[0]  # [9, 16]
   # Every (sin, cos) pair of one frequency has unit norm: D / 2 pairs in a row.
   np.testing.assert_allclose(np.sum(table**2, -1), 8.0, rtol=1e-5)
@@ -34,40 +45,34 @@ def test_sine_table_follows_eq1():
 
 
 def test_counts_by_hand():
-  params = ms.init_params(_model("embed_1d"), [0], (12, 12, 3))
+  params = _init(_model("embed_1d"), [0], (12, 12, 3))
   assert positions.count(params) == 9 * 16 + 16  # table + class-token row
-  params = ms.init_params(
-    _model("embed_1d", pos_injection="every_layer", depth=2), [0], (12, 12, 3)
-  )
+  params = _init(_model("embed_1d", pos_injection="every_layer", depth=2), [0], (12, 12, 3))
   assert positions.count(params) == 2 * (9 * 16 + 16)
   fourier = _model("fourier(fourier_dim=8, hidden_dim=4)")
-  params = ms.init_params(fourier, [0], (12, 12, 3))
+  params = _init(fourier, [0], (12, 12, 3))
   assert positions.count(params) == (4 * 2) + (8 * 4 + 4) + (4 * 16 + 16) + 16
 
 
 def test_relative_encodings_have_no_table():
   model = _model("rel_attn_2d")
-  params = ms.init_params(model, [0], (12, 12, 3))
+  params = _init(model, [0], (12, 12, 3))
   with pytest.raises(ValueError, match="absolute"):
     positions.tables(model, params)
 
 
-def test_transplant_moves_only_positions():
-  model = _model("fourier")
-  a = ms.init_params(model, [0], (12, 12, 3))
-  b = ms.init_params(model, [1], (12, 12, 3))
-  c = positions.transplant(a, b)
-
-  def check(path, x, y, z):
-    return np.array_equal(y if positions.is_position(ms._names(path)) else x, z)
-
-  assert all(jax.tree.leaves(jax.tree_util.tree_map_with_path(check, a, b, c)))
-  wr = lambda p: p["Transformer"]["pos"]["encoding"]["wr"]
-  assert not np.array_equal(wr(a), wr(b)) and np.array_equal(wr(c), wr(b))
-  assert np.array_equal(c["embedding"]["kernel"], a["embedding"]["kernel"])
-  other = ms.init_params(_model("embed_1d"), [0], (12, 12, 3))
-  with pytest.raises(ValueError, match="differs"):
-    positions.transplant(a, other)
+@pytest.mark.parametrize("injection", ["stem", "every_layer"])
+def test_the_position_patterns_split_the_parameters(injection):
+  """`sweep.POSITIONS` (init_skip / optim.trainable of the refit and the pretrained rows)
+  names exactly the position parameters, `sweep.NOT_POSITIONS` exactly the others."""
+  params = _init(_model("fourier", pos_injection=injection, depth=2), [0], (12, 12, 3))
+  names = [param_name(path) for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+  own = [n for n in names if n.startswith("params/Transformer/pos")]
+  assert own and len(own) < len(names)
+  assert [n for n in names if re.search(sweep.POSITIONS, n)] == own
+  assert [n for n in names if re.search(sweep.NOT_POSITIONS, n)] == [
+    n for n in names if n not in own
+  ]
 
 
 @pytest.mark.parametrize("posemb", ["embed_1d", "embed_2d", "fourier", "gabor_edge"])
@@ -76,7 +81,7 @@ def test_study_initialisation_makes_the_position_signal_visible(posemb):
 
   def spread(config):
     model = sweep.build_model(config)
-    table = positions.tables(model, ms.init_params(model, [0, 1], (32, 32, 3)))
+    table = positions.tables(model, _init(model, [0, 1], (32, 32, 3)))
     return np.linalg.norm(table - table.mean(1, keepdims=True), axis=-1).mean()
 
   before = spread(sweep.Config("direction", posemb, position_init={}))
@@ -99,7 +104,7 @@ def test_study_models_use_the_study_initialisation():
   for posemb, spec in expected.items():
     model = sweep.build_model(sweep.Config("direction", posemb))
     assert model.posemb == spec and model.head_init_std == 0.2
-  params = ms.init_params(sweep.build_model(sweep.Config("direction", "none")), [0], (32, 32, 3))
+  params = _init(sweep.build_model(sweep.Config("direction", "none")), [0], (32, 32, 3))
   assert 0.1 < np.asarray(params["head"]["kernel"]).std() < 0.3
   options = sweep.Config("direction", "fourier(gamma=0.5)").model_config()["posemb"]
   assert options == "fourier(gamma=0.5, out_init_std=1.0)"
