@@ -14,17 +14,13 @@ import numpy as np  # noqa: E402
 from experiments import claims as claims_table  # noqa: E402
 from experiments import stats, sweeps  # noqa: E402
 from experiments.stats import difference, fmt, interval  # noqa: E402
+from lfpe import encodings  # noqa: E402
 
 SIZES = (32, 40, 48, 56, 64)
 PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}  # test sizes (configs/detr_shapes.py)
 METRICS = ("AP", "AP50", "AP75")
-NAMES = {
-  "detr_sine": "Sine-2D",
-  "embed_2d": "Embed-2D",
-  "mlp": "MLP",
-  "fourier": "Learnable-Fourier+MLP",
-  "none": "no position (control)",
-}
+ARMS = ("detr_sine", "embed_2d", "mlp", "fourier", "none")
+NAMES = {posemb: encodings.display_name(posemb) for posemb in ARMS}  # the registry's labels
 # 002 Tables 1 and 2 (DETR-R50 on COCO 2017 val, AP in %): AP, AP50, AP75.
 PAPER = {
   "all": {

@@ -14,17 +14,10 @@ from PIL import Image  # noqa: E402
 from experiments import claims as claims_table  # noqa: E402
 from experiments import stats, sweeps  # noqa: E402
 from experiments.stats import fmt, interval  # noqa: E402
+from lfpe import encodings  # noqa: E402
 
-NAMES = {
-  "embed_2d": "Embed-2D",
-  "embed_1d": "Embed-1D",
-  "sine_2d": "Sine-2D",
-  "sine_1d": "Sine-1D",
-  "fourier": "Learnable-Fourier+MLP",
-  "fourier_no_mlp": "Learnable-Fourier",
-  "mlp": "MLP",
-  "none": "no position (control)",
-}
+ARMS = ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier", "fourier_no_mlp", "mlp", "none")
+NAMES = {posemb: encodings.display_name(posemb) for posemb in ARMS}  # the registry's labels
 FIGURES = {
   "fig3a": ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier", "none"),
   "fig3b": ("fourier", "fourier_no_mlp", "mlp"),
@@ -255,6 +248,6 @@ def write(results: dict, samples: dict[str, np.ndarray], out: str, levels: int) 
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(entries, out)
-  for name, encodings in FIGURES.items():
-    figure(results, encodings, os.path.join(out, f"{name}.png"))
+  for name, arms in FIGURES.items():
+    figure(results, arms, os.path.join(out, f"{name}.png"))
   sample_grid(samples, os.path.join(out, "samples.png"), levels)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from lfpe import encodings
 from lfpe.studies.sweep import Config, TrainSpec
 
 PARTS = ("pretrain", "tables", "curves", "ablation", "gabor", "defaults")
@@ -39,18 +40,11 @@ ROWS = (*ENCODINGS, "rel_attn_2d_cls")  # rows of the tables
 PROBED = ("embed_1d", "sine_2d", "fourier", "learnable_sine", "fourier_pretrained", "gabor_edge")
 MAPPED = ("embed_1d", "sine_2d", "fourier", "learnable_sine", "fourier_pretrained")
 CURVE_ENCODINGS = ("embed_1d", "sine_2d", "fourier")
-LABELS = {
-  "none": "None",
-  "rel_attn_2d": "Relative (rel_attn_2d)",
-  "embed_1d": "Absolute (embed_1d)",
-  "sine_2d": "Fixed sinusoidal (sine_2d)",
-  "fourier": "Learnable Fourier (fourier)",
-  "learnable_sine": "Learnable sinusoidal (003 Sec. 5.2)",
-  "fourier_pretrained": "Pretrained Fourier (003 Sec. 5.1)",
-  "gabor_edge": "Gabor + edge (000)",
-  "rope_mixed": "RoPE mixed (rope_mixed)",
-  "rel_attn_2d_cls": "Relative, class-token pooling",
+STUDY_ARMS = {  # the rows that are not an encoding of their own
+  "fourier_pretrained": "Learnable-Fourier+MLP, pretrained (003 Sec. 5.1)",
+  "rel_attn_2d_cls": "Relative attention (2-D), class-token pooling",
 }
+LABELS = {row: STUDY_ARMS.get(row) or encodings.display_name(row) for row in ROWS}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,7 +38,9 @@ class Registration:
   options (`gabor` is `GaborEdge(use_gabor=True, use_edge=False)`). aliases: other names.
   reads_boxes: it can encode a 4-D box (x0, y0, x1, y1) as the layout captioner needs: an
   M-D encoding, not a 1-D raster code nor a 2-D-only one. resolution_free: it evaluates at
-  any coordinates; False for learned tables, which are resampled to a new grid.
+  any coordinates; False for learned tables, which are resampled to a new grid. labels: the
+  display name of the name, then of each alias, as papers and lfpe's reports write them
+  (`registry.display_name`; the one name map of every table and figure; default: the names).
   """
 
   name: str
@@ -46,6 +48,7 @@ class Registration:
   aliases: tuple[str, ...] = ()
   reads_boxes: bool = False
   resolution_free: bool = True
+  labels: tuple[str, ...] = ()
 
   @property
   def module_class(self) -> type:

@@ -223,13 +223,18 @@ class PositionMLP(_Grouped, nn.Module):
 
 ENCODINGS = (
   Registration(
-    "fourier", LearnableFourierMLP, aliases=("learnable_fourier_mlp",), reads_boxes=True
+    "fourier",
+    LearnableFourierMLP,
+    aliases=("learnable_fourier_mlp",),
+    reads_boxes=True,
+    labels=("Learnable-Fourier+MLP",) * 2,
   ),
-  Registration("fourier_no_mlp", FourierFeatures, reads_boxes=True),
+  Registration("fourier_no_mlp", FourierFeatures, reads_boxes=True, labels=("Learnable-Fourier",)),
   Registration(
     "fixed_fourier_mlp",
     functools.partial(LearnableFourierMLP, trainable_wr=False),
     reads_boxes=True,
+    labels=("Fixed-Fourier+MLP",),
   ),
-  Registration("mlp", PositionMLP, reads_boxes=True),
+  Registration("mlp", PositionMLP, reads_boxes=True, labels=("MLP",)),
 )

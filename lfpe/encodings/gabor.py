@@ -129,7 +129,15 @@ class GaborEdge(AbsoluteEncoding, nn.Module):
 
 
 ENCODINGS = (
-  Registration("gabor", functools.partial(GaborEdge, use_gabor=True, use_edge=False)),
-  Registration("edge", functools.partial(GaborEdge, use_gabor=False, use_edge=True)),
-  Registration("gabor_edge", functools.partial(GaborEdge, use_gabor=True, use_edge=True)),
+  Registration(
+    "gabor", functools.partial(GaborEdge, use_gabor=True, use_edge=False), labels=("Gabor",)
+  ),
+  Registration(
+    "edge", functools.partial(GaborEdge, use_gabor=False, use_edge=True), labels=("Edge",)
+  ),
+  Registration(
+    "gabor_edge",
+    functools.partial(GaborEdge, use_gabor=True, use_edge=True),
+    labels=("Gabor+edge",),
+  ),
 )

@@ -69,6 +69,6 @@ class Intuitive(AbsoluteEncoding, nn.Module):
 
 
 ENCODINGS = tuple(
-  Registration(code, functools.partial(Intuitive, code=code))
-  for code in ("index", "unit", "binary")
+  Registration(code, functools.partial(Intuitive, code=code), labels=(label,))
+  for code, label in (("index", "Index"), ("unit", "Unit"), ("binary", "Binary"))
 )

@@ -178,8 +178,13 @@ def _check_same_ndim(shape: Sequence[int], grid_shape: tuple[int, ...], owner: s
 
 
 ENCODINGS = (
-  Registration("embed_1d", Embed1D, resolution_free=False),
+  Registration("embed_1d", Embed1D, resolution_free=False, labels=("Embed-1D",)),
   Registration(
-    "embed_nd", EmbedND, aliases=("embed_2d", "embed_4d"), reads_boxes=True, resolution_free=False
+    "embed_nd",
+    EmbedND,
+    aliases=("embed_2d", "embed_4d"),
+    reads_boxes=True,
+    resolution_free=False,
+    labels=("Embed-ND", "Embed-2D", "Embed-4D"),
   ),
 )

@@ -16,4 +16,4 @@ class NoPosition(nn.Module):
     return None
 
 
-ENCODINGS = (Registration("none", NoPosition),)
+ENCODINGS = (Registration("none", NoPosition, labels=("No position",)),)

@@ -9,7 +9,8 @@ its options. Option values are Python literals; a bare word is a string
 Each encoding module declares its names once (`ENCODINGS`, a tuple of
 `base.Registration`: name, linen factory, aliases, capabilities); this module finds them in
 every module of the package, so adding an encoding is adding one module (README: "How to
-extend"). `REGISTRY`, `ALIASES`, `NAMES`, `info(name)` and `markdown_table()` derive from them.
+extend"). `REGISTRY`, `ALIASES`, `NAMES`, `info(name)`, `display_name(spec)` (the one map from
+an encoding to the name tables and figures print) and `markdown_table()` derive from them.
 
 * `options(name)`: the options an encoding takes (the one place this is computed).
 * `create(spec, **kwargs)`: the module, with exactly these arguments.
@@ -38,6 +39,11 @@ def collect(modules) -> dict[str, Registration]:
   found: dict[str, Registration] = {}
   for module in modules:
     for entry in getattr(module, "ENCODINGS", ()):
+      if entry.labels and len(entry.labels) != 1 + len(entry.aliases):
+        raise ValueError(
+          f"encoding {entry.name!r} of {module.__name__}: give one display label per name and "
+          f"alias, labels=({', '.join(['...'] * (1 + len(entry.aliases)))})."
+        )
       for name in (entry.name, *entry.aliases):
         taken = [n for n, e in found.items() if name in (n, *e.aliases)]
         if taken:
@@ -73,18 +79,18 @@ def module_classes() -> tuple[type, ...]:
 
 
 def markdown_table() -> str:
-  """The README's table of encodings: name (aliases), module, kind and capabilities."""
+  """The README's table of encodings: name (aliases), label, module, kind and capabilities."""
   rows = [
-    "| name (aliases) | module | kind | 4-D boxes | resolution-free |",
-    "|---|---|---|---|---|",
+    "| name (aliases) | label | module | kind | 4-D boxes | resolution-free |",
+    "|---|---|---|---|---|---|",
   ]
   for name, e in sorted(REGISTRATIONS.items()):
     aliases = f" ({', '.join(f'`{a}`' for a in e.aliases)})" if e.aliases else ""
-    fixed = ", ".join(f"{k}={v!r}" for k, v in getattr(e.factory, "keywords", {}).items())
-    module = f"{e.module_class.__name__}({fixed})" if fixed else e.module_class.__name__
+    module = _format(e.module_class.__name__, getattr(e.factory, "keywords", {}))
     yes = lambda flag: "yes" if flag else "no"
+    labels = " / ".join(dict.fromkeys(e.labels or [name]))
     rows.append(
-      f"| `{name}`{aliases} | `{module}` | {e.kind} | {yes(e.reads_boxes)} | "
+      f"| `{name}`{aliases} | {labels} | `{module}` | {e.kind} | {yes(e.reads_boxes)} | "
       f"{yes(e.resolution_free)} |"
     )
   return "\n".join(rows)
@@ -175,8 +181,24 @@ def spec(name: str, **opts: Any) -> str:
   -> `"embed_1d"`: one config can offer an option that only some encodings take.
   """
   taken = set(options(name))
-  args = ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items()) if k in taken)
-  return f"{name}({args})" if args else name
+  return _format(name, {k: v for k, v in opts.items() if k in taken})
+
+
+def _format(head: str, opts: Mapping[str, Any], space: str = "") -> str:
+  """`head(k=v, ...)`, options sorted (`head` alone without options): the one formatter of
+  specs and display names."""
+  args = ", ".join(f"{k}={v!r}" for k, v in sorted(opts.items()))
+  return f"{head}{space}({args})" if args else head
+
+
+def display_name(spec) -> str:
+  """How tables and figures name the encoding of `spec`: its registered label (002's names:
+  `Sine-2D`, `Learnable-Fourier+MLP`, ...), options after it in brackets, e.g.
+  `display_name("fourier(gamma=16.0)")` -> `"Learnable-Fourier+MLP (gamma=16.0)"`."""
+  name, opts = parse(spec)
+  entry = info(name)
+  names = (entry.name, *entry.aliases)
+  return _format((entry.labels or names)[names.index(name)], opts, space=" ")
 
 
 def with_options(spec, **options: Any) -> str:
@@ -185,9 +207,7 @@ def with_options(spec, **options: Any) -> str:
   formatter of a changed spec (the command line's `--config.model.posemb.OPTION=`, the
   experiments' policies); an option the encoding lacks fails when it is built, naming it."""
   name, old = parse(spec)
-  merged = {**old, **options}
-  args = ", ".join(f"{k}={v!r}" for k, v in sorted(merged.items()))
-  return f"{name}({args})" if args else name
+  return _format(name, {**old, **options})
 
 
 def check_options(name: str, opts: Mapping[str, Any], context: Mapping[str, Any] = ()) -> None:

@@ -186,6 +186,6 @@ class Rotary2D(Checked, nn.Module):
 
 
 ENCODINGS = (
-  Registration("rope_axial", functools.partial(Rotary2D, mode="axial")),
-  Registration("rope_mixed", functools.partial(Rotary2D, mode="mixed")),
+  Registration("rope_axial", functools.partial(Rotary2D, mode="axial"), labels=("RoPE-Axial",)),
+  Registration("rope_mixed", functools.partial(Rotary2D, mode="mixed"), labels=("RoPE-Mixed",)),
 )

@@ -235,8 +235,16 @@ class LearnableSinusoidal(_Sine, nn.Module):
 
 
 ENCODINGS = (
-  Registration("sine_1d", Sine1D),
-  Registration("sine_nd", SineND, aliases=("sine_2d", "sine_4d"), reads_boxes=True),
-  Registration("detr_sine", DetrSine),
-  Registration("learnable_sine", LearnableSinusoidal, reads_boxes=True),
+  Registration("sine_1d", Sine1D, labels=("Sine-1D",)),
+  Registration(
+    "sine_nd",
+    SineND,
+    aliases=("sine_2d", "sine_4d"),
+    reads_boxes=True,
+    labels=("Sine-ND", "Sine-2D", "Sine-4D"),
+  ),
+  Registration("detr_sine", DetrSine, labels=("Sine-2D (DETR)",)),
+  Registration(
+    "learnable_sine", LearnableSinusoidal, reads_boxes=True, labels=("Learnable sinusoidal",)
+  ),
 )

@@ -150,6 +150,30 @@ def test_a_module_declares_its_names_once():
     registry.collect([module("a", encodings.REGISTRATIONS["fourier"]), module("b", clash)])
 
 
+def test_display_names_are_one_map_with_a_label_for_every_name():
+  """Every encoding of lfpe declares its labels; names and aliases map to them one to one, and
+  options follow in brackets (reports and figures print these and nothing else)."""
+  labels = {}
+  for entry in encodings.REGISTRATIONS.values():
+    assert len(entry.labels) == 1 + len(entry.aliases), entry.name
+    for name in (entry.name, *entry.aliases):
+      labels[name] = encodings.display_name(name)
+  assert labels["sine_2d"] == "Sine-2D" and labels["detr_sine"] == "Sine-2D (DETR)"
+  assert labels["fourier"] == labels["learnable_fourier_mlp"] == "Learnable-Fourier+MLP"
+  assert len(set(labels.values())) == len(labels) - 1  # only the alias of `fourier` repeats
+  assert encodings.display_name("fourier(gamma=16.0)") == "Learnable-Fourier+MLP (gamma=16.0)"
+  with pytest.raises(ValueError, match="Unknown positional encoding"):
+    encodings.display_name("foureir")
+
+
+def test_labels_must_match_the_names():
+  from lfpe.encodings import registry  # noqa: PLC0415
+
+  bad = encodings.Registration("my_pe", encodings.SineND, aliases=("mine",), labels=("My PE",))
+  with pytest.raises(ValueError, match="one display label per name and alias"):
+    registry.collect([types.SimpleNamespace(__name__="b", ENCODINGS=(bad,))])
+
+
 def test_every_registered_class_is_exported():
   for cls in encodings.module_classes():
     assert getattr(encodings, cls.__name__) is cls and cls.__name__ in encodings.__all__

@@ -26,7 +26,7 @@ def test_quick_detection_experiment_sweeps_gamma_then_runs_every_protocol(tmp_pa
     assert 0.0 <= value["eval"]["AP"] <= 1.0, key
     assert key in swept or value["by_size"], key
   tables = (tmp_path / "tables.md").read_text()
-  assert "002 Table 1" in tables and "no position (control)" in tables and "γ sweep" in tables
+  assert "002 Table 1" in tables and "No position" in tables and "γ sweep" in tables
   assert (tmp_path / "ap_by_size.png").stat().st_size > 0
   assert (tmp_path / "predictions.png").stat().st_size > 0
   capsys.readouterr()

@@ -43,7 +43,7 @@ def test_control_claim_pits_the_best_encoding_against_no_position():
   fourier_vs_sine = [c for c in claims if c["b"] == "all/detr_sine"]
   assert fourier_vs_sine[0]["verdict"] == "reproduced" and fourier_vs_sine[0]["n"] == 3
   rows = "\n".join(report.table(results, "all"))
-  assert "| no position (control) | 3 |" in rows and "(–)" in rows
+  assert "| No position | 3 |" in rows and "(–)" in rows
 
 
 def test_table_1_claims_embed_2d_last_against_sine_2d_and_mlp():
