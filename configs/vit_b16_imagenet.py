@@ -7,8 +7,8 @@ these follow the ViT paper's ImageNet-from-scratch recipe (Dosovitskiy et al. 20
 Adam b1=0.9, b2=0.999, global-norm clipping at 1, 10k warmup steps, dropout 0.1, class
 token) with big_vision's batch 1024, peak lr 1e-3 and cosine decay, decoupled weight
 decay 0.1 (big_vision's 1e-4 not scaled by lr), inception crops and flips for training;
-evaluation resizes the whole image to 224 (lfpe.data runs one `preprocess` for train and
-eval, so the usual resize-256 + central-crop-224 is not expressible). The Fourier
+evaluation is the standard resize of the shorter side to 256 and a central 224 crop
+(`data.eval_preprocess`; at 32 px: 37 and 32). The Fourier
 encoding uses lfpe.encodings' defaults (|F|=384, |H|=32 as in 002 Sec. 4.1).
 
 Prepare imagenet2012 once (see lfpe/data: manual download, then tfds build), then on
@@ -33,6 +33,11 @@ from lfpe.train.config_lib import base_config, parse_arg, small_loop
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
+def eval_crop(size: int) -> str:
+  """The standard ImageNet evaluation at `size`: shorter side to size * 256 / 224, central crop."""
+  return f"resize_small({round(size * 256 / 224)})|central_crop({size})"
+
+
 def get_config(arg: str | None = None):
   arg = parse_arg(arg, posemb="embed_1d", gamma=1.0, small=False)
   config = base_config()
@@ -48,6 +53,7 @@ def get_config(arg: str | None = None):
   config.data = data_config("imagenet2012")
   config.data.image_size = 224
   config.data.augment = "inception_crop(224)|flip_lr"
+  config.data.eval_preprocess = eval_crop(224)
   config.data.worker_count = 8
 
   config.model_name = "vit"
@@ -64,6 +70,7 @@ def get_config(arg: str | None = None):
     small_loop(config)
     config.data.image_size = 32
     config.data.augment = "inception_crop(32)|flip_lr"
+    config.data.eval_preprocess = eval_crop(32)
     config.data.worker_count = 0
     config.model.update(variant="mu/16")
   config.lock()

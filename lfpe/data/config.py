@@ -10,6 +10,9 @@ Fields of `default_config()`:
     be deterministic.
   augment: ops run on training examples only, before `preprocess` (e.g.
     `"random_crop(8, 1)|flip_lr"`); may be random, seeded per example.
+  eval_preprocess: ops run on evaluation examples only, before `preprocess`; deterministic
+    (e.g. `"resize_small(256)|central_crop(224)"`, the standard ImageNet evaluation; a named
+    evaluation may set its own, `config.evals.NAME.data.eval_preprocess`).
   worker_count: grain worker processes for training (0: in the main process).
   train_sizes: None, or mixed-resolution training: each training batch is resized (nearest)
     to a size drawn uniformly from these (one size per batch, the same on every process);
@@ -54,6 +57,7 @@ def default_config(name: str = "digits") -> ml_collections.ConfigDict:
       "image_size": config_dict.placeholder(int),
       "preprocess": config_dict.placeholder(str),
       "augment": "",
+      "eval_preprocess": "",
       "worker_count": 0,
       "cache": False,
       "train_sizes": config_dict.placeholder(tuple),
@@ -110,6 +114,7 @@ class Resolved:
   preprocess: list
   augment: list
   worker_count: int
+  eval_preprocess: list = dataclasses.field(default_factory=list)
   cache: bool = False
   detection: detection_ops.Detection | None = None
   train_sizes: tuple[int, ...] | None = None
@@ -118,8 +123,8 @@ class Resolved:
     return self.train_split if train else self.eval_split
 
   def ops(self, train: bool) -> list:
-    """Field selection, (train: augment,) preprocess, final dtype cast (detection: its ops,
-    `preprocess` among them, then the fields of `detection_ops.OUTPUT`)."""
+    """Field selection, augment (train) or eval_preprocess (eval), preprocess, final dtype cast
+    (detection: its ops, `preprocess` among them, then the fields of `detection_ops.OUTPUT`)."""
     if self.detection is not None:
       return [
         *self.detection.ops(train, self.preprocess),
@@ -128,7 +133,7 @@ class Resolved:
       ]
     return [
       ops.Keep(*self.spec.fields),
-      *(self.augment if train else []),
+      *(self.augment if train else self.eval_preprocess),
       *self.preprocess,
       ops.Cast(),
     ]
@@ -149,12 +154,14 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
   detection = _detection(data, spec)
   default = "value_range(0, 1)" if detection else spec.preprocess
   preprocess = _parse("preprocess", data.preprocess or default, size)
-  random_ops = [type(op).__name__ for op in preprocess if ops.is_random(op)]
-  if random_ops:
-    raise ValueError(
-      f"`data.preprocess` has random ops {random_ops}; it also runs at eval, so move them "
-      "to `data.augment` (training only)."
-    )
+  eval_preprocess = _parse("eval_preprocess", data.get("eval_preprocess", ""), size)
+  for field, parsed in (("preprocess", preprocess), ("eval_preprocess", eval_preprocess)):
+    random_ops = [type(op).__name__ for op in parsed if ops.is_random(op)]
+    if random_ops:
+      raise ValueError(
+        f"`data.{field}` has random ops {random_ops}; evaluation must be deterministic, so "
+        "move them to `data.augment` (training only)."
+      )
   return Resolved(
     spec=spec,
     data_dir=data.data_dir,
@@ -164,6 +171,7 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
     preprocess=preprocess,
     augment=_parse("augment", data.get("augment", ""), size),
     worker_count=worker_count,
+    eval_preprocess=eval_preprocess,
     cache=bool(data.get("cache", False)),
     detection=detection,
     train_sizes=_train_sizes(data, detection),
@@ -202,10 +210,11 @@ def _detection(
     return None
   if not limits and "objects" not in spec.fields:
     raise ValueError(f"`data.detection` is set, but {spec.name!r} has no boxes (`objects`).")
-  if data.image_size is not None or data.get("augment"):
+  if data.image_size is not None or data.get("augment") or data.get("eval_preprocess"):
     raise ValueError(
       "With `data.detection`, leave `data.image_size` None (sizes are "
-      "`data.detection.train_sizes` / `test_sizes`) and `data.augment` empty."
+      "`data.detection.train_sizes` / `test_sizes`) and `data.augment` and "
+      "`data.eval_preprocess` empty."
     )
   return detection_ops.Detection.create(data.detection, spec.name, limits or detection_ops.Limits())
 

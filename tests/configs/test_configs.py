@@ -9,6 +9,7 @@ import jax
 import pytest
 
 from lfpe import tasks
+from lfpe.data import config as data_config
 from lfpe.train import sharding, steps, validate
 from lfpe.train.optim import make_optimizer
 
@@ -80,5 +81,9 @@ def test_imagenet_is_the_papers_vit_b16():
   assert 86.0e6 < _count(params) < 87.0e6  # ViT-B/16 with a 1000-way head: 86.6M
   assert config.data.image_size // 16 == 14
   assert config.total_steps * config.batch_size / 1_281_167 == pytest.approx(90, abs=0.01)
+  # The standard evaluation (not a resize of the whole image): shorter side 256, central 224.
+  assert config.data.eval_preprocess == "resize_small(256)|central_crop(224)"
+  ops = data_config.resolve(config.data).ops(train=False)
+  assert [type(op).__name__ for op in ops][1:3] == ["ResizeSmall", "CentralCrop"]
   fourier = _abstract_params(_module("vit_b16_imagenet").get_config("posemb=fourier"))
   assert _count(fourier) < _count(params)  # no 197x768 table

@@ -148,6 +148,7 @@ def test_default_config_and_data_dir(monkeypatch):
     ("image_size", -4, "`data.image_size`=-4 must be a positive int"),
     ("preprocess", "flip_lr|value_range(0, 1)", "move them to `data.augment`"),
     ("augment", "random_crop(8", "`data.augment`"),
+    ("eval_preprocess", "central_crop(6)|flip_lr", "`data.eval_preprocess` has random ops"),
     ("worker_count", -1, "`data.worker_count`"),
     ("data_dir", "", "`data.data_dir`"),
   ],

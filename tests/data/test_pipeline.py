@@ -44,6 +44,21 @@ def test_upsampling_through_the_pipeline(digits_config, mesh):
   np.testing.assert_allclose(image, np.repeat(np.repeat(raw, 4, 1), 4, 2), atol=1e-6)
 
 
+def test_eval_preprocess_runs_on_evaluation_only(digits_config, mesh):
+  """The ImageNet-style evaluation: a central crop before `preprocess` at eval, none in
+  training (which resizes the whole 8x8 digit to 6x6)."""
+  digits_config.image_size = 6
+  digits_config.eval_preprocess = "central_crop(6)"
+  loader = pipeline.make_loader(digits_config, global_batch_size=8, seed=0, train=False, mesh=mesh)
+  image = np.asarray(next(iter(loader))["image"])
+  source = builders.data_source("digits", "test", digits_config.data_dir)
+  raw = np.stack([source[i]["image"] for i in range(8)]) / 255.0
+  np.testing.assert_allclose(image, raw[:, 1:7, 1:7], atol=1e-6)
+  train = config.resolve(digits_config).ops(train=True)
+  assert not any(type(op).__name__ == "CentralCrop" for op in train)
+  assert np.asarray(next(_train(digits_config, mesh))["image"]).shape[1:3] == (6, 6)
+
+
 def test_same_seed_same_order_other_seed_differs(digits_config, mesh):
   a, b, c = (_labels(_train(digits_config, mesh, seed=s), 3) for s in (1, 1, 2))
   assert a == b and a != c
