@@ -135,3 +135,29 @@ def test_safe_fields_exist_in_the_base_config():
 
   fields = set(workdir_lib.flatten(base_config())) | {"data.data_dir"}
   assert set(workdir_lib.SAFE_TO_CHANGE) <= fields
+
+
+def test_a_record_older_than_a_new_field_resumes_at_the_fields_neutral_value(copy):
+  """Fields added since a workdir was trained (`ADDED_FIELDS`) compare equal when this config
+  leaves them at the value that does what the older code did; any other value is refused."""
+  record = json.loads((copy / "config.json").read_text())
+  del record["seeds"], record["optim"]["trainable"], record["data"]["eval_preprocess"]
+  (copy / "config.json").write_text(json.dumps(record))
+  result = run_main(SMALL, f"--workdir={copy}", "--config.total_steps=7")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "seeds" not in result.stderr and "eval_preprocess" not in result.stderr
+  (copy / "config.json").write_text(json.dumps(record))
+  assert_one_line_error(
+    run_main(SMALL, f"--workdir={copy}", "--config.total_steps=8", "--config.seeds=2"),
+    "config.seeds: '<absent>' -> 2",
+  )
+
+
+def test_added_fields_are_at_their_base_config_defaults():
+  from lfpe.data import default_config  # noqa: PLC0415
+  from lfpe.train.config_lib import base_config  # noqa: PLC0415
+
+  config = base_config()
+  config.data = default_config()
+  defaults = workdir_lib.flatten(config)
+  assert {p: defaults[p] for p in workdir_lib.ADDED_FIELDS} == workdir_lib.ADDED_FIELDS

@@ -42,6 +42,14 @@ SAFE_TO_CHANGE = (
   "data.data_dir",
 )
 _ABSENT = "<absent>"
+# Fields added after workdirs existed, with the value that does what an older record did: a
+# record without the field equals a config that has it at this value (JSON form).
+ADDED_FIELDS = {
+  "seeds": 0,
+  "optim.trainable": [],
+  "optim.freeze": [],
+  "data.eval_preprocess": "",
+}
 
 
 def prepare(workdir: str) -> None:
@@ -112,7 +120,11 @@ def check_compatible(config: Any, workdir: str) -> None:
       f"{path} cannot be read ({e}); it records the config of this workdir's checkpoints. "
       "Restore it, or start a new --workdir."
     ) from None
-  changed = differences(old, config)
+  changed = {
+    p: (o, n)
+    for p, (o, n) in differences(old, config).items()
+    if not (o == _ABSENT and p in ADDED_FIELDS and n == ADDED_FIELDS[p])
+  }
   refused = {
     p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE and p.split(".")[0] != "evals"
   }
