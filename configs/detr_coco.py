@@ -6,7 +6,8 @@ transformer's 1e-4), 6 encoder + 6 decoder post-norm layers of width 256, 8 head
 0.1, batch 64, 300 epochs with the learning rate divided by 10 after epoch 200; set loss
 with class / L1 / GIoU costs 1 / 5 / 2, no-object weight 0.1, auxiliary losses after every
 decoder layer. Training images are resized to one of DETR's scales 480-800 and padded to
-the 1333 px maximum (a static shape).
+an 800 px canvas, the largest scale (a static shape; lfpe resizes the longer side to the
+scale, so no image exceeds it: a 1333 px canvas held 2.8x the pixels, all of them padding).
 * `protocol=all` (002 Table 1): every scale in training and testing, positions normalised.
 * `protocol=heldout` (002 Table 2): 736, 768 and 800 for testing only, normalisation off.
 
@@ -55,7 +56,9 @@ def get_config(arg: str | None = None):
   train_sizes, test_sizes = PROTOCOLS[arg.protocol]
   config.data = data_config("coco/2017")
   config.data.detection = dict(
-    train_sizes=train_sizes, test_sizes=test_sizes, max_size=1333, max_targets=100
+    train_sizes=train_sizes,
+    test_sizes=test_sizes,
+    max_targets=100,  # canvas: the largest
   )
   config.data.worker_count = 16
 

@@ -87,3 +87,12 @@ def test_imagenet_is_the_papers_vit_b16():
   assert [type(op).__name__ for op in ops][1:3] == ["ResizeSmall", "CentralCrop"]
   fourier = _abstract_params(_module("vit_b16_imagenet").get_config("posemb=fourier"))
   assert _count(fourier) < _count(params)  # no 197x768 table
+
+
+@pytest.mark.parametrize("protocol", ["all", "heldout"])
+def test_detr_coco_pads_to_its_largest_scale_not_1333(protocol):
+  """lfpe resizes the longer side to DETR's scale, so the canvas is the largest scale (800):
+  a 1333 px canvas was 2.8x the pixels, all padding."""
+  config = _module("detr_coco").get_config(f"protocol={protocol}")
+  detection = data_config.resolve(config.data).detection
+  assert detection.max_size == 800 == max(detection.train_sizes + detection.test_sizes)
