@@ -21,6 +21,7 @@ import dataclasses
 import json
 import logging as pylogging
 import os
+import re
 import sys
 import textwrap
 import time
@@ -137,13 +138,17 @@ def with_shardings(abstract: Any, shardings: Any) -> Any:
 
 
 def restore_latest(
-  manager: ocp.CheckpointManager, target: Any, data_iter: Any
+  manager: ocp.CheckpointManager, target: Any, data_iter: Any, *, reset_data: bool = False
 ) -> tuple[int, Any] | None:
-  """(step, state) from the newest readable checkpoint laid out as `target`; sets `data_iter`.
+  """(step, state) from the newest readable checkpoint laid out as `target`; sets `data_iter`
+  (None: evaluation, no data position is read).
 
   Unreadable steps are logged, tried from the newest down, and (once an older one is
   read) moved aside so that training can write those steps again. Returns None when
-  there is no checkpoint (a fresh run); raises WorkdirError when none can be read.
+  there is no checkpoint (a fresh run); raises WorkdirError when none can be read. Each
+  process saved its own data position: a checkpoint written by another number of processes
+  cannot give this run one, which is refused unless `reset_data` (`config.reset_data_position`)
+  starts the data stream afresh.
   """
   failed: dict[int, str] = {}
   steps = sorted(manager.all_steps(), reverse=True)
@@ -155,14 +160,13 @@ def restore_latest(
       "checkpoints are kept; run the config that wrote them (WORKDIR/config.json), or train "
       "this one in a new --workdir."
     )
+  data_iter = _data_to_restore(manager, steps, data_iter, reset_data)
   for step in steps:
+    items = {"state": ocp.args.StandardRestore(target)}
+    if data_iter is not None:
+      items["data"] = DataIteratorRestore(data_iter)
     try:
-      restored = manager.restore(
-        step,
-        args=ocp.args.Composite(
-          state=ocp.args.StandardRestore(target), data=DataIteratorRestore(data_iter)
-        ),
-      )
+      restored = manager.restore(step, args=ocp.args.Composite(**items))
     except Exception as e:  # noqa: BLE001 (orbax's wrapper; anything else is re-raised)
       damage = _damage(e)
       if damage is None:
@@ -193,6 +197,34 @@ def restore_latest(
     f"{sorted(failed)}; step {newest}: {failed[newest]}). They are left as they are; start "
     "a new --workdir."
   )
+
+
+def _data_to_restore(manager, steps: list[int], data_iter: Any, reset_data: bool) -> Any:
+  """`data_iter` if the newest checkpoint's data position is to be restored, else None."""
+  if data_iter is None or not steps:
+    return data_iter
+  written = {
+    int(m.group(1))
+    for p in (manager.directory / str(steps[0]) / "data").glob("process_*-of-*.json")
+    if (m := re.search(r"-of-(\d+)\.json$", p.name))
+  }
+  moved = written and jax.process_count() not in written
+  if reset_data:
+    logging.warning(
+      "config.reset_data_position: checkpoint step %d's model and optimizer resume; the data "
+      "stream starts afresh from this run's seed (examples may repeat within the epoch).",
+      steps[0],
+    )
+    return None
+  if moved:
+    raise WorkdirError(
+      f"Checkpoint step {steps[0]} in {manager.directory} was written by {max(written)} "
+      f"processes, this run has {jax.process_count()}: each process kept its own data "
+      "position, which cannot be split anew. Run with that many processes, or add "
+      "--config.reset_data_position=true to resume the model and optimizer with a fresh data "
+      "stream."
+    )
+  return data_iter
 
 
 def _silence_abandoned_reads() -> None:

@@ -75,7 +75,9 @@ def base_config() -> ml_collections.ConfigDict:
   benchmarks/README.md). Initialisation always uses threefry2x32. init_from: a workdir or a
   checkpoint's state folder whose parameters start this run, resampled where the grid
   changed; init_skip: regular expressions of parameter paths it leaves as initialised
-  (lfpe/train/init_from.py). evals: named evaluations beside the config's own, each
+  (lfpe/train/init_from.py). reset_data_position: resume a workdir's model and optimizer
+  with a fresh data stream (needed when the number of processes changed: each saved its own
+  position). evals: named evaluations beside the config's own, each
   `dict(data=..., model=..., every=...)` overrides (lfpe/train/evaluation.py).
   """
   return ml_collections.ConfigDict(
@@ -95,6 +97,7 @@ def base_config() -> ml_collections.ConfigDict:
       progress=True,
       report_every=0,
       dropout_prng="threefry2x32",
+      reset_data_position=False,
       init_from="",
       init_skip=(),
       evals={},

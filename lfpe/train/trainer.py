@@ -104,7 +104,8 @@ def train_and_evaluate(
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
   keep, async_save = config.keep_checkpoints, config.get("async_checkpoints", True)
   with checkpoint.make_manager(workdir, keep=keep, async_save=async_save) as manager:
-    restored = checkpoint.restore_latest(manager, target, train_iter)
+    reset_data = config.get("reset_data_position", False)
+    restored = checkpoint.restore_latest(manager, target, train_iter, reset_data=reset_data)
     start_step, state = restored if restored else (0, prog.init_state())
     headline = getattr(prog.task, "HEADLINE", None)
     if start_step >= config.total_steps:  # Complete: its metrics and summary stay as they are.
@@ -257,17 +258,10 @@ def restore(
   prog = program.build(config, mesh, task=task, model=model)
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
   with checkpoint.make_manager(workdir, keep=config.keep_checkpoints, async_save=False) as manager:
-    restored = checkpoint.restore_latest(manager, target, _IgnoredPosition())
+    restored = checkpoint.restore_latest(manager, target, None)  # no data position needed
   if restored is None:
     raise WorkdirError(f"{workdir} holds no checkpoint to evaluate; train it first.")
   return prog, restored[1].variables()
-
-
-class _IgnoredPosition:
-  """Takes the data position a checkpoint restores: evaluation does not need it."""
-
-  def set_state(self, state: Any) -> None:
-    del state
 
 
 def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, Any]:

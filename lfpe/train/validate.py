@@ -144,6 +144,9 @@ def _validate_loop(config: Any) -> None:
   _integer(config, "seed", 0)
   if "seeds" in config:
     _integer(config, "seeds", 0)
+  reset = _get(config, "reset_data_position")
+  if reset is not _MISSING and not isinstance(reset, bool):
+    _fail("reset_data_position", "must be True or False", reset)
   _integer(config, "total_steps", 1)
   for path in ("batch_size", "checkpoint_every", "eval_every", "log_every", "keep_checkpoints"):
     _integer(config, path, 1)

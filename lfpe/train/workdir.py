@@ -26,6 +26,7 @@ from lfpe.errors import ConfigError, WorkdirError
 SAFE_TO_CHANGE = (
   "init_from",  # read only by a fresh start; a workdir with checkpoints resumes from its own
   "init_skip",
+  "reset_data_position",  # how this run resumes, not what the checkpoints hold
   "total_steps",
   "log_every",
   "eval_every",

@@ -42,7 +42,9 @@ def _source(tmp_path, config):
   """A workdir holding `config`'s initial state (seed 7) as its step-1 checkpoint."""
   path = tmp_path / "source"
   state = _state(config, seed=7)
-  ocp.StandardCheckpointer().save(path / "checkpoints" / "1" / "state", state)
+  checkpointer = ocp.StandardCheckpointer()
+  checkpointer.save(path / "checkpoints" / "1" / "state", state)
+  checkpointer.wait_until_finished()  # the save is asynchronous: the folder appears when done
   workdir.write_record(config, str(path))
   return path, jax.device_get(state.params)
 
