@@ -218,6 +218,11 @@ MISTAKES = [
     (SMALL, "--workdir=/proc/lfpe_workdir"),
     ("--workdir=/proc/lfpe_workdir cannot be written",),
   ),
+  (
+    "remote workdir",
+    (SMALL, "--workdir=gs://bucket/run"),
+    ("remote gs:// workdirs are not supported yet", "gcsfuse"),
+  ),
 ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from typing import Any
 
@@ -54,7 +55,16 @@ ADDED_FIELDS = {
 
 
 def prepare(workdir: str) -> None:
-  """Creates `workdir` if needed; WorkdirError if it is a file or cannot be written."""
+  """Creates `workdir` if needed; WorkdirError if it is a file, cannot be written, or is a
+  remote URL (`gs://...`), which the metric, summary and TensorBoard writers (local file I/O)
+  would have created as a local folder named `gs:`."""
+  scheme = re.match(r"^([a-zA-Z][\w+.-]*)://", workdir)
+  if scheme:
+    raise WorkdirError(
+      f"--workdir={workdir}: remote {scheme.group(1)}:// workdirs are not supported yet (lfpe "
+      "writes metrics, summaries and TensorBoard files with local file I/O); give a local "
+      "path, or a bucket mounted as one (e.g. gcsfuse), and copy it there."
+    )
   if os.path.isfile(workdir):
     raise WorkdirError(f"--workdir={workdir} is a file, not a directory; give a directory.")
   try:
