@@ -31,8 +31,8 @@ from lfpe.data import (
 )
 from lfpe.errors import DatasetMissingError, did_you_mean
 
-_BUILD = (
-  "  pip install tensorflow tensorflow-datasets\n"
+_BUILD = (  # `tfds build` imports apache_beam; the Python route needs importlib_resources
+  "  pip install tensorflow tensorflow-datasets apache-beam importlib_resources\n"
   "  tfds build {name} --data_dir={data_dir} --file_format=array_record\n"
   "or, from Python:\n"
   '  python -c "import tensorflow_datasets as tfds; '
@@ -59,7 +59,12 @@ _CATALOG = (
     fields=("image",),
     eval_split="validation",
     preprocess="",
-    instructions=_BUILD,
+    instructions=(
+      "  Note: image-net.org no longer serves the two files TFDS's builder downloads "
+      "(http://image-net.org/small/train_64x64.tar and valid_64x64.tar), so the download step "
+      "fails unless you hold a copy of them; `imagenet_resized/64x64` "
+      "(--config.data.name=imagenet_resized/64x64) is TFDS's other 64x64 ImageNet.\n" + _BUILD
+    ),
   ),
   base.DatasetSpec(
     "coco/2017",

@@ -79,7 +79,8 @@ def test_missing_catalog_dataset_says_how_to_prepare(name, tmp_path):
     builders.data_source(name, "train", str(tmp_path))
   msg = str(e.value)
   assert f"tfds build {name} --data_dir={tmp_path} --file_format=array_record" in msg
-  assert "pip install tensorflow tensorflow-datasets" in msg
+  # `tfds build` imports apache_beam, the Python route importlib_resources: both are named.
+  assert "pip install tensorflow tensorflow-datasets apache-beam importlib_resources" in msg
   assert "TensorFlow is needed only for this preparation step" in msg
   assert f"tfds.builder('{name}', data_dir='{tmp_path}', file_format='array_record')" in msg
 
@@ -88,6 +89,12 @@ def test_imagenet_message_names_the_manual_download(tmp_path):
   msg = builders.missing_message(builders.get_spec("imagenet2012"), str(tmp_path))
   assert "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar" in msg
   assert f"{tmp_path}/downloads/manual/" in msg and "tfds build imagenet2012" in msg
+
+
+def test_downsampled_imagenet_message_says_its_source_is_gone(tmp_path):
+  msg = builders.missing_message(builders.get_spec("downsampled_imagenet/64x64"), str(tmp_path))
+  assert "no longer serves" in msg and "imagenet_resized/64x64" in msg
+  assert "tfds build downsampled_imagenet/64x64" in msg
 
 
 def test_tfrecord_copy_gets_the_convert_command(tmp_path):
