@@ -32,7 +32,8 @@ from lfpe.data import (
 from lfpe.errors import DatasetMissingError, did_you_mean
 
 _BUILD = (  # `tfds build` imports apache_beam; the Python route needs importlib_resources
-  "  pip install tensorflow tensorflow-datasets apache-beam importlib_resources\n"
+  "  pip install tensorflow tensorflow-datasets apache-beam importlib_resources"
+  "  # or: pip install 'lfpe[prepare]'\n"
   "  tfds build {name} --data_dir={data_dir} --file_format=array_record\n"
   "or, from Python:\n"
   '  python -c "import tensorflow_datasets as tfds; '
