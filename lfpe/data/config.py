@@ -18,7 +18,8 @@ Fields of `default_config()`:
     to a size drawn uniformly from these (one size per batch, the same on every process);
     evaluation stays at `image_size`. Each size compiles the train step once.
   cache: decode every record of the split once and keep it in memory (small datasets such
-    as digits: the per-example PNG decoding otherwise dominates a tiny model's step). With
+    as digits: the per-example PNG decoding otherwise dominates a tiny model's step); in
+    training each process keeps only the records its shard reads. With
     deterministic ops and no workers, training batches are then gathered from the transformed
     split in grain's own order (the same batches and checkpoint state: lfpe/data/memory.py).
   detection: None, or DETR inputs (detection_ops.py) from a dataset with boxes:

@@ -29,6 +29,33 @@ def applies(transforms: Sequence, cached: bool, worker_count: int) -> bool:
   )
 
 
+def shard_rows(num_records: int, shard_index: int, shard_count: int) -> range:
+  """The records the training sampler of shard `shard_index` ever reads: its contiguous slice
+  (the same whatever the seed; grain shuffles within it)."""
+  shard = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
+  ordered = grain.samplers.IndexSampler(num_records, shard, shuffle=False, num_epochs=1, seed=0)
+  size = num_records // shard_count
+  start = ordered[shard_index].record_key if size else 0
+  return range(start, start + size)
+
+
+class CachedRows:
+  """The records `rows` of `source`, read (decoded) once and kept: a process caches only its
+  own slice, not the whole split. Indexed as `source` is; other records are not held."""
+
+  def __init__(self, source: Sequence, rows: range):
+    self._rows, self._num = rows, len(source)
+    self._records = [source[i] for i in rows]
+
+  def __len__(self) -> int:
+    return self._num
+
+  def __getitem__(self, index: int):
+    if index not in self._rows:
+      raise IndexError(f"record {index} is outside this process's cached rows {self._rows}.")
+    return self._records[index - self._rows.start]
+
+
 class MemoryBatches:
   """Local training batches of `source` after `transforms`, in `IndexSampler`'s order."""
 
@@ -47,7 +74,8 @@ class MemoryBatches:
     self._sampler = grain.samplers.IndexSampler(
       len(source), shard, shuffle=True, num_epochs=num_epochs, seed=seed
     )
-    examples = [ops.apply(transforms, source[i]) for i in range(len(source))]
+    self._rows = shard_rows(len(source), shard_index, shard_count)  # all this shard reads
+    examples = [ops.apply(transforms, source[i]) for i in self._rows]
     self._arrays = {k: np.stack([e[k] for e in examples]) for k in examples[0]}
     self._batch_size, self._shard_count = batch_size, shard_count
     in_memory = isinstance(source, (list, tuple, np.ndarray))  # grain names these by type
@@ -64,6 +92,7 @@ class MemoryBatches:
     except IndexError:  # num_epochs passed
       raise StopIteration from None
     self._next = stop
+    rows = np.asarray(rows) - self._rows.start
     return {k: v[rows] for k, v in self._arrays.items()}
 
   def get_state(self) -> bytes:

@@ -278,14 +278,17 @@ def make_loader(
   config.check_batch(global_batch_size, sharding.mesh if hasattr(sharding, "mesh") else None)
   split = split or resolved.split(train)
   source = _data_source(resolved.spec.name, split, resolved.data_dir)
-  if resolved.cache:  # Decode once; later reads are list lookups.
-    source = [source[i] for i in range(len(source))]
+  shard_index, shard_count = process_shard(sharding, global_batch_size)
+  rows = range(len(source))
+  if resolved.cache:  # Decode once; later reads are lookups. Training: this process's rows.
+    rows = memory.shard_rows(len(source), shard_index, shard_count) if train else rows
+    source = memory.CachedRows(source, rows)
   if resolved.detection and not train:
     source = detection_ops.AtSizes(source, resolved.detection.test_sizes)
   source = NamedSource(source, f"{resolved.spec.name}:{split}")
   transforms = resolved.ops(train)
-  check_image_size(resolved, ops.apply(transforms, source[0], np.random.default_rng(seed)))
-  shard_index, shard_count = process_shard(sharding, global_batch_size)
+  first = source[rows.start]
+  check_image_size(resolved, ops.apply(transforms, first, np.random.default_rng(seed)))
   kwargs = dict(
     batch_size=global_batch_size // shard_count, shard_index=shard_index, shard_count=shard_count
   )

@@ -21,13 +21,27 @@ def _equal(a, b):
     assert a[k].dtype == b[k].dtype, k
 
 
-@pytest.mark.parametrize("shard_index,shard_count", [(0, 1), (1, 2)])
+@pytest.mark.parametrize("shard_index,shard_count", [(0, 1), (1, 2), (2, 3)])
 def test_the_same_batches_as_grain_over_several_epochs(shard_index, shard_count):
-  grain_path, in_memory = _both(
-    batch_size=4, seed=5, shard_index=shard_index, shard_count=shard_count
-  )
-  for _ in range(15):  # 60 records: past the second epoch of a 23-record split
-    _equal(next(grain_path), next(in_memory))
+  """Also when the process caches only its own rows (`CachedRows` of `shard_rows`)."""
+  kwargs = dict(batch_size=2, seed=5, shard_index=shard_index, shard_count=shard_count)
+  grain_path, in_memory = _both(**kwargs)
+  rows = memory.shard_rows(len(SOURCE), shard_index, shard_count)
+  own = memory.MemoryBatches(memory.CachedRows(SOURCE, rows), TRANSFORMS, **kwargs)
+  for _ in range(20):  # 40 records: past the third epoch of a shard of 7 to 23 records
+    batch = next(grain_path)
+    _equal(batch, next(in_memory))
+    _equal(batch, next(own))
+    assert set(np.round(batch["image"][:, 0, 0, 0] * 255).tolist()) <= set(rows)
+
+
+def test_cached_rows_hold_only_the_shards_records():
+  rows = memory.shard_rows(23, 1, 2)
+  assert rows == range(11, 22)
+  cached = memory.CachedRows(SOURCE, rows)
+  assert len(cached) == 23 and cached[11]["label"] == 11 % 3
+  with pytest.raises(IndexError, match="outside this process's cached rows"):
+    cached[3]
 
 
 def test_num_epochs_ends_both_alike():
