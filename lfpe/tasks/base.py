@@ -14,6 +14,9 @@ generation, ...) supplies it. A task is any object with these methods:
   init_variables(model, rng, batch) -> {'params': ..., other collections}
       `model.init` on such a batch; collections other than 'params' are kept as
       constants (nothing updates them).
+  augment_batch(batch, rng) -> batch   (optional)
+      a training batch transformed inside the jitted step before `forward` (e.g. Mixup /
+      CutMix); `rng` is the step's own.
   forward(model, variables, batch, *, train, rng) -> outputs
       the model applied to a batch (`rng` feeds dropout and other noise when training).
   loss(outputs, batch) -> (loss [], metrics {name: []})

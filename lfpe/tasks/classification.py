@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe.data import get_spec
+from lfpe.tasks import mixing
 from lfpe.tasks.base import model_family
 
 
@@ -45,11 +46,16 @@ class Classification:
   """The classification task (see lfpe/tasks/base.py for the interface).
 
   Training loss: mean cross-entropy with `label_smoothing`; eval loss: plain
-  cross-entropy, summed over real examples only.
+  cross-entropy, summed over real examples only. `mixup_alpha`, `cutmix_alpha`, `mix_prob`
+  and `switch_prob` mix training batches (lfpe/tasks/mixing.py; 0: off).
   """
 
   HEADLINE: ClassVar[str] = "accuracy"  # the eval metric a run reports last
   label_smoothing: float = 0.0
+  mixup_alpha: float = 0.0
+  cutmix_alpha: float = 0.0
+  mix_prob: float = 1.0
+  switch_prob: float = 0.5
 
   def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:
     """(num_classes, (H, W) seen by the model, channels) of `config.data`."""
@@ -65,6 +71,12 @@ class Classification:
       raise ValueError(
         f"config.task.label_smoothing must be in [0, 1), got {self.label_smoothing!r}."
       )
+    for name in ("mixup_alpha", "cutmix_alpha"):
+      if getattr(self, name) < 0:
+        raise ValueError(f"config.task.{name} must be >= 0 (0: off), got {getattr(self, name)!r}.")
+    for name in ("mix_prob", "switch_prob"):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise ValueError(f"config.task.{name} must be in [0, 1], got {getattr(self, name)!r}.")
     model_family(config, "classification")
     for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
       try:
@@ -93,6 +105,22 @@ class Classification:
   ) -> dict[str, Any]:
     return model.init({"params": rng, "dropout": rng}, batch["image"], train=False)
 
+  def augment_batch(self, batch: dict[str, jax.Array], rng: jax.Array) -> dict[str, jax.Array]:
+    """A training batch with Mixup / CutMix applied: the mixed images, the partners' labels
+    (`mix_label`) and the weight λ of the own label (`mix_weight`); the batch itself when
+    both are off."""
+    if not (self.mixup_alpha or self.cutmix_alpha):
+      return batch
+    images, lam = mixing.mix(
+      batch["image"],
+      rng,
+      mixup_alpha=self.mixup_alpha,
+      cutmix_alpha=self.cutmix_alpha,
+      prob=self.mix_prob,
+      switch_prob=self.switch_prob,
+    )
+    return {**batch, "image": images, "mix_label": batch["label"][::-1], "mix_weight": lam}
+
   def forward(
     self,
     model: nn.Module,
@@ -108,8 +136,11 @@ class Classification:
   def loss(
     self, logits: jax.Array, batch: dict[str, jax.Array]
   ) -> tuple[jax.Array, dict[str, jax.Array]]:
-    loss = jnp.mean(cross_entropy(logits, batch["label"], self.label_smoothing))
-    return loss, {"accuracy": jnp.mean(correct(logits, batch["label"]))}
+    loss = cross_entropy(logits, batch["label"], self.label_smoothing)
+    if "mix_weight" in batch:  # Mixup / CutMix: the loss of the mixed target (linear in it)
+      partner = cross_entropy(logits, batch["mix_label"], self.label_smoothing)
+      loss = batch["mix_weight"] * loss + (1.0 - batch["mix_weight"]) * partner
+    return jnp.mean(loss), {"accuracy": jnp.mean(correct(logits, batch["label"]))}
 
   def eval_sums(self, logits: jax.Array, batch: dict[str, jax.Array]) -> dict[str, jax.Array]:
     mask = batch.get("mask", jnp.ones(logits.shape[:1], jnp.float32)).astype(jnp.float32)

@@ -35,6 +35,10 @@ class Regression(Classification):
       raise ValueError(f"config.task.num_outputs must be positive, got {self.num_outputs!r}.")
     if np.any(np.asarray(self.target_std, np.float64) <= 0):
       raise ValueError(f"config.task.target_std must be positive, got {self.target_std!r}.")
+    if self.mixup_alpha or self.cutmix_alpha:
+      raise ValueError(
+        "config.task.mixup_alpha / cutmix_alpha mix class labels; regression has none."
+      )
     super().validate(config)
 
   def data_info(self, config: Any) -> tuple[int, tuple[int, int], int]:

@@ -102,7 +102,14 @@ def base_config() -> ml_collections.ConfigDict:
       init_skip=(),
       evals={},
       mesh=dict(data=-1, model=1, fsdp=False),
-      task=dict(name="classification", label_smoothing=0.0),
+      task=dict(
+        name="classification",
+        label_smoothing=0.0,
+        mixup_alpha=0.0,  # Mixup / CutMix (lfpe/tasks/mixing.py): 0 is off
+        cutmix_alpha=0.0,
+        mix_prob=1.0,
+        switch_prob=0.5,
+      ),
       optim=dict(
         name="adamw",
         lr=1e-3,

@@ -18,6 +18,8 @@ import optax
 
 from lfpe.tasks.base import Task
 
+_AUGMENT_STREAM = 1  # folded into a step's key for batch augmentation (dropout reads the key)
+
 
 @flax.struct.dataclass
 class TrainState:
@@ -69,6 +71,9 @@ def train_step(
 ) -> tuple[TrainState, dict[str, jax.Array]]:
   """One optimizer update on `batch`; returns the new state and scalar metrics."""
   rng = jax.random.fold_in(dropout_rng, state.step)
+  augment = getattr(task, "augment_batch", None)  # e.g. Mixup / CutMix (classification)
+  if augment is not None:
+    batch = augment(batch, jax.random.fold_in(rng, _AUGMENT_STREAM))
 
   def loss_fn(params):
     outputs = task.forward(model, state.variables(params), batch, train=True, rng=rng)

@@ -51,6 +51,10 @@ ADDED_FIELDS = {
   "optim.trainable": [],
   "optim.freeze": [],
   "data.eval_preprocess": "",
+  "task.mixup_alpha": 0.0,
+  "task.cutmix_alpha": 0.0,
+  "task.mix_prob": 1.0,
+  "task.switch_prob": 0.5,
 }
 
 

@@ -200,3 +200,13 @@ def test_frozen_parameters_keep_their_initial_values(tmp_path):
   for name in ("embed", "mlp_in", "mlp_out"):
     np.testing.assert_array_equal(final[name]["kernel"], initial[name]["kernel"])
   assert (np.abs(final["head"]["kernel"] - initial["head"]["kernel"]).max(axis=(1, 2)) > 0).all()
+
+
+def test_mixup_reaches_the_train_step(tmp_path, single):
+  """`config.task.cutmix_alpha` mixes every training batch inside the step: the first loss
+  differs from the plain run's on the same batch and init; evaluation is untouched."""
+  _run(tmp_path, devices=jax.devices()[:1], **{"mesh.data": 1, "task.cutmix_alpha": 1.0})
+  mixed, plain = _records(tmp_path), _records(single[0])
+  assert mixed[1]["loss"] != plain[1]["loss"] and all(
+    math.isfinite(r["loss"]) for r in mixed.values()
+  )
