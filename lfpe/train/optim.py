@@ -6,7 +6,10 @@ config.optim:    name ('adamw' | 'sgd'), lr (peak), weight_decay, b1, b2, eps (a
                  1e-5 / 1e-4 = 0.1 of the transformer's rate), trainable and freeze
                  (regular expressions of parameter paths such as 'params/Transformer/pos/...':
                  a parameter trains iff it matches one of `trainable` (when any are given)
-                 and none of `freeze`; the others get no update, no decay and no slots).
+                 and none of `freeze`; the others get no update, no decay and no slots),
+                 ema_decay (0: off; else an exponential moving average of the parameters,
+                 `ema ← d · ema + (1 − d) · params` after every update, kept in the optimizer
+                 state and evaluated instead of the parameters: `ema_params`).
 config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant' | 'warmup_step'),
                  warmup_steps, end_lr_factor (cosine: final lr / peak lr), timescale
                  (rsqrt), decay_steps and decay_factor (step: multiply the rate by
@@ -20,7 +23,7 @@ added to the Adam update); SGD's is the classic L2 term added to the gradient.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -115,7 +118,34 @@ def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Sch
       lambda path, _: "train" if trains(param_name(path)) else "freeze", params
     )
     tx = optax.multi_transform({"train": tx, "freeze": optax.set_to_zero()}, labels)
+  decay = opt.get("ema_decay", 0.0)
+  if decay:
+    tx = optax.chain(tx, params_ema(decay))
   return tx, schedule
+
+
+class ParamsEma(NamedTuple):
+  """The optimizer-state slot of `params_ema`: the moving average of the parameters."""
+
+  ema: Any
+
+
+def params_ema(decay: float) -> optax.GradientTransformation:
+  """Last in the chain: updates pass unchanged; the state tracks the average of the parameters
+  they produce, `ema ← decay · ema + (1 − decay) · (params + updates)`, from the initial ones."""
+
+  def update(updates, state, params):
+    new = jax.tree.map(lambda p, u: p + u, params, updates)
+    ema = jax.tree.map(lambda e, n: decay * e + (1.0 - decay) * n.astype(e.dtype), state.ema, new)
+    return updates, ParamsEma(ema)
+
+  return optax.GradientTransformation(lambda params: ParamsEma(params), update)
+
+
+def ema_params(opt_state: Any) -> Any:
+  """The parameters' moving average held in `opt_state` (`optim.ema_decay`), or None."""
+  slots = jax.tree.leaves(opt_state, is_leaf=lambda x: isinstance(x, ParamsEma))
+  return next((s.ema for s in slots if isinstance(s, ParamsEma)), None)
 
 
 def param_name(path: Any) -> str:

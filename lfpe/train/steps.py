@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from lfpe.tasks.base import Task
+from lfpe.train import optim
 
 _AUGMENT_STREAM = 1  # folded into a step's key for batch augmentation (dropout reads the key)
 
@@ -37,6 +38,11 @@ class TrainState:
   def variables(self, params: Any = None) -> dict[str, Any]:
     """The model's variables: `params` (default: the state's) and the constants."""
     return {"params": self.params if params is None else params, **self.constants}
+
+  def eval_variables(self) -> dict[str, Any]:
+    """The variables evaluations score: the parameters' moving average where the optimizer
+    keeps one (`config.optim.ema_decay`), else the parameters."""
+    return self.variables(optim.ema_params(self.opt_state))
 
 
 def init_state(

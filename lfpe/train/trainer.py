@@ -141,7 +141,7 @@ def train_and_evaluate(
             writer.advance(step, loss=values["loss"])
           for ev in evaluations:
             if step % ev.every == 0 or last:
-              scores = evaluation.run(prog.task, ev, state.variables())
+              scores = evaluation.run(prog.task, ev, state.eval_variables())
               values = writer.write(step, ev.split, scores)
               if ev.split == "eval":
                 writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
@@ -261,7 +261,7 @@ def restore(
     restored = checkpoint.restore_latest(manager, target, None)  # no data position needed
   if restored is None:
     raise WorkdirError(f"{workdir} holds no checkpoint to evaluate; train it first.")
-  return prog, restored[1].variables()
+  return prog, restored[1].eval_variables()
 
 
 def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, Any]:

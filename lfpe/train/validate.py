@@ -200,6 +200,10 @@ def _validate_optimizer(config: Any) -> None:
       _fail("optim.lr_multipliers", "must map top-level module names to factors >= 0", multipliers)
   for field in ("trainable", "freeze"):
     _patterns(config, f"optim.{field}")
+  if _get(config, "optim.ema_decay") is not _MISSING:
+    _number(config, "optim.ema_decay", 0.0, 1.0)
+    if config.optim.ema_decay >= 1.0:
+      _fail("optim.ema_decay", "must be below 1 (0: off)", config.optim.ema_decay)
   schedule = _choice(config, "schedule.name", optim.SCHEDULES)
   if schedule == "warmup_cosine" and _get(config, "schedule.end_lr_factor") is not _MISSING:
     _number(config, "schedule.end_lr_factor", 0.0, 1.0)

@@ -50,6 +50,7 @@ ADDED_FIELDS = {
   "seeds": 0,
   "optim.trainable": [],
   "optim.freeze": [],
+  "optim.ema_decay": 0.0,
   "data.eval_preprocess": "",
   "task.mixup_alpha": 0.0,
   "task.cutmix_alpha": 0.0,

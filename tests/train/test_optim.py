@@ -156,3 +156,19 @@ def test_a_freeze_pattern_that_names_no_parameter_is_refused():
     match=r"config.optim.freeze: '\^params/haed/' matches no parameter; .*params/head/kernel",
   ):
     optim.check_patterns(config, params)
+
+
+def test_params_ema_by_hand():
+  """ema ← d·ema + (1 − d)·params after each update, from the initial parameters; updates pass."""
+  config = _config(lr=0.5, ema_decay=0.9)  # plain SGD: params ← params − 0.5·grad
+  tx, _ = optim.make_optimizer(config)
+  params = {"w": jnp.array([1.0, 2.0])}
+  state = tx.init(params)
+  ema = np.array([1.0, 2.0])
+  for grad in ([1.0, 0.0], [0.0, 2.0], [1.0, 1.0]):
+    updates, state = tx.update({"w": jnp.array(grad)}, state, params)
+    params = {"w": params["w"] + updates["w"]}
+    ema = 0.9 * ema + 0.1 * np.asarray(params["w"])
+  np.testing.assert_allclose(optim.ema_params(state)["w"], ema, rtol=1e-6)
+  np.testing.assert_allclose(params["w"], [0.0, 0.5])  # the updates are SGD's own
+  assert optim.ema_params(optim.make_optimizer(_config())[0].init(params)) is None

@@ -13,7 +13,7 @@ import orbax.checkpoint as ocp
 import pytest
 from train_fixtures import Interrupted, digits_small, make_array_loader, tiny_config
 
-from lfpe.train import program, sharding, trainer
+from lfpe.train import checkpoint, optim, program, sharding, trainer
 
 KEYS = ("loss", "accuracy", "lr", "grad_norm", "param_norm")
 
@@ -210,3 +210,22 @@ def test_mixup_reaches_the_train_step(tmp_path, single):
   assert mixed[1]["loss"] != plain[1]["loss"] and all(
     math.isfinite(r["loss"]) for r in mixed.values()
   )
+
+
+def test_ema_parameters_are_what_evaluations_score(tmp_path):
+  """With `optim.ema_decay` the run's evaluations and `evaluate_all` score the moving average
+  kept in the optimizer state, not the last parameters."""
+  overrides = {"mesh.data": 1, "optim.ema_decay": 0.9}
+  summary = _run(tmp_path, devices=jax.devices()[:1], **overrides)
+  config = tiny_config(**overrides)
+  prog, variables = trainer.restore(config, str(tmp_path), check_data=False)
+  target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
+  with checkpoint.make_manager(str(tmp_path), keep=3, async_save=False) as manager:
+    _, state = checkpoint.restore_latest(manager, target, None)
+  head = lambda params: np.asarray(params["head"]["kernel"])
+  np.testing.assert_array_equal(head(variables["params"]), head(optim.ema_params(state.opt_state)))
+  assert not np.allclose(head(variables["params"]), head(state.params))
+  scores = trainer.evaluate_all(
+    config, str(tmp_path), make_loader=make_array_loader, devices=jax.devices()[:1]
+  )
+  assert scores["eval"]["accuracy"] == summary["eval"]["accuracy"]
