@@ -150,3 +150,48 @@ class FlipLr(grain.transforms.RandomMap):
       out["boxes"] = element["boxes"] * [-1, 1, 1, 1] + [1, 0, 0, 0]
       out["boxes"] = np.where(element["box_mask"][:, None], out["boxes"], 0).astype(np.float32)
     return out
+
+
+@dataclasses.dataclass
+class RandomErasing(grain.transforms.RandomMap):
+  """`random_erasing(p=0.25, area_min=0.02, area_max=1/3, min_aspect=0.3, mode='pixel')`.
+
+  Random erasing (Zhong et al. 2020; timm's `RandomErasing`, one rectangle): with probability
+  `p`, a rectangle covering a uniform fraction of the image area in `[area_min, area_max]`,
+  with a log-uniform aspect ratio in `[min_aspect, 1 / min_aspect]`, is filled with uniform
+  random values over the image's range (`pixel`: 0-255 for uint8, [0, 1) for floats) or
+  zeros (`const`); up to 10 draws until it fits, else nothing is erased. It runs in
+  `data.augment`, before `preprocess` scales the values.
+  """
+
+  p: float = 0.25
+  area_min: float = 0.02
+  area_max: float = 1 / 3
+  min_aspect: float = 0.3
+  mode: str = "pixel"
+
+  def __post_init__(self):
+    if self.mode not in ("pixel", "const"):
+      raise ValueError(f"random_erasing: mode={self.mode!r} must be 'pixel' or 'const'.")
+
+  def random_map(self, element, rng: np.random.Generator):
+    if rng.uniform() >= self.p:
+      return element
+    image = element["image"]
+    height, width = image.shape[:2]
+    for _ in range(10):
+      area = rng.uniform(self.area_min, self.area_max) * height * width
+      aspect = math.exp(rng.uniform(math.log(self.min_aspect), -math.log(self.min_aspect)))
+      h, w = round(math.sqrt(area * aspect)), round(math.sqrt(area / aspect))
+      if 0 < h < height and 0 < w < width:
+        top, left = rng.integers(0, height - h + 1), rng.integers(0, width - w + 1)
+        out = image.copy()
+        shape = (h, w, image.shape[2])
+        if self.mode == "const":
+          out[top : top + h, left : left + w] = 0
+        elif image.dtype == np.uint8:
+          out[top : top + h, left : left + w] = rng.integers(0, 256, shape, dtype=np.uint8)
+        else:
+          out[top : top + h, left : left + w] = rng.uniform(0.0, 1.0, shape)
+        return {**element, "image": out}
+    return element

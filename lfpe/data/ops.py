@@ -100,6 +100,7 @@ OPS = {
   "random_crop": image_ops.RandomCrop,
   "inception_crop": image_ops.InceptionCrop,
   "flip_lr": image_ops.FlipLr,
+  "random_erasing": image_ops.RandomErasing,
   "boxes": detection_ops.Boxes,
   "resize_pad": detection_ops.ResizePad,
 }

@@ -139,3 +139,28 @@ def test_parse_errors(spec, match):
     return
   with pytest.raises(ValueError, match=match):
     ops.parse(spec)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_erasing_fills_one_rectangle_of_the_drawn_area(seed):
+  image = np.full((40, 50, 3), 7, np.uint8)
+  op = ops.parse("random_erasing(p=1.0, mode='const')")[0]
+  out = op.random_map({"image": image}, np.random.default_rng(seed))["image"]
+  erased = np.all(out == 0, axis=-1)
+  assert erased.any() and (out[~erased] == 7).all()
+  rows, cols = np.flatnonzero(erased.any(1)), np.flatnonzero(erased.any(0))
+  assert erased[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1].all()  # a rectangle
+  assert 0.02 * 0.8 <= erased.mean() <= (1 / 3) * 1.2  # the area range, rounding aside
+  aspect = len(rows) / len(cols)
+  assert 0.3 * 0.8 <= aspect <= (1 / 0.3) * 1.2
+
+
+def test_random_erasing_probability_and_pixel_mode():
+  image = np.full((40, 50, 3), 7, np.uint8)
+  op = image_ops.RandomErasing(p=0.25)
+  draws = [op.random_map({"image": image}, np.random.default_rng(s))["image"] for s in range(400)]
+  changed = [not np.array_equal(d, image) for d in draws]
+  assert 0.18 < np.mean(changed) < 0.32  # p = 0.25
+  assert len(np.unique(draws[changed.index(True)])) > 50  # random pixel values
+  with pytest.raises(ValueError, match="mode='zeros' must be"):
+    image_ops.RandomErasing(mode="zeros")
