@@ -15,7 +15,7 @@ import dataclasses
 import grain
 import numpy as np
 
-from lfpe.data import detection_ops, image_ops
+from lfpe.data import detection_ops, image_ops, randaugment
 
 
 class Keep(grain.transforms.Map):
@@ -101,6 +101,7 @@ OPS = {
   "inception_crop": image_ops.InceptionCrop,
   "flip_lr": image_ops.FlipLr,
   "random_erasing": image_ops.RandomErasing,
+  "rand_augment": randaugment.RandAugment,
   "boxes": detection_ops.Boxes,
   "resize_pad": detection_ops.ResizePad,
 }
