@@ -51,7 +51,9 @@ class Arm:
   policies: dict = dataclasses.field(default_factory=lambda: {"extrapolate": {}})
 
 
-AUGMENT = {"coord_augment": {"shift": 0.1, "jitter": 1.1, "rescale": 1.25}}  # DINOv3-like
+# DINOv3's three perturbations at lfpe's values, on lfpe's `extent` convention (DINOv3's
+# released preset is rescale 2 alone, pixel centres: `lfpe.encodings.coords.DINOV3`).
+AUGMENT = {"coord_augment": {"shift": 0.1, "jitter": 1.1, "rescale": 1.25}}
 MIXED = (24, 32, 48)
 
 

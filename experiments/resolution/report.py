@@ -41,9 +41,9 @@ PUBLISHED = (
     ("fourier unit", "extrapolate"),
     ("embed_2d", "bicubic"),
   ),
-  (
-    "rope-vit",
-    "Sec. 4 (PI)",
+  (  # rope-vit extrapolates at a new size; PI per axis is lfpe's (rotary-embedding-torch's)
+    "PI",
+    "Chen et al. 2023, applied per axis by lfpe",
     "position interpolation helps RoPE-Axial at twice the size",
     ("rope_axial", "pi"),
     ("rope_axial", "extrapolate"),

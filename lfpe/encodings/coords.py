@@ -100,17 +100,26 @@ def boxes(box: jnp.ndarray, groups: int = 1) -> jnp.ndarray:
   return box.reshape(*box.shape[:-1], groups, 4 // groups)
 
 
-AUGMENT_KEYS = ("shift", "jitter", "rescale")
+AUGMENT_KEYS = ("shift", "jitter", "rescale", "convention")
+CONVENTIONS = ("extent", "dinov3")
+# DINOv3's released ViT configs (`pos_embed_rope_shift_coords: null`, `jitter_coords: null`,
+# `rescale_coords: 2`): the box [-1, 1] scaled by s, log-uniform in [1/2, 2].
+DINOV3 = {"rescale": 2.0, "convention": "dinov3"}
 
 
-def check_augment(options, owner: str) -> dict[str, float]:
-  """`options` ({shift, jitter, rescale}, any subset) as a dict of floats, or ValueError
-  naming the field: shift >= 0, jitter >= 1 and rescale >= 1 (1: off)."""
+def check_augment(options, owner: str) -> dict[str, float | str]:
+  """`options` ({shift, jitter, rescale, convention}, any subset) with defaults, or ValueError
+  naming the field: shift >= 0, jitter >= 1 and rescale >= 1 (1: off), convention one of
+  `CONVENTIONS`."""
   options = dict(options or {})
   unknown = sorted(set(options) - set(AUGMENT_KEYS))
   if unknown:
     raise ValueError(f"{owner}: coord_augment.{unknown[0]} is unknown; use {AUGMENT_KEYS}.")
-  out = {"shift": 0.0, "jitter": 1.0, "rescale": 1.0}
+  out = {"shift": 0.0, "jitter": 1.0, "rescale": 1.0, "convention": "extent"}
+  convention = options.pop("convention", "extent")
+  if convention not in CONVENTIONS:
+    raise ValueError(f"{owner}: coord_augment.convention={convention!r}; use one of {CONVENTIONS}.")
+  out["convention"] = convention
   for key, value in options.items():
     low = 0.0 if key == "shift" else 1.0
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low:
@@ -121,21 +130,42 @@ def check_augment(options, owner: str) -> dict[str, float]:
   return out
 
 
-def augment(coords, key, *, shift: float = 0.0, jitter: float = 1.0, rescale: float = 1.0):
+def augment(
+  coords,
+  key,
+  *,
+  shift: float = 0.0,
+  jitter: float = 1.0,
+  rescale: float = 1.0,
+  convention: str = "extent",
+  num_positions: Sequence[int] | None = None,
+):
   """DINOv3's coordinate augmentation (Siméoni et al. 2025, RoPE "box jittering"): one draw
   for all of `coords` `[..., M]`, for training only.
 
-  Each axis is normalised to [-1, 1] by the grid's own extent (centre and half-range over
-  all coordinates; `centered` coordinates are unchanged by it), then, as DINOv3 does in this
-  order: a shift u ~ U(-shift, shift) per axis is added, the axis is multiplied by a jitter
+  Each axis is normalised to [-1, 1] about its centre, then, as DINOv3 does in this order: a
+  shift u ~ U(-shift, shift) per axis is added, the axis is multiplied by a jitter
   exp(U(-log jitter, log jitter)) per axis and by one rescale exp(U(-log rescale, log
   rescale)) for all axes, and the result is mapped back to the coordinates' own mode. With
-  the defaults (0, 1, 1) it is the identity.
+  the defaults (0, 1, 1) it is the identity. `convention` says what [-1, 1] spans:
+  `extent` (lfpe's first convention, the recorded runs'): the first and last positions, so a
+  shift u moves an axis of n positions by u·(n − 1)/2 index steps; `dinov3`: DINOv3's pixel
+  centres, (i + 0.5)/n · 2 − 1, so it moves by u·n/2 (needs `num_positions`, the grid's n
+  per axis). The rescale and jitter scale about the centre, the same in both; `DINOV3` is
+  the released preset (rescale 2 only).
   """
   coords = jnp.asarray(coords, jnp.float32)
   flat = coords.reshape(-1, coords.shape[-1])
   low, high = flat.min(axis=0), flat.max(axis=0)
   centre, half = (high + low) / 2, jnp.maximum((high - low) / 2, 1e-6)
+  if convention == "dinov3":
+    if num_positions is None:
+      raise ValueError("augment: convention='dinov3' needs num_positions (the grid's shape).")
+    counts = tuple(num_positions)
+    if len(counts) != coords.shape[-1]:  # a flattened 1-D index of the grid
+      counts = (math.prod(counts),) * coords.shape[-1]
+    n = jnp.asarray(counts, jnp.float32)
+    half = jnp.where(n > 1, half * n / jnp.maximum(n - 1, 1), half)  # half a cell each side
   k_shift, k_jitter, k_rescale = jax.random.split(key, 3)
   m = coords.shape[-1]
   offset = jax.random.uniform(k_shift, (m,), minval=-shift, maxval=shift)

@@ -13,8 +13,12 @@
   over a ≤ i, b ≤ j (a causal window in the thesis' transcription); here every key is
   attended and any mask is the attention module's business.
 
-Both accept a `shape` other than `grid_shape`: the tables are resampled (bicubic by default,
-as Swin does when fine-tuning at a new window size) with `resample.resample`.
+Both accept a `shape` other than `grid_shape`: the tables are resampled with
+`resample.resample`. The default, `resample_method='bicubic'`, is the antialiased bicubic
+(Keys' a = -0.5) of `jax.image.resize` and timm's `resample_abs_pos_embed`, not Swin's rule:
+Swin fine-tunes at a new window size with PyTorch's `F.interpolate(mode='bicubic')` (a = -0.75,
+no antialiasing), which is `resample_method='bicubic_pytorch'`. On a 7 -> 12 window (a 13^2
+-> 23^2 table of N(0, 0.02^2) entries) the two differ by up to 5e-3, 5 % of the table's range.
 """
 
 from __future__ import annotations

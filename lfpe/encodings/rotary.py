@@ -32,8 +32,9 @@ chooses how RoPE meets it:
   per axis: the base becomes theta · s^(d_a / (d_a - 2)) with s = max(L' / L, 1) and d_a =
   head_dim / 2 the channels that rotate with that axis, so the highest frequency is kept and
   the lowest is divided by s (as PI would). Only for `axial` (fixed frequencies): `mixed`
-  learns its frequencies, which have no base to rescale; use `pi` there. L' is read from the
-  coordinates (largest index + 1), so `ntk` expects index grids.
+  learns its frequencies, which have no base to rescale; use `pi` there. L' is the grid's
+  (`shape`, which models pass); only without it is it read from the coordinates (largest
+  index + 1, exact for plain index grids, wrong under coordinate augmentation).
 """
 
 from __future__ import annotations
@@ -160,7 +161,11 @@ class Rotary2D(Checked, nn.Module):
     return grid * jnp.asarray([t / n for t, n in zip(self.grid_shape, shape, strict=True)])
 
   @nn.compact
-  def __call__(self, x: jnp.ndarray, coords: jnp.ndarray) -> jnp.ndarray:
+  def __call__(
+    self, x: jnp.ndarray, coords: jnp.ndarray, shape: Sequence[int] | None = None
+  ) -> jnp.ndarray:
+    """`x` `[B, N, heads, head_dim]` rotated by `coords` `[N, 2]` of a grid of `shape` (the
+    test length L' of `ntk` scaling; module docstring)."""
     owner = type(self).__name__
     check_last_dim("coords", coords, 2, owner)
     heads = self.num_heads if self.mode == "mixed" else "heads"
@@ -174,7 +179,9 @@ class Rotary2D(Checked, nn.Module):
       )
     theta = THETA[self.mode] if self.theta is None else self.theta
     if self.mode == "axial" and self.scaling == "ntk":
-      lengths = jnp.max(coords, axis=0) + 1.0  # (L'_y, L'_x) of an index grid
+      lengths = (  # (L'_y, L'_x): the grid's, else the largest index + 1 of an index grid
+        jnp.asarray(shape, jnp.float32) if shape is not None else jnp.max(coords, axis=0) + 1.0
+      )
       scale = lengths / jnp.asarray(self.grid_shape, jnp.float32)
       ntk = ntk_theta(theta, scale, self.head_dim)
       freqs = axial_freqs(self.head_dim, ntk[0], ntk[1])

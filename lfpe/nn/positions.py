@@ -149,21 +149,24 @@ class PositionSource(Checked, nn.Module):
     if kind == "absolute":
       if augmenting and coords is None:
         coords = self.encoding.grid_coords(tuple(grid_shape))
-      return self._absolute(tuple(grid_shape), self._augment(coords) if augmenting else coords)
+      augmented = self._augment(coords, grid_shape) if augmenting else coords
+      return self._absolute(tuple(grid_shape), augmented)
     if kind == "bias":
       return {"logit_bias": _pad_prefix(self.encoding(grid_shape), p)}
     if kind == "logits":
       return {"relative": lambda q: _pad_prefix(self.encoding(q[:, p:], grid_shape), p)}
     if kind == "rotary":
       grid = self.encoding.grid_coords(grid_shape)  # [N, M]
-      grid = self._augment(grid) if augmenting else grid
-      rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], grid)], axis=1)
+      grid = self._augment(grid, grid_shape) if augmenting else grid
+      shape = tuple(grid_shape)
+      rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], grid, shape)], axis=1)
       return {"rope": rope}
     return {}
 
-  def _augment(self, coords: Array) -> Array:
+  def _augment(self, coords: Array, grid_shape: Sequence[int]) -> Array:
     options = encodings.coords.check_augment(self.coord_augment, "coord_augment")
-    return encodings.coords.augment(coords, self.make_rng("dropout"), **options)
+    key = self.make_rng("dropout")
+    return encodings.coords.augment(coords, key, **options, num_positions=tuple(grid_shape))
 
   def _absolute(self, grid_shape: tuple[int, ...], coords: Array | None) -> dict[str, Array]:
     table = self.encoding.grid(grid_shape) if coords is None else self.encoding(coords)

@@ -51,9 +51,49 @@ def test_shift_alone_moves_every_token_by_one_offset_within_its_bound():
   assert np.all(np.abs(moved[0]) <= 0.1 * 3.5 + 1e-6)  # shift x half-range (3.5 cells)
 
 
+def test_dinov3_convention_normalises_by_pixel_centres():
+  """DINOv3: (i + 0.5)/n · 2 − 1, so a shift u moves n positions by u·n/2 index steps (lfpe's
+  `extent` convention: u·(n − 1)/2); rescaling about the centre is the same in both."""
+  grid, key = coords_lib.grid((8, 5), "index"), jax.random.key(1)
+  u = np.asarray(jax.random.uniform(jax.random.split(key, 3)[0], (2,), minval=-0.2, maxval=0.2))
+  for convention, half in (("extent", np.array([3.5, 2.0])), ("dinov3", np.array([4.0, 2.5]))):
+    moved = coords_lib.augment(grid, key, shift=0.2, convention=convention, num_positions=(8, 5))
+    np.testing.assert_allclose(
+      np.asarray(moved) - np.asarray(grid), np.broadcast_to(u * half, (40, 2)), atol=1e-5
+    )
+  # DINOv3's own formula on its pixel-centre coordinates, mapped back to index steps.
+  pixel = (np.asarray(grid) + 0.5) / np.array([8, 5]) * 2 - 1
+  ours = coords_lib.augment(grid, key, **coords_lib.DINOV3, num_positions=(8, 5))
+  r = math.exp(
+    float(
+      jax.random.uniform(
+        jax.random.split(key, 3)[2], (), minval=-math.log(2.0), maxval=math.log(2.0)
+      )
+    )
+  )
+  np.testing.assert_allclose(
+    (np.asarray(ours) + 0.5) / np.array([8, 5]) * 2 - 1, pixel * r, rtol=1e-5
+  )
+  extent = coords_lib.augment(grid, key, rescale=2.0)  # rescale alone: the same either way
+  np.testing.assert_allclose(ours, extent, rtol=1e-5)
+  with pytest.raises(ValueError, match="needs num_positions"):
+    coords_lib.augment(grid, key, convention="dinov3")
+
+
+def test_the_dinov3_preset_is_its_released_config():
+  assert coords_lib.DINOV3 == {"rescale": 2.0, "convention": "dinov3"}  # shift, jitter: null
+  assert coords_lib.check_augment(coords_lib.DINOV3, "x") == {
+    "shift": 0.0, "jitter": 1.0, "rescale": 2.0, "convention": "dinov3"
+  }  # fmt: skip
+
+
 @pytest.mark.parametrize(
   "options, match",
-  [({"shfit": 0.1}, "coord_augment.shfit is unknown"), ({"jitter": 0.5}, "jitter must be")],
+  [
+    ({"shfit": 0.1}, "coord_augment.shfit is unknown"),
+    ({"jitter": 0.5}, "jitter must be"),
+    ({"convention": "pixel"}, "coord_augment.convention='pixel'"),
+  ],
 )
 def test_bad_options_name_the_field(options, match):
   with pytest.raises(ValueError, match=match):
@@ -67,10 +107,17 @@ def _vit(posemb: str, augment):
   )  # fmt: skip
 
 
-@pytest.mark.parametrize("posemb", ["fourier(coords_mode='unit')", "rope_axial"])
-def test_the_vit_augments_when_training_and_never_at_evaluation(posemb):
+@pytest.mark.parametrize(
+  "posemb, options",
+  [
+    ("fourier(coords_mode='unit')", OPTIONS),
+    ("rope_axial", OPTIONS),
+    ("rope_axial", coords_lib.DINOV3),  # the preset reaches the model with the grid's shape
+  ],
+)
+def test_the_vit_augments_when_training_and_never_at_evaluation(posemb, options):
   images = jax.random.uniform(jax.random.key(2), (2, 32, 32, 3))
-  plain, augmented = _vit(posemb, None), _vit(posemb, OPTIONS)
+  plain, augmented = _vit(posemb, None), _vit(posemb, options)
   variables = plain.init(jax.random.key(0), images, train=False)
   run = lambda model, train, seed=0: np.asarray(
     model.apply(variables, images, train=train, rngs={"dropout": jax.random.key(seed)})

@@ -35,7 +35,8 @@ def test_pi_scales_each_axis_by_the_training_length_over_the_new_one():
   got = np.asarray(pi.grid_coords((16, 4)))
   expected = np.asarray(coords_lib.grid((16, 4), "index")) * np.array([8 / 16, 8 / 4])
   np.testing.assert_allclose(got, expected)
-  assert got[:, 0].max() == pytest.approx(15 * 8 / 16)  # m L / L': inside [0, L)
+  # the largest coordinate is (L' − 1)·L/L' = L − L/L' (here 7.5): inside [0, L)
+  assert got[:, 0].max() == pytest.approx(8 - 8 / 16)
 
 
 def test_ntk_at_the_training_grid_is_the_identity():
@@ -55,6 +56,22 @@ def test_ntk_matches_the_closed_form_of_its_base_change():
   plain = np.asarray(rotary.magnitudes(HEAD_DIM, 100.0))
   scaled = np.asarray(rotary.magnitudes(HEAD_DIM, theta_y))
   assert scaled[0] == pytest.approx(plain[0]) and scaled[-1] == pytest.approx(plain[-1] / 2)
+
+
+def test_ntk_reads_the_test_length_from_the_grid_not_from_augmented_coordinates():
+  """Under DINOv3-style augmentation the largest coordinate is not L' − 1 (17.7 for a grid of
+  16 in the issue); the length comes from `shape`, as models pass it."""
+  shape = (16, 24)
+  module = _rope("rope_axial(scaling='ntk')")
+  x, coords, want = _apply(module, shape)
+  jittered = coords_lib.augment(coords, jax.random.key(4), shift=0.1, jitter=1.1, rescale=1.25)
+  assert float(np.max(np.asarray(jittered)[:, 0])) + 1 != 16.0
+  variables = module.init(jax.random.key(1), x, coords)
+  got = module.apply(variables, x, jittered, shape)
+  d_axis = HEAD_DIM // 2
+  theta_y, theta_x = (100.0 * s ** (d_axis / (d_axis - 2)) for s in (2.0, 3.0))
+  freqs = rotary.axial_freqs(HEAD_DIM, theta_y, theta_x)
+  np.testing.assert_allclose(got, np.asarray(rotary.rope(x, jittered, freqs)), atol=1e-5)
 
 
 def test_ntk_never_shrinks_a_smaller_grid():
