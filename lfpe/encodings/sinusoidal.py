@@ -47,6 +47,7 @@ from lfpe.encodings.base import (
   check_mode,
   check_positive,
 )
+from lfpe.encodings.resample import check_grid_shape, check_resample_options, resample
 
 LAYOUTS = ("interleave", "concat")
 
@@ -135,17 +136,53 @@ class Sine1D(_Sine, nn.Module):
 
   `__call__(coords [..., 1]) -> [..., D]`; `coords_mode='index'`: integer token positions
   as in Vaswani (002 Eq. 1, 001 Sec. 2.2).
+
+  At another grid the flattened index changes meaning (a new row starts at another index):
+  by default `grid(shape)` encodes the new grid's own raster indices (extrapolation, the
+  failure reported for MAE-style fixed 1-D tables); with `resample_method` ('bilinear',
+  'bicubic', 'bicubic_pytorch') it resamples the training grid's table as a 2-D image
+  instead, as MAE's `interpolate_pos_embed` does for its fixed tables (`grid_shape`: the
+  training grid, which models pass).
   """
 
   dim: int
   temperature: float = 10000.0
   layout: str = "interleave"
   coords_mode: str = "index"
+  grid_shape: tuple[int, ...] | None = None
+  resample_method: str | None = None
+  align_corners: bool = False
+  antialias: bool | None = None
   flatten: ClassVar[bool] = True
+
+  def check(self):
+    super().check()
+    if self.resample_method is not None:
+      owner = type(self).__name__
+      if self.grid_shape is None:
+        raise ValueError(f"{owner}: resample_method needs grid_shape (the training grid).")
+      check_grid_shape(self.grid_shape, owner)
+      check_resample_options(self.resample_method, self.align_corners, self.antialias, owner)
 
   def __call__(self, coords: jnp.ndarray) -> jnp.ndarray:
     check_last_dim("coords", coords, 1, type(self).__name__)
     return sincos_1d(coords[..., 0], self.dim, self.temperature, self.layout)
+
+  def grid(self, shape: Sequence[int]) -> jnp.ndarray:
+    """`[prod(shape), D]`: the new grid's raster indices, or with `resample_method` the
+    training grid's table resampled to `shape`."""
+    shape = tuple(shape)
+    if self.resample_method is None or shape == tuple(self.grid_shape):
+      return self(self.grid_coords(shape))
+    table = self(self.grid_coords(self.grid_shape))
+    return resample(
+      table,
+      self.grid_shape,
+      shape,
+      self.resample_method,
+      align_corners=self.align_corners,
+      antialias=self.antialias,
+    )
 
 
 class SineND(_Sine, nn.Module):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.ndimage
 
+from lfpe import encodings
 from lfpe.encodings.resample import check_resample_options, resample
 
 
@@ -151,3 +152,23 @@ def test_resample_rejects_antialiased_bicubic_pytorch():
     resample(jnp.zeros((12, 2)), (3, 4), (5, 5), "bicubic_pytorch", antialias=True)
   with pytest.raises(ValueError, match="align_corners"):
     resample(jnp.zeros((12, 2)), (3, 4), (5, 5), align_corners=None)
+
+
+def test_sine_1d_resamples_its_training_table_when_asked():
+  """By default a new grid gets its own raster indices (rows restart at other indices); with
+  `resample_method` the training grid's table is resized as a 2-D image (MAE's fixed tables)."""
+  build = lambda spec: encodings.build(
+    spec, dim=16, grid_shape=(4, 4), num_heads=2, head_dim=8, ndim=1
+  )
+  plain, resampled = build("sine_1d"), build("sine_1d(resample_method='bicubic')")
+  at_train = plain.apply({}, (4, 4), method="grid")
+  np.testing.assert_array_equal(resampled.apply({}, (4, 4), method="grid"), at_train)
+  np.testing.assert_allclose(
+    resampled.apply({}, (8, 8), method="grid"),
+    encodings.resample(at_train, (4, 4), (8, 8), "bicubic"),
+    atol=1e-6,
+  )
+  own = np.asarray(plain.apply({}, (8, 8), method="grid"))
+  np.testing.assert_allclose(own, np.asarray(plain.apply({}, jnp.arange(64.0)[:, None])), atol=1e-6)
+  with pytest.raises(ValueError, match="resample_method needs grid_shape"):
+    encodings.create("sine_1d(resample_method='bicubic')", dim=16)
