@@ -76,7 +76,7 @@ def relative_logits(
   return q_row[:, :, n, delta[..., 0] + h - 1] + q_col[:, :, n, delta[..., 1] + w - 1]
 
 
-def _check_2d(shape, name: str, owner: str) -> tuple[int, int]:
+def check_grid_2d(shape, name: str, owner: str) -> tuple[int, int]:
   shape = check_grid_shape(shape if shape is None else tuple(shape), owner, name)
   if len(shape) != 2:
     raise ValueError(
@@ -108,7 +108,7 @@ class RelativeBias2D(Checked, nn.Module):
   def check(self):
     super().check()
     owner = type(self).__name__
-    _check_2d(self.grid_shape, "grid_shape", owner)
+    check_grid_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
     check_table_options(self)
 
@@ -119,7 +119,7 @@ class RelativeBias2D(Checked, nn.Module):
     table = self.param(
       "table", nn.initializers.normal(self.init_std), (math.prod(sizes), self.num_heads)
     )
-    shape = self.grid_shape if shape is None else _check_2d(shape, "shape", type(self).__name__)
+    shape = self.grid_shape if shape is None else check_grid_2d(shape, "shape", type(self).__name__)
     new_sizes = tuple(_num_offsets(s) for s in shape)
     table = resample_table(self, table, sizes, new_sizes)
     return relative_bias(table, shape)  # [heads, N, N]
@@ -156,7 +156,7 @@ class RelativeAttention2D(Checked, nn.Module):
   def check(self):
     super().check()
     owner = type(self).__name__
-    _check_2d(self.grid_shape, "grid_shape", owner)
+    check_grid_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("head_dim", self.head_dim, 2, "r = row ‖ col halves", owner)
     if self.per_head:
       check_divisible("num_heads", self.num_heads, 1, "per_head=True needs it", owner)
@@ -165,7 +165,7 @@ class RelativeAttention2D(Checked, nn.Module):
   @nn.compact
   def __call__(self, q: jnp.ndarray, shape: Sequence[int] | None = None) -> jnp.ndarray:
     owner = type(self).__name__
-    shape = self.grid_shape if shape is None else _check_2d(shape, "shape", owner)
+    shape = self.grid_shape if shape is None else check_grid_2d(shape, "shape", owner)
     if q.ndim != 4 or q.shape[1] != math.prod(shape) or q.shape[-1] != self.head_dim:
       raise ValueError(
         f"{owner}: `q` must be [B, N, heads, head_dim] with N = prod(shape="

@@ -1,0 +1,71 @@
+"""SwinV2's log-spaced continuous relative position bias (Liu et al. 2022, Sec. 3.3).
+
+`rel_cpb_2d` (kind `bias`): instead of a learned table indexed by the offset, a small MLP
+maps each relative offset (Δy, Δx) to one bias per head, so the bias exists at any grid:
+
+  Δ̂ = Δ / (L − 1) · 8           per axis, L the training grid's length (SwinV2's
+                                  `pretrained_window_size`), so the training offsets span [−8, 8]
+  Δ̃ = sign(Δ̂) · log2(1 + |Δ̂|) / log2(8)                      (log-spaced coordinates)
+  B = 16 · sigmoid(MLP(Δ̃))       MLP: Linear(2, 512) → ReLU → Linear(512, heads, no bias)
+
+and `B[heads, N, N]` is gathered with Swin's relative index, as `rel_bias_2d` gathers its
+table. At a larger grid the offsets run past ±8 on the same log scale (SwinV2's transfer
+across window sizes); an offset seen in training keeps its bias exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lfpe.checked import Checked
+from lfpe.encodings.base import Registration, check_divisible
+from lfpe.encodings.relative import check_grid_2d, relative_bias
+
+SPAN = 8.0  # SwinV2: offsets of the training grid normalised to [-8, 8]
+SCALE = 16.0  # SwinV2: 16 · sigmoid
+
+
+def log_spaced_offsets(shape: Sequence[int], train_shape: Sequence[int]) -> np.ndarray:
+  """Δ̃ of every offset of a `shape` grid, `[(2H−1)(2W−1), 2]` in Swin's table order."""
+  axes = [np.arange(-(n - 1), n, dtype=np.float64) / max(t - 1, 1) * SPAN
+          for n, t in zip(shape, train_shape, strict=True)]  # fmt: skip
+  grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 2)
+  return (np.sign(grid) * np.log2(1.0 + np.abs(grid)) / np.log2(SPAN)).astype(np.float32)
+
+
+class RelativeCPB2D(Checked, nn.Module):
+  """SwinV2's continuous relative position bias `[heads, N, N]` (module docstring).
+
+  `__call__(shape=None)`: the bias for `grid_shape`, or for another `(H', W')` from the same
+  MLP (offsets normalised by `grid_shape`, the training grid).
+  """
+
+  grid_shape: tuple[int, ...] | None = None
+  num_heads: int = 1
+  hidden_dim: int = 512
+
+  kind: ClassVar[str] = "bias"
+
+  def check(self):
+    super().check()
+    owner = type(self).__name__
+    check_grid_2d(self.grid_shape, "grid_shape", owner)
+    check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
+    check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP's width", owner)
+
+  @nn.compact
+  def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
+    shape = self.grid_shape if shape is None else check_grid_2d(shape, "shape", type(self).__name__)
+    coords = jnp.asarray(log_spaced_offsets(shape, self.grid_shape))
+    hidden = jax.nn.relu(nn.Dense(self.hidden_dim, name="hidden")(coords))
+    table = nn.Dense(self.num_heads, use_bias=False, name="out")(hidden)  # [(2H-1)(2W-1), heads]
+    return relative_bias(SCALE * jax.nn.sigmoid(table), shape)
+
+
+ENCODINGS = (Registration("rel_cpb_2d", RelativeCPB2D, labels=("Log-spaced CPB (SwinV2)",)),)

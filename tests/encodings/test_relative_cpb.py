@@ -1,0 +1,63 @@
+"""SwinV2's log-spaced continuous position bias against its formulas and its transfer property."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lfpe import encodings
+from lfpe.encodings import relative, relative_cpb
+from lfpe.models import vit
+
+
+def _cpb(grid=(4, 4), heads=2, **options):
+  spec = encodings.spec("rel_cpb_2d", **options)
+  return encodings.build(spec, dim=32, grid_shape=grid, num_heads=heads, head_dim=16, ndim=2)
+
+
+def test_log_spaced_offsets_by_hand():
+  """A 3x3 training grid: offsets −2..2 scale to −8..8, then sign · log2(1 + |x|) / log2(8)."""
+  got = relative_cpb.log_spaced_offsets((3, 3), (3, 3)).reshape(5, 5, 2)
+  want = np.array([-np.log2(9), -np.log2(5), 0.0, np.log2(5), np.log2(9)]) / 3.0
+  np.testing.assert_allclose(got[:, 2, 0], want, rtol=1e-6)  # Δy down the rows
+  np.testing.assert_allclose(got[2, :, 1], want, rtol=1e-6)  # Δx along the columns
+  # At twice the grid the same log scale runs on: offset 5 of a 3-grid is 20 → log2(21)/3.
+  wide = relative_cpb.log_spaced_offsets((6, 6), (3, 3)).reshape(11, 11, 2)
+  assert wide[10, 5, 0] == pytest.approx(np.log2(21) / 3, rel=1e-6)
+
+
+def test_the_bias_is_16_sigmoid_of_the_mlp_gathered_by_swins_index():
+  module = _cpb()
+  variables = module.init(jax.random.key(0))
+  params = variables["params"]
+  coords = relative_cpb.log_spaced_offsets((4, 4), (4, 4))
+  hidden = np.maximum(coords @ params["hidden"]["kernel"] + params["hidden"]["bias"], 0)
+  table = 16 / (1 + np.exp(-(hidden @ params["out"]["kernel"])))  # [49, heads]
+  want = np.transpose(table[relative.relative_index((4, 4))], (2, 0, 1))
+  got = np.asarray(module.apply(variables))
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert got.shape == (2, 16, 16) and 0 < got.min() and got.max() < 16
+  assert "bias" not in params["out"]  # SwinV2: the second layer has no bias
+
+
+def test_an_offset_seen_in_training_keeps_its_bias_on_a_larger_grid():
+  module = _cpb()
+  variables = module.init(jax.random.key(1))
+  small = np.asarray(module.apply(variables))  # [heads, 16, 16]
+  large = np.asarray(module.apply(variables, (6, 6)))  # [heads, 36, 36]
+  rows, cols = np.meshgrid(np.arange(4), np.arange(4), indexing="ij")
+  inner = (rows * 6 + cols).reshape(-1)  # the 4x4 corner of the 6x6 grid
+  np.testing.assert_allclose(large[:, inner][:, :, inner], small, rtol=1e-6)
+
+
+def test_a_vit_with_it_runs_at_other_image_sizes():
+  model = vit.Model(3, variant="mu/4", image_size=16, posemb="rel_cpb_2d(hidden_dim=16)")
+  variables = model.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
+  for size in (16, 24):
+    out = model.apply(variables, jnp.ones((2, size, size, 3)), train=False)
+    assert out.shape == (2, 3) and np.isfinite(np.asarray(out)).all()
+
+
+def test_bad_fields_name_the_field():
+  with pytest.raises(ValueError, match="hidden_dim"):
+    _cpb(hidden_dim=0)
