@@ -38,6 +38,7 @@ import numpy as np
 from absl import flags
 from jax.experimental import multihost_utils
 
+from lfpe import resolution
 from lfpe.data import builders, config, detection_ops, image_ops, memory, ops
 
 Batch = dict[str, np.ndarray]
@@ -177,17 +178,11 @@ def to_global(batch: Batch, sharding: jax.sharding.Sharding, global_batch_size: 
   }
 
 
-def batch_size_draw(sizes: Sequence[int], seed: int, index: int) -> int:
-  """The image size of training batch `index` in mixed-resolution training: uniform over
-  `sizes`, a function of (seed, index) only, so every process draws the same."""
-  return int(sizes[np.random.default_rng([seed, index]).integers(len(sizes))])
-
-
 class TrainIterator:
   """Global training batches; `get_state` / `set_state` make it checkpointable.
 
   With `sizes` (mixed resolution, `data.train_sizes`), batch i is resized (nearest) to
-  `batch_size_draw(sizes, seed, i)`; the state then also holds i.
+  `lfpe.resolution.draw_size(sizes, seed, i)`; the state then also holds i.
   """
 
   def __init__(
@@ -207,7 +202,7 @@ class TrainIterator:
   def __next__(self) -> dict[str, jax.Array]:
     batch = next(self._local)
     if self._sizes:
-      size = batch_size_draw(self._sizes, self._seed, self._index)
+      size = resolution.draw_size(self._sizes, self._seed, self._index)
       self._index += 1
       if batch["image"].shape[1:3] != (size, size):
         resize = lambda x: image_ops.resize_image(x, size, "nearest")

@@ -6,6 +6,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
+from lfpe import resolution
 from lfpe.data import builders, config, pipeline
 
 
@@ -188,7 +189,7 @@ def test_mixed_resolution_draws_one_size_per_batch_and_resumes_exactly(digits_co
   digits_config.image_size, digits_config.train_sizes = 16, (8, 16, 32)
   it = _train(digits_config, mesh, seed=5)
   first = [next(it) for _ in range(3)]
-  sizes = [pipeline.batch_size_draw((8, 16, 32), 5, i) for i in range(6)]
+  sizes = [resolution.draw_size((8, 16, 32), 5, i) for i in range(6)]
   assert [b["image"].shape[1] for b in first] == sizes[:3]
   assert len(set(sizes)) > 1  # draws differ (seed 5 gives more than one size in 6 batches)
   state = it.get_state()
