@@ -35,6 +35,12 @@ chooses how RoPE meets it:
   learns its frequencies, which have no base to rescale; use `pi` there. L' is the grid's
   (`shape`, which models pass); only without it is it read from the coordinates (largest
   index + 1, exact for plain index grids, wrong under coordinate augmentation).
+  `ntk_factor` sets s by hand (both axes) instead.
+* `yarn`: NTK-by-parts with YaRN's temperature (Peng et al. 2023), per axis of training
+  length L: each frequency f of wavelength 2π/f with r = L·f/2π periods in L becomes
+  (1 − γ)·f/s + γ·f, γ = clip((r − alpha)/(beta − alpha), 0, 1) (interpolated where it
+  repeats less than alpha times in L, kept where more than beta times), and the rotated q
+  and k are multiplied by 0.1·ln(s) + 1 (s: the larger axis factor). `axial` only.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.base import Registration, check_divisible, check_last_dim, check_positive
 
 MODES = ("axial", "mixed")
-SCALINGS = ("none", "pi", "ntk")
+SCALINGS = ("none", "pi", "ntk", "yarn")
 THETA = {"axial": 100.0, "mixed": 10.0}  # Heo et al.'s defaults
 
 
@@ -66,7 +72,11 @@ def axial_freqs(head_dim: int, theta: float, theta_x: float | None = None) -> jn
   """Axial frequencies `[2, 1, head_dim/2]` (rows y, x): x on the first d/4 pairs, y last;
   `theta` for y and `theta_x` (default: `theta`) for x."""
   mag_y = magnitudes(head_dim, theta)
-  mag_x = mag_y if theta_x is None else magnitudes(head_dim, theta_x)
+  return axes_freqs(mag_y, mag_y if theta_x is None else magnitudes(head_dim, theta_x))
+
+
+def axes_freqs(mag_y: jnp.ndarray, mag_x: jnp.ndarray) -> jnp.ndarray:
+  """`[2, 1, d/2]` from each axis' `[d/4]` magnitudes in Heo's layout (x first, then y)."""
   zero = jnp.zeros_like(mag_y)
   return jnp.stack([jnp.concatenate([zero, mag_y]), jnp.concatenate([mag_x, zero])])[:, None]
 
@@ -75,6 +85,16 @@ def ntk_theta(theta: float, scale, head_dim: int):
   """NTK-aware base for one axis stretched by `scale` (>= 1): theta · s^(d_a / (d_a - 2))."""
   d_axis = head_dim // 2
   return theta * jnp.maximum(scale, 1.0) ** (d_axis / (d_axis - 2))
+
+
+def yarn_magnitudes(
+  head_dim: int, theta: float, scale, length: float, alpha: float, beta: float
+) -> jnp.ndarray:
+  """NTK-by-parts magnitudes of one axis stretched by `scale` (>= 1), training `length`."""
+  mag = magnitudes(head_dim, theta)
+  periods = length * mag / (2 * math.pi)  # r: how often each frequency repeats in L
+  gamma = jnp.clip((periods - alpha) / (beta - alpha), 0.0, 1.0)
+  return (1.0 - gamma) * mag / jnp.maximum(scale, 1.0) + gamma * mag
 
 
 def mixed_freqs_init(theta: float):
@@ -115,6 +135,9 @@ class Rotary2D(Checked, nn.Module):
   theta: float | None = None
   grid_shape: tuple[int, ...] | None = None
   scaling: str = "none"
+  ntk_factor: float | None = None
+  yarn_alpha: float = 1.0
+  yarn_beta: float = 32.0
 
   kind: ClassVar[str] = "rotary"
 
@@ -136,10 +159,22 @@ class Rotary2D(Checked, nn.Module):
       check_positive("theta", self.theta, owner)
     if self.scaling not in SCALINGS:
       raise ValueError(f"{owner}: unknown scaling={self.scaling!r}; use one of {SCALINGS}.")
-    if self.scaling == "ntk" and self.mode != "axial":
+    if self.scaling in ("ntk", "yarn") and self.mode != "axial":
       raise ValueError(
-        f"{owner}: scaling='ntk' rescales fixed frequencies and mode={self.mode!r} learns its "
-        "own; use scaling='pi' (or mode='axial')."
+        f"{owner}: scaling={self.scaling!r} rescales fixed frequencies and mode={self.mode!r} "
+        "learns its own; use scaling='pi' (or mode='axial')."
+      )
+    if self.ntk_factor is not None and (
+      self.scaling not in ("ntk", "yarn")
+      or not isinstance(self.ntk_factor, (int, float))
+      or self.ntk_factor < 1
+    ):
+      raise ValueError(
+        f"{owner}: ntk_factor={self.ntk_factor!r} is a number >= 1 for scaling='ntk' or 'yarn'."
+      )
+    if not 0 <= self.yarn_alpha < self.yarn_beta:
+      raise ValueError(
+        f"{owner}: need 0 <= yarn_alpha < yarn_beta, got {self.yarn_alpha}, {self.yarn_beta}."
       )
     if self.scaling != "none" and (self.grid_shape is None or len(self.grid_shape) != 2):
       raise ValueError(
@@ -178,18 +213,30 @@ class Rotary2D(Checked, nn.Module):
         f"pass grid tokens only and one coordinate row per token."
       )
     theta = THETA[self.mode] if self.theta is None else self.theta
-    if self.mode == "axial" and self.scaling == "ntk":
-      lengths = (  # (L'_y, L'_x): the grid's, else the largest index + 1 of an index grid
-        jnp.asarray(shape, jnp.float32) if shape is not None else jnp.max(coords, axis=0) + 1.0
-      )
-      scale = lengths / jnp.asarray(self.grid_shape, jnp.float32)
-      ntk = ntk_theta(theta, scale, self.head_dim)
-      freqs = axial_freqs(self.head_dim, ntk[0], ntk[1])
-    elif self.mode == "axial":
+    if self.mode == "axial" and self.scaling in ("ntk", "yarn"):
+      return self._rescaled(x, coords, shape, theta)
+    if self.mode == "axial":
       freqs = axial_freqs(self.head_dim, theta)  # [2, 1, d/2]
     else:
       freqs = self.param("freqs", mixed_freqs_init(theta), (2, self.num_heads, self.head_dim // 2))
     return rope(x, coords, freqs)
+
+  def _rescaled(self, x, coords, shape, theta: float) -> jnp.ndarray:
+    """`ntk` or `yarn` (module docstring) at the grid of `shape` (else read from `coords`)."""
+    lengths = (  # (L'_y, L'_x): the grid's, else the largest index + 1 of an index grid
+      jnp.asarray(shape, jnp.float32) if shape is not None else jnp.max(coords, axis=0) + 1.0
+    )
+    train = jnp.asarray(self.grid_shape, jnp.float32)
+    scale = jnp.full((2,), float(self.ntk_factor)) if self.ntk_factor else lengths / train
+    if self.scaling == "ntk":
+      ntk = ntk_theta(theta, scale, self.head_dim)
+      return rope(x, coords, axial_freqs(self.head_dim, ntk[0], ntk[1]))
+    mags = [
+      yarn_magnitudes(self.head_dim, theta, scale[a], train[a], self.yarn_alpha, self.yarn_beta)
+      for a in range(2)
+    ]
+    temperature = 0.1 * jnp.log(jnp.maximum(scale.max(), 1.0)) + 1.0
+    return (rope(x, coords, axes_freqs(*mags)) * temperature).astype(x.dtype)
 
 
 ENCODINGS = (

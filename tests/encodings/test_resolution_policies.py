@@ -3,6 +3,7 @@ scaling (the relative-bias resize is checked against an explicit bicubic resize 
 test_relative.py, table resampling against PyTorch's kernels in test_resample.py)."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -74,6 +75,37 @@ def test_ntk_reads_the_test_length_from_the_grid_not_from_augmented_coordinates(
   np.testing.assert_allclose(got, np.asarray(rotary.rope(x, jittered, freqs)), atol=1e-5)
 
 
+def test_a_user_set_ntk_factor_replaces_the_grid_ratio():
+  shape = (8, 8)  # the training grid: without a factor NTK is the identity here
+  x, coords, got = _apply(_rope("rope_axial(scaling='ntk', ntk_factor=4.0)"), shape)
+  d_axis = HEAD_DIM // 2
+  theta = 100.0 * 4.0 ** (d_axis / (d_axis - 2))
+  want = rotary.rope(x, coords, rotary.axial_freqs(HEAD_DIM, theta, theta))
+  np.testing.assert_allclose(got, np.asarray(want), atol=1e-5)
+
+
+def test_yarn_interpolates_slow_frequencies_keeps_fast_ones_and_scales_the_logits():
+  """NTK-by-parts per axis: γ = clip((r − α)/(β − α)), r = L·f/2π; temperature 0.1 ln s + 1."""
+  shape, alpha, beta = (16, 32), 0.1, 1.0  # s = 2 on y, 4 on x; L = 8 (r from 0.04 to 1.27)
+  spec = f"rope_axial(scaling='yarn', yarn_alpha={alpha}, yarn_beta={beta})"
+  x, coords, got = _apply(_rope(spec), shape)
+  mags = np.asarray(rotary.magnitudes(HEAD_DIM, 100.0))
+  periods = 8 * mags / (2 * np.pi)
+  gamma = np.clip((periods - alpha) / (beta - alpha), 0, 1)
+  assert gamma.max() == 1.0 and gamma.min() == 0.0  # both regimes occur at these settings
+  by_axis = [(1 - gamma) * mags / s + gamma * mags for s in (2.0, 4.0)]
+  freqs = rotary.axes_freqs(*(jnp.asarray(m) for m in by_axis))
+  temperature = 0.1 * np.log(4.0) + 1.0
+  want = np.asarray(rotary.rope(x, coords, freqs)) * temperature
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_yarn_at_the_training_grid_is_the_identity():
+  _, _, plain = _apply(_rope("rope_axial"), TRAIN)
+  _, _, yarn = _apply(_rope("rope_axial(scaling='yarn')"), TRAIN)
+  np.testing.assert_allclose(yarn, plain, atol=1e-6)
+
+
 def test_ntk_never_shrinks_a_smaller_grid():
   _, _, plain = _apply(_rope("rope_axial"), (4, 4))
   _, _, ntk = _apply(_rope("rope_axial(scaling='ntk')"), (4, 4))
@@ -84,7 +116,9 @@ def test_ntk_never_shrinks_a_smaller_grid():
   ("spec", "match"),
   [
     ("rope_mixed(scaling='ntk')", "scaling='ntk'.*use scaling='pi'"),
-    ("rope_axial(scaling='yarn')", "unknown scaling"),
+    ("rope_axial(scaling='ntx')", "unknown scaling"),
+    ("rope_mixed(scaling='yarn')", "scaling='yarn'.*use scaling='pi'"),
+    ("rope_axial(ntk_factor=2.0)", "ntk_factor=2.0 is a number >= 1 for scaling='ntk' or 'yarn'"),
   ],
 )
 def test_bad_policies_name_the_field_and_the_fix(spec, match):
