@@ -100,7 +100,8 @@ def _initial_variables(module: nn.Module, key: jax.Array, init_shape) -> dict[st
     )
   if module.kind == "bias":
     return module.init(key, shape)
-  tokens = jnp.zeros((1, math.prod(shape), module.num_heads or 1, module.head_dim))  # axial: any
+  heads = getattr(module, "num_heads", None) or 1  # axial: any number of heads
+  tokens = jnp.zeros((1, math.prod(shape), heads, module.head_dim))
   if module.kind == "logits":
     return module.init(key, tokens, shape)
   return module.init(key, tokens, module.grid_coords(shape))  # rotary

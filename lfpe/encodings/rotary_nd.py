@@ -1,0 +1,69 @@
+"""Axial RoPE on N-D grids, e.g. video (T, H, W): Heo et al.'s axial layout in any dimension.
+
+`rope_axial_nd` (`ndim=3` for video) rotates `head_dim / (2·ndim)` channel pairs with
+each axis, at magnitudes 1 / theta^(2·ndim·k / head_dim) (k < head_dim / (2·ndim)); the last
+axis takes the first block of pairs, as Heo's 2-D layout puts x before y, so `ndim=2` is
+`rope_axial` exactly. Then q'·k' depends on the N-D offset only. `grid_coords(shape)` gives
+index coordinates of a row-major grid (frame, row, column for video); a new grid
+extrapolates, as `rope_axial` does by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from lfpe.checked import Checked
+from lfpe.encodings import coords as coords_lib
+from lfpe.encodings.base import Registration, check_divisible, check_last_dim, check_positive
+from lfpe.encodings.rotary import rope
+
+
+def axial_nd_freqs(head_dim: int, ndim: int, theta: float) -> jnp.ndarray:
+  """`[ndim, 1, head_dim/2]`: axis a's magnitudes on pair block ndim − 1 − a, zeros elsewhere."""
+  pairs = head_dim // (2 * ndim)
+  mag = 1.0 / theta ** (jnp.arange(pairs, dtype=jnp.float32) * 2 * ndim / head_dim)
+  rows = []
+  for axis in range(ndim):
+    blocks = [jnp.zeros_like(mag)] * ndim
+    blocks[ndim - 1 - axis] = mag
+    rows.append(jnp.concatenate(blocks))
+  return jnp.stack(rows)[:, None]
+
+
+class RotaryAxialND(Checked, nn.Module):
+  """N-D axial RoPE: `__call__(x [B, N, heads, head_dim], coords [N, ndim]) -> same shape`."""
+
+  head_dim: int | None = None
+  ndim: int = 2  # 3 for video (T, H, W); 2 is `rope_axial`, what a 2-D model's grid takes
+  theta: float = 100.0
+
+  kind: ClassVar[str] = "rotary"
+
+  def check(self):
+    super().check()
+    owner = type(self).__name__
+    check_divisible("ndim", self.ndim, 1, "the number of grid axes", owner)
+    check_divisible("head_dim", self.head_dim, 2 * self.ndim, "pairs split over the axes", owner)
+    check_positive("theta", self.theta, owner)
+
+  def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
+    """Index coordinates of a row-major grid of `shape` (ndim axes), `[prod(shape), ndim]`."""
+    if len(shape) != self.ndim:
+      raise ValueError(
+        f"{type(self).__name__}: shape {tuple(shape)} has not ndim={self.ndim} axes."
+      )
+    return coords_lib.grid(tuple(shape), "index")
+
+  def __call__(
+    self, x: jnp.ndarray, coords: jnp.ndarray, shape: Sequence[int] | None = None
+  ) -> jnp.ndarray:
+    del shape  # extrapolates: no policy reads the grid's length
+    check_last_dim("coords", coords, self.ndim, type(self).__name__)
+    return rope(x, coords, axial_nd_freqs(self.head_dim, self.ndim, self.theta))
+
+
+ENCODINGS = (Registration("rope_axial_nd", RotaryAxialND, labels=("RoPE-Axial (N-D)",)),)
