@@ -40,6 +40,14 @@ def main() -> None:
   pos = pe.LearnableFourierMLP(dim=16, rngs=nnx.Rngs(0))
   assert pos.grid((4, 6)).shape == (24, 16)
 
+  # Changing resolution from a user's own loop (lfpe.resolution is core).
+  from lfpe import resolution
+
+  assert resolution.draw_size((8, 16), seed=0, step=3) in (8, 16)
+  rope = encodings.create("rope_axial", head_dim=8)
+  augmented = resolution.train_coords(rope, (4, 6), jax.random.key(0), **encodings.coords.DINOV3)
+  assert augmented.shape == (24, 2)
+
   # Each model family: init and a forward pass; ViT training steps with optax, with an
   # absolute encoding, a relative bias and 2-D RoPE in its attention layers (lfpe.nn).
   for posemb in ("fourier", "rel_bias_2d", "rope_mixed"):
