@@ -268,18 +268,6 @@ class Crop(grain.transforms.Map):
     return out
 
 
-def check_boxes(bbox: np.ndarray, where: str) -> None:
-  """`bbox [n, 4]` (ymin, xmin, ymax, xmax): inside [0, 1], positive height and width."""
-  ymin, xmin, ymax, xmax = bbox.T
-  bad = ~((ymin >= 0) & (xmin >= 0) & (ymax <= 1) & (xmax <= 1) & (ymax > ymin) & (xmax > xmin))
-  if bad.any():
-    i = int(np.flatnonzero(bad)[0])
-    raise ValueError(
-      f"{where}: box {i} (ymin, xmin, ymax, xmax)={bbox[i].tolist()} is not inside the image "
-      f"with a positive height and width ({int(bad.sum())} bad boxes of {len(bbox)})."
-    )
-
-
 def usable_boxes(bbox: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
   """(`bbox [n, 4]` (ymin, xmin, ymax, xmax) clipped to the image, which of them to keep):
   DETR's rule (`ConvertCocoPolysToMask`), which drops boxes with no positive

@@ -29,6 +29,17 @@ def applies(transforms: Sequence, cached: bool, worker_count: int) -> bool:
   )
 
 
+def train_sampler(
+  num_records: int, *, seed: int, shard_index: int, shard_count: int, num_epochs: int | None
+) -> tuple[grain.sharding.ShardOptions, grain.samplers.IndexSampler]:
+  """(shard options, sampler) of a training shard: the one order both training paths read."""
+  shard = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
+  sampler = grain.samplers.IndexSampler(
+    num_records, shard, shuffle=True, num_epochs=num_epochs, seed=seed
+  )
+  return shard, sampler
+
+
 def shard_rows(num_records: int, shard_index: int, shard_count: int) -> range:
   """The records the training sampler of shard `shard_index` ever reads: its contiguous slice
   (the same whatever the seed; grain shuffles within it)."""
@@ -70,9 +81,12 @@ class MemoryBatches:
     shard_count: int = 1,
     num_epochs: int | None = None,
   ):
-    shard = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
-    self._sampler = grain.samplers.IndexSampler(
-      len(source), shard, shuffle=True, num_epochs=num_epochs, seed=seed
+    _, self._sampler = train_sampler(
+      len(source),
+      seed=seed,
+      shard_index=shard_index,
+      shard_count=shard_count,
+      num_epochs=num_epochs,
     )
     self._rows = shard_rows(len(source), shard_index, shard_count)  # all this shard reads
     examples = [ops.apply(transforms, source[i]) for i in self._rows]

@@ -110,9 +110,12 @@ def train_batches(
   """Shuffled, repeated (`num_epochs=None`: forever) local batches of `batch_size`."""
   if worker_count and not flags.FLAGS.is_parsed():
     flags.FLAGS.mark_as_parsed()  # grain's workers read absl flags; scripts may not parse them.
-  shard = grain.sharding.ShardOptions(shard_index, shard_count, drop_remainder=True)
-  sampler = grain.samplers.IndexSampler(
-    len(source), shard, shuffle=True, num_epochs=num_epochs, seed=seed
+  shard, sampler = memory.train_sampler(
+    len(source),
+    seed=seed,
+    shard_index=shard_index,
+    shard_count=shard_count,
+    num_epochs=num_epochs,
   )
   loader = grain.DataLoader(
     data_source=source,

@@ -208,9 +208,3 @@ def _epoch_losses(workdir: str) -> list[float]:
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     lines = [json.loads(line) for line in f]
   return [line["loss"] for line in lines if line["split"] == "train"]
-
-
-def build_model(config: Config, base: Mapping[str, Any] = BASE_MODEL) -> vit.ViT:
-  """The study's ViT for `config` (2 outputs for `distance`)."""
-  outputs = redgreen.NUM_CLASSES[config.task] or 2
-  return vit.Model(outputs, image_size=32, **config.model_config(base))

@@ -94,7 +94,9 @@ def test_boxes_are_inside_with_bounded_overlap():
   assert len(counts) == 9 and counts[0] > 0 and counts[8] > 20  # 0-8 objects; 2% empty
   for s in scenes:
     bbox = s["objects"]["bbox"]
-    detection_ops.check_boxes(bbox, "scene")  # inside [0, 1], positive height and width
+    ymin, xmin, ymax, xmax = bbox.T  # inside [0, 1], positive height and width
+    assert ((ymin >= 0) & (xmin >= 0) & (ymax <= 1) & (xmax <= 1)).all()
+    assert ((ymax > ymin) & (xmax > xmin)).all()
     sides = np.concatenate([bbox[:, 2] - bbox[:, 0], bbox[:, 3] - bbox[:, 1]])
     assert np.all((sides > 0.12) & (sides < 0.53))  # extent 0.15-0.45, aspect 3/4-4/3
     for i in range(1, len(bbox)):

@@ -8,9 +8,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from lfpe import tasks
 from lfpe.models import vit
 from lfpe.studies import positions, sweep
 from lfpe.train.optim import param_name
+
+
+def _study_model(config):
+  """The ViT the study trains for `config`: built from `sweep.trainer_config` by the task, as
+  the trainer builds it (`direction` reads no data to configure)."""
+  settings = sweep.trainer_config(config, sweep.TrainSpec(), [0], "/unused")
+  return tasks.get(settings.task).create_model(settings)
 
 
 def _init(model, seeds, image_shape):
@@ -80,7 +88,7 @@ def test_study_initialisation_makes_the_position_signal_visible(posemb):
   """The study's `POSITION_INIT` makes position tables vary 5-10x more across positions."""
 
   def spread(config):
-    model = sweep.build_model(config)
+    model = _study_model(config)
     table = positions.tables(model, _init(model, [0, 1], (32, 32, 3)))
     return np.linalg.norm(table - table.mean(1, keepdims=True), axis=-1).mean()
 
@@ -102,9 +110,9 @@ def test_study_models_use_the_study_initialisation():
     "rel_attn_2d": "rel_attn_2d",
   }
   for posemb, spec in expected.items():
-    model = sweep.build_model(sweep.Config("direction", posemb))
+    model = _study_model(sweep.Config("direction", posemb))
     assert model.posemb == spec and model.head_init_std == 0.2
-  params = _init(sweep.build_model(sweep.Config("direction", "none")), [0], (32, 32, 3))
+  params = _init(_study_model(sweep.Config("direction", "none")), [0], (32, 32, 3))
   assert 0.1 < np.asarray(params["head"]["kernel"]).std() < 0.3
   options = sweep.Config("direction", "fourier(gamma=0.5)").model_config()["posemb"]
   assert options == "fourier(gamma=0.5, out_init_std=1.0)"
