@@ -6,6 +6,11 @@ coordinate mode, coordinate augmentation, mixed-resolution training). Every arm 
 fine-tuning, under each *policy* that applies to it: how the encoding meets a grid it was not
 trained on, given as the encoding options used at test time (the parameters are the same).
 
+Each (policy, size) is a named evaluation of the run's config (`evals`, lfpe.train.evaluation):
+the 32 px test split resized to the size with `nearest`, which is exactly the scene drawn
+natively at that size (the squares and their grid scale with the image, `size // 8` pixels;
+tests/experiments/test_resolution_plan.py), scored by the classification task's own eval.
+
 Policies (docs/encodings.md, "Changing resolution"):
 * `extrapolate`: the encoding evaluated at the new grid's coordinates, in its own mode
   (`index`: positions beyond the training range; `unit`/`centered`: the same range, finer).
@@ -18,6 +23,8 @@ Policies (docs/encodings.md, "Changing resolution"):
 from __future__ import annotations
 
 import dataclasses
+
+from lfpe import encodings
 
 TRAIN_SIZE = 32
 TEST_SIZES = (16, 24, 32, 48, 64, 96)  # 0.5x to 3x
@@ -91,3 +98,21 @@ def arms(quick: bool = False) -> tuple[Arm, ...]:
     quick_arms = ("none", "embed_2d mixed-res", "rope_axial +aug")
     return tuple(a for a in every if a.name in quick_arms)
   return every
+
+
+def eval_name(policy: str, size: int) -> str:
+  return f"{policy}_{size}px"
+
+
+def evals(arm: Arm, posemb: str, sizes) -> dict:
+  """`config.evals` testing a run of `arm` (trained with the encoding spec `posemb`) at each
+  of `sizes` under each of its policies: the test split resized (nearest) to the size, with
+  the policy's encoding options, run at the last step."""
+  return {
+    eval_name(policy, size): {
+      "data": {"image_size": size, "eval_preprocess": f"resize({size}, method='nearest')"},
+      "model": {"posemb": encodings.with_options(posemb, **options)},
+    }
+    for policy, options in arm.policies.items()
+    for size in sizes
+  }

@@ -7,8 +7,9 @@
 Trains each arm of `plan.py` (an encoding with its training-time choices) on each red-green
 task of `--tasks` (`configs/vit_redgreen.py`: the position study's 1-block ViT), `--seeds`
 seeds, through the one trainer (one workdir per run under `--out/runs`; a re-run reads
-finished runs and resumes interrupted ones), then tests every run at each size of
-`plan.TEST_SIZES` under each policy of its arm (`evaluate.py`). `report.py` writes
+finished runs and resumes interrupted ones), and tests every run at each size of
+`plan.TEST_SIZES` under each policy of its arm: named evaluations of the run's config
+(`plan.evals`), run by the trainer at the last step. `report.py` writes
 `results.json` (with provenance), `leaderboard.md`, `accuracy_vs_size.png` and `claims.json`.
 """
 
@@ -22,9 +23,10 @@ import sys
 from configs import vit_redgreen
 from experiments import cli, runs
 from experiments.provenance import provenance
-from experiments.resolution import evaluate, plan, report
+from experiments.resolution import plan, report
 from lfpe import encodings
 from lfpe.studies import sweep
+from lfpe.train import trainer
 
 
 def slug(text: str) -> str:
@@ -32,7 +34,8 @@ def slug(text: str) -> str:
 
 
 def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
-  """configs/vit_redgreen.py for one arm, task and seed."""
+  """configs/vit_redgreen.py for one arm, task and seed, with its evaluations at every test
+  size under each of the arm's policies."""
   config = vit_redgreen.get_config(f"task={task},small={int(quick)}")
   runs.for_run(config, seed=seed)
   posemb = sweep.Config(task, encodings.with_options(arm.posemb, **arm.options)).model_config()
@@ -41,7 +44,12 @@ def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
     config.model.update(arm.model)
     if len(arm.train_sizes) > 1:
       config.data.train_sizes = arm.train_sizes
+    config.evals = plan.evals(arm, config.model.posemb, test_sizes(quick))
   return config
+
+
+def test_sizes(quick: bool) -> tuple[int, ...]:
+  return (16, 32, 64) if quick else plan.TEST_SIZES
 
 
 def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
@@ -56,6 +64,19 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
         workdir = os.path.join(args.out, "runs", task, slug(arm.name), str(seed))
         out.append((runs.Run(key, load_config(arm, task, seed, args.quick), workdir), arm, task))
   return out
+
+
+def _scored(entry: dict, name: str) -> bool:
+  policy, size = name.rsplit("_", 1)
+  return size.removesuffix("px") in entry["scores"].get(policy, {})
+
+
+def _only(config, names: list[str]):
+  """`config` with only the evaluations `names`."""
+  config = config.copy_and_resolve_references()
+  with config.unlocked():
+    config.evals = {name: config.evals[name] for name in names}
+  return config
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -90,22 +111,29 @@ def main(argv: list[str] | None = None) -> dict:
     return {}
   os.makedirs(args.out, exist_ok=True)
   results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
-  sizes = plan.TEST_SIZES if not args.quick else (16, 32, 64)
+  sizes = test_sizes(args.quick)
   arms = {run.key: (arm, task) for run, arm, task in planned}
 
   def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
-    """The run's accuracy at every size under each policy of its arm not yet scored (a
-    policy or size added later is scored on the trained run, nothing retrains)."""
+    """The run's accuracy at every size under each policy of its arm, from its summary; an
+    evaluation it lacks (a policy or size added later) runs on the trained run, nothing
+    retrains."""
     arm, task = arms[run.key]
     entry = entry or {"task": task, "arm": arm.name, "seed": run.config.seed, "scores": {}}
-    missing = {
-      p: o
-      for p, o in arm.policies.items()
-      if set(map(str, sizes)) - set(entry["scores"].get(p, {}))
-    }
+    metrics = {split: m for split, m in summary.items() if split.startswith("eval/")}
+    missing = [
+      name
+      for name in run.config.evals
+      if f"eval/{name}" not in metrics and not _scored(entry, name)
+    ]
     if missing:
-      entry["scores"].update(evaluate.at_sizes(run.config, run.workdir, task, missing, sizes))
-      print(f"{run.key}: " + ", ".join(f"{p} {entry['scores'][p]}" for p in missing), flush=True)
+      metrics.update(trainer.evaluate_all(_only(run.config, missing), run.workdir))
+      print(f"{run.key}: scored {', '.join(missing)}", flush=True)
+    for policy in arm.policies:
+      for size in sizes:
+        found = metrics.get(f"eval/{plan.eval_name(policy, size)}")
+        if found is not None:
+          entry["scores"].setdefault(policy, {})[str(size)] = found["accuracy"]
     return entry
 
   def save(done: dict) -> None:

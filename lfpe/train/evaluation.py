@@ -89,12 +89,17 @@ def period(config: Any, name: str) -> int:
 
 def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> list[Evaluation]:
   """Every evaluation of `config` for the program `prog`: loaders made once, and one jitted eval
-  step per model variant (a variant whose parameters differ is a ConfigError)."""
+  step per model variant (a variant whose parameters differ is a ConfigError). A variant's
+  model is built from the training data (its tables sized by the training grid) and meets
+  the evaluation's data as the trained model does (e.g. resampling a table)."""
   out = []
   for name, variant in configs(config).items():
     eval_step = prog.eval_step
     if name and variant.model.to_dict() != config.model.to_dict():
-      model = prog.task.create_model(variant)
+      trained = config.copy_and_resolve_references()
+      with trained.unlocked():
+        trained.model = variant.model
+      model = prog.task.create_model(trained)
       _check_same_parameters(prog, model, name)
       eval_step = program.jit_eval_step(
         prog.task, model, prog.state_shardings, data_sharding, prog.num_seeds
