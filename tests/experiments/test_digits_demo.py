@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from experiments.digits_demo import run
+from experiments.digits_demo import report, run
 
 
 def test_demo_config_keeps_the_recipe_but_the_length():
@@ -22,37 +22,53 @@ def test_demo_config_keeps_the_recipe_but_the_length():
 
 def test_verdict_says_beats_matches_or_trails():
   low, high = [0.90, 0.91, 0.92], [0.95, 0.96, 0.97]
-  assert "`fourier` beats" in run.verdict({"fourier": high, "sine_2d": low})
-  assert "`fourier` trails" in run.verdict({"fourier": low, "sine_2d": high})
-  assert "`fourier` matches" in run.verdict({"fourier": low, "sine_2d": [0.89, 0.91, 0.93]})
+  assert "`fourier` beats" in report.verdict({"fourier": high, "sine_2d": low})
+  assert "`fourier` trails" in report.verdict({"fourier": low, "sine_2d": high})
+  assert "`fourier` matches" in report.verdict({"fourier": low, "sine_2d": [0.89, 0.91, 0.93]})
 
 
-def test_quick_run_merges_its_setting_without_pooling(tmp_path):
-  other = {
-    "setting": "max ISA AVX2 (AVX-512 host, 2 cores)",
-    "machine": {"cpu": "test CPU"},
-    "seeds": 2,
-    "steps": 6,
-    "batch": 16,
-    "command": "recorded elsewhere",
-    "seconds": 1.0,
-    "encodings": {
-      name: {"accuracy": [0.1, 0.2], "seconds": 1.0, "curve": {"step": [6], "loss": [2.3]}}
-      for name in ("sine_2d", "fourier")
-    },
-  }
-  (tmp_path / "results.json").write_text(json.dumps({"settings": {"other": other}}))
-  settings = run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}"])
-  assert len(settings) == 2
-  mine = next(e for k, e in settings.items() if k != "other")
-  assert mine["steps"] == 6 and all(len(e["accuracy"]) == 2 for e in mine["encodings"].values())
+def _other_setting_run(encoding: str, seed: int) -> dict:
+  curve = {"step": [6], "loss": [2.3]}
+  return {"setting": "max ISA AVX2 (AVX-512 host, 2 cores)", "machine": {"cpu": "test CPU"},
+          "encoding": encoding, "posemb": encoding, "seed": seed, "batch": 16, "steps": 6,
+          "accuracy": 0.1 * (seed + 1), "curve": curve, "seconds": 1.0}  # fmt: skip
+
+
+def test_quick_run_adds_its_setting_without_pooling(tmp_path, capsys):
+  other = {f"avx2/6_steps/{e}/{s}": _other_setting_run(e, s) for e in ("sine_2d", "fourier")
+           for s in (0, 1)}  # fmt: skip
+  (tmp_path / "QUICK").write_text("")
+  (tmp_path / "results.json").write_text(json.dumps(other))
+  results = run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}"])
+  mine = {k: e for k, e in results.items() if k not in other and k != "provenance"}
+  assert len(mine) == 4 and {e["steps"] for e in mine.values()} == {6}
+  assert all(e == results[k] for k, e in other.items())  # the other setting's runs kept
   # Each seed is a trainer workdir, seed s as `python -m lfpe.main --config.seed=s` runs it.
-  runs = sorted(tmp_path.glob("runs/*/fourier/seed*/config.json"))
-  assert [json.loads(p.read_text())["seed"] for p in runs] == [0, 1]
+  configs = sorted(tmp_path.glob("runs/*/6_steps/fourier/*/config.json"))
+  assert [json.loads(p.read_text())["seed"] for p in configs] == [0, 1]
   md = (tmp_path / "results.md").read_text()
   # Seed s on two settings is not an independent run: settings are never pooled.
   assert "pooled" not in md.replace("not pooled", "") and md.count("`fourier` − `sine_2d`") == 2
   assert (tmp_path / "digits_demo.png").stat().st_size > 10_000
+  claims = json.loads((tmp_path / "claims.json").read_text())
+  assert [c["n"] for c in claims] == []  # no embed_1d or none here: nothing to claim
+  capsys.readouterr()
+  run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}", "--status"])
+  assert "4 of 4 runs done" in capsys.readouterr().out
+  again = run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}"])
+  assert {k: e["accuracy"] for k, e in again.items() if k in mine} == {
+    k: e["accuracy"] for k, e in mine.items()
+  }  # read back, nothing retrained
+
+
+def test_claims_pair_seeds_of_one_setting():
+  accuracy = {"fourier": [0.95, 0.96, 0.97], "embed_1d": [0.90, 0.92, 0.91], "none": [0.2] * 3}
+  claims = report.claims(accuracy)
+  assert [(c["a"], c["b"], c["paired"], c["n"]) for c in claims] == [
+    ("fourier", "embed_1d", True, 3),
+    ("embed_1d", "none", True, 3),
+  ]
+  assert claims[0]["difference"] == pytest.approx(5.0)
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
