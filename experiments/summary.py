@@ -36,7 +36,9 @@ def rows() -> list[dict]:
         "contradicted": verdicts.count("contradicted"),
         "unresolved": verdicts.count("unresolved"),
         "at_ceiling": sum(bool(e.get("at_ceiling")) for e in entries),
-        "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}",
+        "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"
+        if controls
+        else "none (no task)",
       }
     )
   return out

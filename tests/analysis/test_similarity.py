@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from experiments.similarity.make_figure import figure_maps
+from experiments.similarity.run import figure_maps
 from lfpe.analysis import plot_similarity_maps, similarity_map
 
 
@@ -17,7 +17,7 @@ def test_dot_and_cosine_maps_by_hand():
 
 
 def test_fig2_fourier_is_isotropic_gaussian_and_sine_is_not(tmp_path):
-  maps = figure_maps(dim=768, gamma=4.0)
+  maps = figure_maps(dim=768)
   fourier, sine = maps["(b) Learnable-Fourier, init"], maps["(a) Sine-2D (concat)"]
   kernel = maps["½·exp(−‖x−y‖²/(2γ²))"]
   # Learnable-Fourier at init tracks ½·exp(−‖x−y‖²/(2γ²)) (sampling error ~ 1/sqrt(F)).
