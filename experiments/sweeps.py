@@ -1,8 +1,13 @@
-"""A record's γ sweep, read from its results: each arm's validation scores per γ, the
-declared rules that widen its grid and choose γ from them, and the table that shows both.
+"""A record's sweep, read from its results: each arm's validation scores per value of its
+scale knob, the declared rules that widen its grid and choose a value, and the table of both.
 
-A sweep run's results key is `sweep/<arm>/gamma=<γ>/<seed>`, where the arm is what γ is
-chosen for (`lsh/fourier` in generation, a protocol such as `heldout` in detection).
+Every encoding has one scale knob (`lfpe.encodings.knob`: Fourier's γ, MLP's input scale, a
+sinusoid's temperature, a table's init std, RoPE's θ), so every arm of a comparison can have
+the same budget by the same rule: `grid` gives each arm `VALUES` values around its default
+(steps of `WIDEN_FACTOR`), `widen` extends an edge that leads, `choose` takes the best mean
+validation score. A sweep run's results key is `sweep/<arm>/<knob>=<value>/<seed>`, where the
+arm is what the value is chosen for (`lsh/fourier` in generation, a protocol such as
+`heldout` in detection); older records name γ alone (`gamma=<γ>`), read the same way.
 """
 
 import sys
@@ -12,19 +17,36 @@ from typing import Any
 import numpy as np
 
 from experiments import stats
+from lfpe import encodings
 
 WIDEN_FACTOR = 4.0  # a widened grid steps on by the base grids' own ratio
 WIDENINGS = 2  # at most this many γ added to each arm's grid
+VALUES = 3  # the base grid of every arm: its default and one step of WIDEN_FACTOR each way
+
+
+def grid(spec: str, values: int = VALUES) -> tuple[float, ...]:
+  """The base grid of the knob of `spec`'s encoding: `values` values centred (geometrically)
+  on the value `spec` gives it, `WIDEN_FACTOR` apart, ascending; `()` without a knob."""
+  found = encodings.knob(spec)
+  if found is None:
+    return ()
+  centre = found[1]
+  return tuple(centre * WIDEN_FACTOR ** (k - (values - 1) / 2) for k in range(values))
+
+
+def run_key(arm: str, spec: str, value: float, seed: int) -> str:
+  """`sweep/<arm>/<knob>=<value>/<seed>`: the results key of one sweep run."""
+  return f"sweep/{arm}/{encodings.knob(spec)[0]}={value:g}/{seed}"
 
 
 def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[float, list[float]]]:
-  """{arm: {γ: [`score` of each seed's entry]}}, for every sweep entry of `results`."""
+  """{arm: {knob value: [`score` of each seed's entry]}}, for every sweep entry of `results`."""
   out = {}
   for key, value in sorted(results.items()):
     if key.startswith("sweep/"):
-      *arm, gamma, _ = key.removeprefix("sweep/").split("/")
-      gamma = float(gamma.removeprefix("gamma="))
-      out.setdefault("/".join(arm), {}).setdefault(gamma, []).append(score(value))
+      *arm, setting, _ = key.removeprefix("sweep/").split("/")
+      knob_value = float(setting.split("=", 1)[1])
+      out.setdefault("/".join(arm), {}).setdefault(knob_value, []).append(score(value))
   return out
 
 

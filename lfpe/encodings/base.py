@@ -41,6 +41,9 @@ class Registration:
   any coordinates; False for learned tables, which are resampled to a new grid. labels: the
   display name of the name, then of each alias, as papers and lfpe's reports write them
   (`registry.display_name`; the one name map of every table and figure; default: the names).
+  knob: `(option, default)`, the encoding's one scale knob that a sweep tunes (Fourier's γ,
+  MLP's input scale, a sinusoid's temperature, a table's init std, RoPE's θ), the same budget
+  for every encoding (experiments/sweeps.py); `()` where the encoding has none.
   """
 
   name: str
@@ -49,6 +52,7 @@ class Registration:
   reads_boxes: bool = False
   resolution_free: bool = True
   labels: tuple[str, ...] = ()
+  knob: tuple[str, float] | tuple[()] = ()
 
   @property
   def module_class(self) -> type:

@@ -197,8 +197,12 @@ class FourierFeatures(_Grouped, nn.Module):
 class PositionMLP(_Grouped, nn.Module):
   """`mlp` (002 Sec. 4.1, Tables 1 and 3): Eq. 6's MLP on the raw coordinates.
 
-  GELU(x W1 + B1) W2 + B2 with W1 `[M, H]`, W2 `[H, D/G]`, shared by the groups;
+  GELU(s·x W1 + B1) W2 + B2 with W1 `[M, H]`, W2 `[H, D/G]`, shared by the groups;
   `[..., G, M]` -> `[..., D]`. `out_init_std` as in `LearnableFourierMLP`.
+
+  `input_scale` s (default 1: 002's MLP) is not in 002: it is the MLP's scale knob, the
+  counterpart of the Fourier encodings' 1/γ (which scales the coordinates before W_r), so
+  that a sweep can give MLP the same tuning budget as Learnable-Fourier (experiments/sweeps.py).
   """
 
   dim: int
@@ -207,9 +211,11 @@ class PositionMLP(_Grouped, nn.Module):
   ndim: int | None = None
   coords_mode: str = "unit"
   out_init_std: float | None = None
+  input_scale: float = 1.0
 
   def check(self):
     owner = type(self).__name__
+    check_positive("input_scale", self.input_scale, owner)
     check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP width |H|", owner)
     if self.out_init_std is not None:
       check_positive("out_init_std", self.out_init_std, owner)
@@ -217,7 +223,8 @@ class PositionMLP(_Grouped, nn.Module):
 
   @nn.compact
   def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
-    y = mlp(self.group_coords(x), self.hidden_dim, self.dim // self.groups, self.out_init_std)
+    x = self.input_scale * self.group_coords(x)
+    y = mlp(x, self.hidden_dim, self.dim // self.groups, self.out_init_std)
     return self.merge_groups(y)
 
 
@@ -228,13 +235,21 @@ ENCODINGS = (
     aliases=("learnable_fourier_mlp",),
     reads_boxes=True,
     labels=("Learnable-Fourier+MLP",) * 2,
+    knob=("gamma", 1.0),
   ),
-  Registration("fourier_no_mlp", FourierFeatures, reads_boxes=True, labels=("Learnable-Fourier",)),
+  Registration(
+    "fourier_no_mlp",
+    FourierFeatures,
+    reads_boxes=True,
+    labels=("Learnable-Fourier",),
+    knob=("gamma", 1.0),
+  ),
   Registration(
     "fixed_fourier_mlp",
     functools.partial(LearnableFourierMLP, trainable_wr=False),
     reads_boxes=True,
     labels=("Fixed-Fourier+MLP",),
+    knob=("gamma", 1.0),
   ),
-  Registration("mlp", PositionMLP, reads_boxes=True, labels=("MLP",)),
+  Registration("mlp", PositionMLP, reads_boxes=True, labels=("MLP",), knob=("input_scale", 1.0)),
 )

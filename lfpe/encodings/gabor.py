@@ -128,16 +128,24 @@ class GaborEdge(AbsoluteEncoding, nn.Module):
     return gabor_edge(jnp.asarray(coords, jnp.float32), params)
 
 
+W_STD = ("w_std", 0.02)  # the projection's init std: the scale knob, as a learned table's
 ENCODINGS = (
   Registration(
-    "gabor", functools.partial(GaborEdge, use_gabor=True, use_edge=False), labels=("Gabor",)
+    "gabor",
+    functools.partial(GaborEdge, use_gabor=True, use_edge=False),
+    labels=("Gabor",),
+    knob=W_STD,
   ),
   Registration(
-    "edge", functools.partial(GaborEdge, use_gabor=False, use_edge=True), labels=("Edge",)
+    "edge",
+    functools.partial(GaborEdge, use_gabor=False, use_edge=True),
+    labels=("Edge",),
+    knob=W_STD,
   ),
   Registration(
     "gabor_edge",
     functools.partial(GaborEdge, use_gabor=True, use_edge=True),
     labels=("Gabor+edge",),
+    knob=W_STD,
   ),
 )

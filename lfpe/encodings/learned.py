@@ -178,7 +178,13 @@ def _check_same_ndim(shape: Sequence[int], grid_shape: tuple[int, ...], owner: s
 
 
 ENCODINGS = (
-  Registration("embed_1d", Embed1D, resolution_free=False, labels=("Embed-1D",)),
+  Registration(
+    "embed_1d",
+    Embed1D,
+    resolution_free=False,
+    labels=("Embed-1D",),
+    knob=("init_std", INIT_STD),
+  ),
   Registration(
     "embed_nd",
     EmbedND,
@@ -186,5 +192,6 @@ ENCODINGS = (
     reads_boxes=True,
     resolution_free=False,
     labels=("Embed-ND", "Embed-2D", "Embed-4D"),
+    knob=("init_std", INIT_STD),
   ),
 )

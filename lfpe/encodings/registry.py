@@ -210,6 +210,18 @@ def with_options(spec, **options: Any) -> str:
   return _format(name, {**old, **options})
 
 
+def knob(spec) -> tuple[str, float] | None:
+  """`(option, value)` of the scale knob of `spec`'s encoding (`Registration.knob`) at the
+  value `spec` gives it (else the default), or None where the encoding has no knob:
+  `knob("fourier(gamma=16.0)")` -> `("gamma", 16.0)`; what a sweep scales."""
+  name, opts = parse(spec)
+  entry = info(name)
+  if not entry.knob:
+    return None
+  option, default = entry.knob
+  return option, float(opts.get(option, default))
+
+
 def check_options(name: str, opts: Mapping[str, Any], context: Mapping[str, Any] = ()) -> None:
   """ValueError if `opts` names an option encoding `name` lacks or one the model sets."""
   known = options(name)

@@ -195,7 +195,11 @@ class RelativeAttention2D(Checked, nn.Module):
 
 ENCODINGS = (
   Registration(
-    "rel_bias_2d", RelativeBias2D, resolution_free=False, labels=("Relative bias (2-D)",)
+    "rel_bias_2d",
+    RelativeBias2D,
+    resolution_free=False,
+    labels=("Relative bias (2-D)",),
+    knob=("init_std", INIT_STD),
   ),
   Registration(
     "rel_attn_2d", RelativeAttention2D, resolution_free=False, labels=("Relative attention (2-D)",)

@@ -240,6 +240,16 @@ class Rotary2D(Checked, nn.Module):
 
 
 ENCODINGS = (
-  Registration("rope_axial", functools.partial(Rotary2D, mode="axial"), labels=("RoPE-Axial",)),
-  Registration("rope_mixed", functools.partial(Rotary2D, mode="mixed"), labels=("RoPE-Mixed",)),
+  Registration(
+    "rope_axial",
+    functools.partial(Rotary2D, mode="axial"),
+    labels=("RoPE-Axial",),
+    knob=("theta", THETA["axial"]),
+  ),
+  Registration(
+    "rope_mixed",
+    functools.partial(Rotary2D, mode="mixed"),
+    labels=("RoPE-Mixed",),
+    knob=("theta", THETA["mixed"]),
+  ),
 )

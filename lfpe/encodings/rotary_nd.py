@@ -66,4 +66,6 @@ class RotaryAxialND(Checked, nn.Module):
     return rope(x, coords, axial_nd_freqs(self.head_dim, self.ndim, self.theta))
 
 
-ENCODINGS = (Registration("rope_axial_nd", RotaryAxialND, labels=("RoPE-Axial (N-D)",)),)
+ENCODINGS = (
+  Registration("rope_axial_nd", RotaryAxialND, labels=("RoPE-Axial (N-D)",), knob=("theta", 100.0)),
+)

@@ -271,17 +271,23 @@ class LearnableSinusoidal(_Sine, nn.Module):
     return sincos(y.reshape(*y.shape[:-1], self.ndim, -1), self.layout)  # [..., D]
 
 
+TEMPERATURE = ("temperature", 10000.0)  # the longest wavelength: the sinusoids' scale knob
 ENCODINGS = (
-  Registration("sine_1d", Sine1D, labels=("Sine-1D",)),
+  Registration("sine_1d", Sine1D, labels=("Sine-1D",), knob=TEMPERATURE),
   Registration(
     "sine_nd",
     SineND,
     aliases=("sine_2d", "sine_4d"),
     reads_boxes=True,
     labels=("Sine-ND", "Sine-2D", "Sine-4D"),
+    knob=TEMPERATURE,
   ),
-  Registration("detr_sine", DetrSine, labels=("Sine-2D (DETR)",)),
+  Registration("detr_sine", DetrSine, labels=("Sine-2D (DETR)",), knob=TEMPERATURE),
   Registration(
-    "learnable_sine", LearnableSinusoidal, reads_boxes=True, labels=("Learnable sinusoidal",)
+    "learnable_sine",
+    LearnableSinusoidal,
+    reads_boxes=True,
+    labels=("Learnable sinusoidal",),
+    knob=TEMPERATURE,
   ),
 )

@@ -131,6 +131,15 @@ def test_features_alone_and_mlp_alone_match_numpy():
   )
 
 
+def test_mlp_input_scale_scales_the_coordinates_before_the_first_layer():
+  """`input_scale` s: the MLP of s·x with the same parameters (the knob a sweep tunes)."""
+  x = jnp.float32(RNG.uniform(0, 7, size=(5, 2)))
+  scaled, plain = PositionMLP(dim=8, input_scale=0.25), PositionMLP(dim=8)
+  p = {"params": random_params(plain, x)}
+  np.testing.assert_allclose(scaled.apply(p, x), plain.apply(p, 0.25 * x), rtol=1e-6)
+  assert not np.allclose(scaled.apply(p, x), plain.apply(p, x))
+
+
 def test_eq3_dot_product_depends_only_on_the_difference():
   ff = FourierFeatures(dim=64, gamma=0.7)
   x, y, shift = (jnp.float32(RNG.uniform(-2, 2, size=(10, 2))) for _ in range(3))

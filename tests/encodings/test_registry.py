@@ -12,7 +12,7 @@ import pytest
 from flax import nnx
 
 from lfpe import encodings
-from lfpe.encodings import registry
+from lfpe.encodings import registry, rotary
 
 SHAPE, DIM, HEADS, HEAD_DIM = (4, 6), 16, 2, 8
 PUBLIC = encodings.NAMES  # every name and alias the registry found
@@ -218,3 +218,29 @@ def test_with_options_is_the_one_formatter_of_a_changed_spec():
     "embed_1d(antialias=False, resample_method='bicubic')"
   )
   assert encodings.with_options("sine_2d") == "sine_2d"
+
+
+@pytest.mark.parametrize("name", encodings.NAMES)
+def test_each_scale_knob_is_an_option_at_its_real_default(name):
+  """A declared knob names an option of the encoding, and its default is the value the module
+  uses when the option is not given (RoPE's None resolves to Heo's θ per mode)."""
+  found = encodings.knob(name)
+  if found is None:
+    return
+  option, default = found
+  assert option in encodings.options(name)
+  module = encodings.build(name, dim=DIM, grid_shape=SHAPE, num_heads=HEADS, head_dim=HEAD_DIM)
+  value = getattr(module, option)
+  if value is None:  # rope: THETA by mode
+    value = rotary.THETA[module.mode]
+  assert value == default
+  assert encodings.knob(encodings.with_options(name, **{option: 3.0})) == (option, 3.0)
+
+
+def test_every_encoding_a_record_compares_has_a_knob():
+  """The encodings the records compare can all be tuned by one sweep (issue: equal budget)."""
+  compared = ("fourier", "fourier_no_mlp", "fixed_fourier_mlp", "mlp", "sine_2d", "sine_1d",
+              "embed_1d", "embed_2d", "embed_4d", "learnable_sine", "gabor", "gabor_edge",
+              "rel_bias_2d", "rope_axial", "rope_mixed", "detr_sine")  # fmt: skip
+  assert [n for n in compared if encodings.knob(n) is None] == []
+  assert encodings.knob("none") is None

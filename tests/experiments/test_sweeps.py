@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from experiments import sweeps
@@ -126,3 +127,31 @@ def test_table_notes_how_far_the_choice_is_decided_and_an_edge():
   assert x == "- x: γ = 1 chosen; minus γ = 4 (the nearest mean): +40 ± 60.8 (Welch 95 %)."
   assert y.startswith("- y: γ = 1 chosen; minus γ = 2") and "(one seed: no interval)" in y
   assert "at the edge of the swept grid" in y and "edge" not in x
+
+
+@pytest.mark.parametrize(
+  "spec, expected",
+  [
+    ("fourier", (0.25, 1.0, 4.0)),
+    ("fourier(gamma=16.0)", (4.0, 16.0, 64.0)),
+    ("mlp", (0.25, 1.0, 4.0)),
+    ("sine_2d", (2500.0, 10000.0, 40000.0)),
+    ("embed_2d(init_std=0.2)", (0.05, 0.2, 0.8)),
+    ("rope_mixed", (2.5, 10.0, 40.0)),
+    ("none", ()),
+  ],
+)
+def test_every_arm_gets_the_same_grid_around_its_own_knob(spec, expected):
+  np.testing.assert_allclose(sweeps.grid(spec), expected)
+
+
+def test_a_knob_sweep_key_reads_back_by_arm_and_value():
+  results = {
+    sweeps.run_key("heldout/sine_2d", "sine_2d", value, seed): {"ap": value / 1e4 + seed}
+    for value in (2500.0, 10000.0)
+    for seed in (0, 1)
+  }
+  assert list(results)[0] == "sweep/heldout/sine_2d/temperature=2500/0"
+  assert sweeps.scores(results, lambda e: e["ap"]) == {
+    "heldout/sine_2d": {2500.0: [0.25, 1.25], 10000.0: [1.0, 2.0]}
+  }
