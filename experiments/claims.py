@@ -1,8 +1,10 @@
 """claims.json of a record and its verdict table in the record's README (one writer for all).
 
-`write(entries, out)` saves `out/claims.json` and, when `out/README.md` has the markers
-`<!-- claims:start -->` and `<!-- claims:end -->`, replaces what lies between them with
-`markdown(entries)`: the README's verdict sentences are generated, never typed.
+`write(entries, out)` adds each entry's Holm-adjusted verdict within the record (the
+family: every claim of one claims.json, `stats.holm`), saves `out/claims.json` and, when
+`out/README.md` has the markers `<!-- claims:start -->` and `<!-- claims:end -->`, replaces
+what lies between them with `markdown(entries)`: the README's verdict sentences are generated,
+never typed.
 """
 
 from __future__ import annotations
@@ -10,21 +12,36 @@ from __future__ import annotations
 import json
 import os
 
+from experiments import stats
+
 
 def markdown(entries: list[dict]) -> str:
   """The verdict table of claims.json."""
   lines = [
-    "| paper | item | claim | a − b (95 % CI) | n | verdict | min. detectable |",
-    "|---|---|---|---|---|---|---|",
+    "| paper | item | claim | a − b (95 % CI) | paper's a − b | n | verdict | Holm | "
+    "min. detectable | tuned |",
+    "|---|---|---|---|---|---|---|---|---|---|",
   ]
   for c in entries:
+    detectable = c["minimum_detectable"]
     lines.append(
-      f"| {c['paper']} | {c['item']} | {c['claim']} | {c['difference']:+.3g} "
+      f"| {c['paper']} | {c['item']}{' (table)' * (c.get('source') == 'table')} "
+      f"| {c['claim']} | {c['difference']:+.3g} "
       f"[{c['ci_low']:+.3g}, {c['ci_high']:+.3g}] {'paired' if c['paired'] else 'Welch'} "
-      f"| {c['n']} | **{c['verdict']}**{' (both at ceiling)' * c.get('at_ceiling', False)} "
-      f"| {'n/a' if c['minimum_detectable'] is None else format(c['minimum_detectable'], '.3g')} |"
+      f"| {_paper(c)} | {c['n']} "
+      f"| **{c['verdict']}**{' (both at ceiling)' * c.get('at_ceiling', False)} "
+      f"| {c.get('holm_verdict', 'n/a')} "
+      f"| {'n/a' if detectable is None else format(detectable, '.3g')} | {c.get('tuned', '?')} |"
     )
   return "\n".join(lines)
+
+
+def _paper(c: dict) -> str:
+  """The paper's own a − b and the measured difference as a multiple of it."""
+  if c.get("paper_value") is None:
+    return "–"
+  ratio = c.get("ratio_to_paper")
+  return f"{c['paper_value']:+.3g}" + (f" (x{ratio:.3g})" if ratio is not None else "")
 
 
 def replace_block(doc: str, name: str, text: str) -> str:
@@ -50,7 +67,9 @@ def update_readme(out: str, blocks: dict[str, str]) -> None:
 
 
 def write(entries: list[dict], out: str) -> None:
-  """`out/claims.json`, and the README's `claims` block generated from it."""
+  """`out/claims.json` (with each entry's Holm verdict in this family), and the README's
+  `claims` block generated from it."""
+  entries = [{**e, "holm_verdict": h} for e, h in zip(entries, stats.holm(entries), strict=True)]
   with open(os.path.join(out, "claims.json"), "w") as f:
     json.dump(entries, f, indent=1)
   update_readme(out, {"claims": markdown(entries) + "\n"})

@@ -73,6 +73,41 @@ def verdict(ci_low: float, ci_high: float, direction: int = 1, margin: float = 0
   return "unresolved"
 
 
+def p_value(diff: float, half: float, dof: float) -> float:
+  """Two-sided p of "a − b = 0" from the difference, its 95 % half-width and its degrees of
+  freedom (the t test the interval inverts): 1 when there is no spread and no difference."""
+  if not (np.isfinite(half) and np.isfinite(dof)) or dof <= 0:
+    return float("nan")
+  if half == 0:
+    return 1.0 if diff == 0 else 0.0
+  se = half / stats.t.ppf(0.975, dof)
+  return float(2 * stats.t.sf(abs(diff) / se, dof))
+
+
+def holm(entries: list[dict], alpha: float = 0.05) -> list[str]:
+  """The Holm-adjusted verdict of each entry in one family (an experiment's claims.json):
+  directional claims (`direction` ±1) are tested step-down on their `p_value`s at family-wise
+  level `alpha` (a rejection keeps the plain verdict's side, 'reproduced' or 'contradicted';
+  the rest are 'unresolved'); equivalence claims (`direction` 0) keep their plain verdict,
+  marked as not adjusted."""
+  tested = sorted(
+    (e["p_value"], i)
+    for i, e in enumerate(entries)
+    if e.get("direction", 1) != 0 and np.isfinite(e.get("p_value", float("nan")))
+  )
+  out = ["unresolved" if e.get("direction", 1) != 0 else f"{e['verdict']} (not adjusted)"
+         for e in entries]  # fmt: skip
+  for rank, (p, i) in enumerate(tested):
+    if p > alpha / (len(tested) - rank):
+      break
+    out[i] = entries[i]["verdict"] if entries[i]["verdict"] != "unresolved" else "unresolved"
+  return out
+
+
+AT_DEFAULTS = "none: every arm at its defaults"
+SOURCES = ("text", "table")  # a claim the paper states in words, or lfpe's reading of a table
+
+
 def claim(
   *,
   paper: str,
@@ -88,14 +123,26 @@ def claim(
   paired: bool = False,
   scale: float = 1.0,
   ceiling: float | None = None,
+  paper_value: float | None = None,
+  tuned: str,
+  source: str = "text",
 ) -> dict:
   """One entry of an experiment's claims.json: the paper's claim that `a` beats `b` on
   `metric` (or loses to it, `direction=-1`, or matches it within ±`margin`, `direction=0`,
   in the units of the difference), its difference a - b with the 95 % interval
-  (Welch, or paired when the arms share seeds and data), n, the verdict, and the minimum
-  detectable difference at this n (None when every run scored alike: no spread to size it
-  from). With the metric's `ceiling` (scaled units), `at_ceiling` says whether both arms sit
-  within 0.5 % of it, where the metric cannot show a difference either way."""
+  (Welch, or paired when the arms share seeds and data), n, its degrees of freedom and
+  two-sided p, the verdict, and the minimum detectable difference at this n (None when every
+  run scored alike: no spread to size it from). With the metric's `ceiling` (scaled units),
+  `at_ceiling` says whether both arms sit within 0.5 % of it, where the metric cannot show a
+  difference either way.
+
+  `paper_value`: the paper's own a − b where it reports numbers (then `ratio_to_paper`, the
+  measured difference over it); `source`: 'text' (the paper states the claim) or 'table'
+  (lfpe's reading of a table's numbers); `tuned`: which arms were tuned and by which rule,
+  or `AT_DEFAULTS` (required: every claim says how fair its comparison is).
+  `experiments.claims.write` adds the family's Holm verdicts."""
+  if source not in SOURCES:
+    raise ValueError(f"claim source={source!r}: one of {SOURCES}.")
   a_values, b_values = np.asarray(a_values, np.float64), np.asarray(b_values, np.float64)
   if paired:
     diff, half = paired_difference(a_values, b_values, scale=scale)
@@ -105,6 +152,10 @@ def claim(
     va, vb = a_values.var(ddof=1) / len(a_values), b_values.var(ddof=1) / len(b_values)
     dof = (va + vb) ** 2 / (va**2 / (len(a_values) - 1) + vb**2 / (len(b_values) - 1))
   low, high = diff - half, diff + half
+  reported = {}
+  if paper_value is not None:
+    ratio = diff / paper_value if paper_value else None
+    reported = {"paper_value": paper_value, "ratio_to_paper": ratio}
   top = {}
   if ceiling is not None:
     near = lambda v: scale * np.mean(v) >= ceiling - 0.005 * abs(ceiling)
@@ -121,10 +172,15 @@ def claim(
     "ci_high": high,
     "n": [len(a_values), len(b_values)] if not paired else len(a_values),
     "paired": paired,
+    "dof": float(dof),
+    "p_value": p_value(diff, half, dof),
     "direction": direction,
     **({"margin": margin} if direction == 0 else {}),
     "verdict": verdict(low, high, direction, margin),
     "minimum_detectable": minimum_detectable(half, dof) if half > 0 else None,
+    "source": source,
+    "tuned": tuned,
+    **reported,
     **top,
   }
 

@@ -5,7 +5,8 @@
 
 One row per experiment: how many of the papers' claims it tests, how many reproduce, are
 contradicted or stay unresolved (how many of those with both arms at the metric's ceiling),
-and whether its no-position controls pass. tests/experiments/test_summary.py checks that the
+how many stay resolved (either way) under Holm's correction within the record, and whether
+its no-position controls pass. tests/experiments/test_summary.py checks that the
 README's block is this table, so the front page cannot drift from the records.
 """
 
@@ -35,6 +36,7 @@ def rows() -> list[dict]:
         "reproduced": verdicts.count("reproduced"),
         "contradicted": verdicts.count("contradicted"),
         "unresolved": verdicts.count("unresolved"),
+        "holm": sum(e.get("holm_verdict") in ("reproduced", "contradicted") for e in entries),
         "at_ceiling": sum(bool(e.get("at_ceiling")) for e in entries),
         "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"
         if controls
@@ -47,14 +49,14 @@ def rows() -> list[dict]:
 def markdown() -> str:
   lines = [
     "| experiment | claims tested | reproduced | contradicted | unresolved (at ceiling) "
-    "| controls pass | verdicts |",
-    "|---|---|---|---|---|---|---|",
+    "| resolved after Holm | controls pass | verdicts |",
+    "|---|---|---|---|---|---|---|---|",
   ]
   for r in rows():
     link = f"[claims.json](experiments/{r['experiment']}/claims.json)"
     lines.append(
       f"| {r['experiment']} | {r['claims']} | {r['reproduced']} | {r['contradicted']} "
-      f"| {r['unresolved']} ({r['at_ceiling']}) | {r['controls']} | {link} |"
+      f"| {r['unresolved']} ({r['at_ceiling']}) | {r['holm']} | {r['controls']} | {link} |"
     )
   return "\n".join(lines) + "\n"
 
@@ -65,10 +67,10 @@ def with_table(doc: str) -> str:
   return f"{head}{START}\n{markdown()}{END}{rest.split(END, 1)[1]}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--write", action="store_true", help="update README.md's block")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
   if args.write:
     README.write_text(with_table(README.read_text()))
   print(markdown(), end="")

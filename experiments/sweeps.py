@@ -122,6 +122,21 @@ def run(plan_now: Callable[[], list], train: Callable[[list], Any], results: dic
     train(planned)
 
 
+def tuned_note(
+  tuned: Sequence[str], untuned: Sequence[str], by_arm: dict[str, dict], rule: str, knob: str = "γ"
+) -> str:
+  """A claim's `tuned` field: which of its arms had their `knob` swept (`tuned`, by display
+  name) and by what budget (values per arm and seeds, from the sweep's own scores `by_arm`)
+  and `rule`, and which ran at defaults (`untuned`); `stats.AT_DEFAULTS` when none was."""
+  if not tuned or not by_arm:  # no sweep in these results: nothing was tuned
+    return stats.AT_DEFAULTS
+  values = sorted({len(grid) for grid in by_arm.values()})
+  seeds = sorted({len(v) for grid in by_arm.values() for v in grid.values()})
+  span = lambda xs: f"{xs[0]}" if len(xs) == 1 else f"{xs[0]}-{xs[-1]}"
+  note = f"{', '.join(tuned)}: {knob} over {span(values)} values x {span(seeds)} seeds, {rule}"
+  return note + (f"; {', '.join(untuned)} at defaults" if untuned else "")
+
+
 def require(chosen: dict[str, float], arms: Iterable[str]) -> None:
   """Stops the record if the sweep chose no γ for one of `arms` (no silent default γ)."""
   missing = sorted(set(arms) - set(chosen))

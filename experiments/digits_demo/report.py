@@ -63,9 +63,10 @@ def claims(accuracy: dict[str, list[float]]) -> list[dict]:
       b_values=accuracy[b],
       paired=True,
       scale=100,
+      tuned=stats.AT_DEFAULTS + " (Fourier at the config's γ = 0.25, set by hand)",
     )
     for item, text, a, b in TESTED
-    if a in accuracy and b in accuracy and min(len(accuracy[a]), len(accuracy[b])) >= 2
+    if a in accuracy and b in accuracy and len(accuracy[a]) == len(accuracy[b]) >= 2
   ]
 
 
@@ -171,6 +172,13 @@ def plot(results: dict, current: tuple[int, str], path: str) -> None:
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
+
+
+def newest(results: dict) -> tuple[int, str]:
+  """(steps, setting) of the most recently trained run: the group claims.json tests."""
+  entries = [e for key, e in results.items() if key != "provenance"]
+  last = max(entries, key=lambda e: e["provenance"]["date"])
+  return last["steps"], last["setting"]
 
 
 def write(results: dict, out: str, current: tuple[int, str]) -> str:

@@ -103,9 +103,21 @@ def claims(results: dict) -> list[dict]:
           direction=direction,
           margin=SAME_BPD if direction == 0 else 0.0,
           paired=True,
+          tuned=tuned(results, attention, a, b),
         )
       )
   return out
+
+
+TUNED = ("fourier", "fourier_no_mlp")  # the arms whose γ the record's sweep chose
+
+
+def tuned(results: dict, attention: str, *arms: str) -> str:
+  """The `tuned` note of a claim between `arms` under `attention`."""
+  names = lambda keep: [NAMES[a] for a in arms if (a in TUNED) == keep]
+  swept = {arm: grid for arm, grid in sweep(results).items() if arm.startswith(f"{attention}/")}
+  rule = "lowest mean validation bits/dim"
+  return sweeps.tuned_note(names(True), names(False), swept, rule)
 
 
 def early_steps(steps: list[int]) -> list[int]:
@@ -237,8 +249,9 @@ def sample_grid(samples: dict[str, np.ndarray], path: str, levels: int, zoom: in
   Image.fromarray(np.concatenate([x for row in rows for x in (row, gap)], axis=0)).save(path)
 
 
-def write(results: dict, samples: dict[str, np.ndarray], out: str, levels: int) -> None:
-  """tables.md, claims.json, fig3a.png, fig3b.png and samples.png from run.py's results."""
+def write(results: dict, out: str) -> None:
+  """tables.md, claims.json, fig3a.png and fig3b.png from run.py's results alone
+  (`experiments.refresh` rewrites them from the committed results.json)."""
   entries = claims(results)
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
@@ -250,4 +263,3 @@ def write(results: dict, samples: dict[str, np.ndarray], out: str, levels: int) 
   claims_table.write(entries, out)
   for name, arms in FIGURES.items():
     figure(results, arms, os.path.join(out, f"{name}.png"))
-  sample_grid(samples, os.path.join(out, "samples.png"), levels)

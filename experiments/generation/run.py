@@ -225,7 +225,8 @@ def main(argv: list[str] | None = None) -> dict:
     a: draw_samples(a, args, gammas.get(f"{a}/fourier", 1.0), num=4 if args.quick else 16)
     for a in args.attentions
   }
-  report.write(results, samples, args.out, levels=digit_images.LEVELS)
+  report.write(results, args.out)
+  report.sample_grid(samples, os.path.join(args.out, "samples.png"), digit_images.LEVELS)
   return results
 
 

@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> dict:
   }
   with open(os.path.join(args.out, "checks.json"), "w") as f:
     json.dump(checks, f, indent=1)
-  report.write(results, checks, image, args.out)
+  report.write(results, checks, args.out)
+  report.screen_figure(image, checks["example"], os.path.join(args.out, "screen.png"))
   return {"runs": results, "checks": checks}
 
 

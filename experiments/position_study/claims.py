@@ -30,6 +30,12 @@ class Tested:
   margin: float = 0.0
 
 
+TUNED = (
+  "none: every arm at the study's settings (lfpe.studies.sweep.POSITION_INIT, the same for "
+  "every encoding that takes them), nothing swept"
+)
+
+
 def _table(task: str, a: str, b: str, text: str, item: str, **kw) -> Tested:
   return Tested("003", item, text, "tables", f"{task}/{a}", f"{task}/{b}", **kw)
 
@@ -202,6 +208,7 @@ def claims(results: dict) -> list[dict]:
         paired=paired and len(a["test"]) == len(b["test"]),
         scale=scale,
         ceiling=ceiling,
+        tuned=TUNED,
       )
     )
   return out

@@ -58,6 +58,9 @@ PUBLISHED = (
 )
 
 
+TUNED = stats.AT_DEFAULTS + " (`fourier index` at γ = 0.25, set by hand), nothing swept"
+
+
 def cells(results: dict) -> dict:
   """`{task: {(arm, policy): {size: [accuracy per seed, in seed order]}}}`."""
   out = collections.defaultdict(
@@ -132,6 +135,7 @@ def claims(results: dict) -> list[dict]:
           paired=len(rows[a][size]) == len(rows[b][size]),
           scale=100,
           ceiling=100,
+          tuned=TUNED,
         )
       )
   return out

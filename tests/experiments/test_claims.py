@@ -3,9 +3,11 @@ beside it says where it comes from (commit, command, machine, libraries, date)."
 
 import json
 import pathlib
+import shutil
 
 import pytest
 
+from experiments import refresh, stats
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
 
@@ -28,3 +30,28 @@ def test_the_record_beside_the_claims_has_provenance(path):
   records = results["settings"].values() if "settings" in results else [results]
   for record in records:
     assert set(FIELDS) <= set(record.get("provenance", {})), f"{path.parent}: no provenance"
+
+
+CURRENT = sorted(EXPERIMENTS.glob("*/claims.json"))  # the records' own (not archived ones)
+
+
+@pytest.mark.parametrize("path", CURRENT, ids=[p.parent.name for p in CURRENT])
+def test_every_claim_says_its_source_tuning_and_family_adjusted_verdict(path):
+  """Each claim of a current record says whether the paper states it or lfpe reads it from a
+  table, how its arms were tuned, and its Holm verdict within the record, recomputed here."""
+  entries = json.loads(path.read_text())
+  for entry in entries:
+    assert entry["source"] in stats.SOURCES and entry["tuned"], entry["claim"]
+  assert [e["holm_verdict"] for e in entries] == stats.holm(entries)
+
+
+@pytest.mark.parametrize("name", sorted(refresh.RECORDS))
+def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
+  """`python -m experiments.refresh NAME` on a copy of the record rewrites nothing: its
+  claims.json, tables and README are exactly what the current report code makes of its
+  committed results (a report changed without its record, or a hand edit, fails here)."""
+  out = tmp_path / name
+  shutil.copytree(EXPERIMENTS / name, out, ignore=shutil.ignore_patterns("runs", "*.png"))
+  refresh.RECORDS[name](out)
+  for made in sorted(out.glob("*.md")) + [out / "claims.json"]:
+    assert made.read_text() == (EXPERIMENTS / name / made.name).read_text(), made.name

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.stats import difference, fmt, interval
+from experiments.stats import AT_DEFAULTS, difference, fmt, interval
 
 
 def test_intervals_are_student_t_over_seeds():
@@ -49,6 +49,8 @@ def test_claim_paired_and_welch():
     b_values=b,
     paired=True,
     scale=100,
+    tuned=AT_DEFAULTS,
+    paper_value=2.0,
   )
   d = 100 * (np.asarray(a) - np.asarray(b))
   half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / 2
@@ -59,9 +61,12 @@ def test_claim_paired_and_welch():
   se = d.std(ddof=1) / 2
   mdd = (stats.t.ppf(0.975, 3) + stats.t.ppf(0.8, 3)) * se
   assert paired["minimum_detectable"] == pytest.approx(mdd)
+  assert paired["ratio_to_paper"] == pytest.approx(d.mean() / 2.0)
+  assert paired["p_value"] == pytest.approx(2 * stats.t.sf(d.mean() / se, 3))
   welch = claim(
-    paper="002", item="x", text="b beats a", metric="acc", a="b", b="a", a_values=b, b_values=a
-  )
+    paper="002", item="x", text="b beats a", metric="acc", a="b", b="a", a_values=b, b_values=a,
+    tuned=AT_DEFAULTS,
+  )  # fmt: skip
   assert welch["verdict"] == "contradicted" and welch["n"] == [4, 4] and not welch["paired"]
   check_claim(paired)
   with pytest.raises(ValueError, match="gives 'reproduced'"):
@@ -91,6 +96,27 @@ def test_equivalence_claims_need_the_interval_inside_the_margin():
     direction=0,
     margin=0.5,
     paired=True,
+    tuned=AT_DEFAULTS,
   )
   assert entry["verdict"] == "reproduced" and entry["margin"] == 0.5
   check_claim(entry)
+
+
+def test_holm_adjusts_directional_claims_step_down_and_leaves_equivalence_alone():
+  from experiments.stats import holm  # noqa: PLC0415
+
+  entry = lambda p, verdict, direction=1: {"p_value": p, "verdict": verdict, "direction": direction}
+  entries = [
+    entry(0.001, "reproduced"),  # 0.001 <= 0.05 / 4: rejected
+    entry(0.015, "contradicted"),  # 0.015 <= 0.05 / 3: rejected, keeps its side
+    entry(0.03, "reproduced"),  # 0.03 > 0.05 / 2: stops here
+    entry(0.01, "reproduced", direction=0),  # equivalence: not in the family's steps
+    entry(0.2, "unresolved"),
+  ]
+  assert holm(entries) == [
+    "reproduced",
+    "contradicted",
+    "unresolved",
+    "reproduced (not adjusted)",
+    "unresolved",
+  ]

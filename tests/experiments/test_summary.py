@@ -15,8 +15,12 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
   folder = tmp_path / "toy"
   folder.mkdir()
   entries = [
-    {"claim": "a beats b", "verdict": "reproduced"},
-    {"claim": "position matters (the control)", "verdict": "reproduced"},
+    {"claim": "a beats b", "verdict": "reproduced", "holm_verdict": "unresolved"},
+    {
+      "claim": "position matters (the control)",
+      "verdict": "reproduced",
+      "holm_verdict": "reproduced",
+    },
     {"claim": "c beats d", "verdict": "unresolved", "at_ceiling": True},
     {"claim": "e beats f", "verdict": "contradicted"},
   ]
@@ -30,5 +34,6 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
     "contradicted": 1,
     "unresolved": 1,
     "at_ceiling": 1,
+    "holm": 1,
     "controls": "1 of 1",
   }

@@ -1,0 +1,96 @@
+"""Every record's reports rewritten from its committed results, with nothing trained.
+
+  python -m experiments.refresh                      # every record, then the summaries
+  python -m experiments.refresh detection layout     # some
+
+Each record's `report.write` reads only its results.json (and layout's checks.json): its
+tables, claims.json (with the family's Holm verdicts), the README blocks generated from them
+and the figures drawn from results. Figures that need trained workdirs (generation's samples,
+layout's screen) are left as they are. Then the README's claims summary and
+docs/which_encoding.md (`experiments.summary`) are rebuilt. Run it after a change to how a
+record reports (a claim's fields, a table's layout); a changed number is a changed record.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from collections.abc import Callable
+
+from experiments import summary
+
+ROOT = pathlib.Path(__file__).resolve().parent
+
+
+def _load(out: pathlib.Path, name: str = "results.json") -> dict:
+  return json.loads((out / name).read_text())
+
+
+def _detection(out: pathlib.Path) -> None:
+  from experiments.detection import report  # noqa: PLC0415
+
+  report.write(_load(out), str(out))
+
+
+def _generation(out: pathlib.Path) -> None:
+  from experiments.generation import report  # noqa: PLC0415
+
+  report.write(_load(out), str(out))
+
+
+def _layout(out: pathlib.Path) -> None:
+  from experiments.layout import report  # noqa: PLC0415
+
+  report.write(_load(out), _load(out, "checks.json"), str(out))
+
+
+def _position_study(out: pathlib.Path) -> None:
+  from experiments.position_study import report  # noqa: PLC0415
+
+  report.write(_load(out), str(out))
+
+
+def _resolution(out: pathlib.Path) -> None:
+  from experiments.resolution import report  # noqa: PLC0415
+
+  report.write(_load(out), str(out))
+
+
+def _digits_demo(out: pathlib.Path) -> None:
+  from experiments.digits_demo import report  # noqa: PLC0415
+
+  results = _load(out)
+  report.write(results, str(out), report.newest(results))
+
+
+def _similarity(out: pathlib.Path) -> None:
+  from experiments.similarity import report, run  # noqa: PLC0415
+
+  report.write(_load(out), run.figure_maps(), str(out))
+
+
+RECORDS: dict[str, Callable[[pathlib.Path], None]] = {
+  "detection": _detection,
+  "digits_demo": _digits_demo,
+  "generation": _generation,
+  "layout": _layout,
+  "position_study": _position_study,
+  "resolution": _resolution,
+  "similarity": _similarity,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+  names = (sys.argv[1:] if argv is None else argv) or list(RECORDS)
+  unknown = sorted(set(names) - set(RECORDS))
+  if unknown:
+    sys.exit(f"unknown records {unknown}; the records: {', '.join(RECORDS)}")
+  for name in names:
+    RECORDS[name](ROOT / name)
+    print(f"rewrote experiments/{name}'s reports from its results")
+  summary.main(["--write"])
+
+
+if __name__ == "__main__":
+  main()
