@@ -6,8 +6,9 @@
 Each record's `report.write` reads only its results.json (and layout's checks.json): its
 tables, claims.json (with the family's Holm verdicts), the README blocks generated from them
 and the figures drawn from results. Figures that need trained workdirs (generation's samples,
-layout's screen) are left as they are. Then the README's claims summary and
-docs/which_encoding.md (`experiments.summary`) are rebuilt. Run it after a change to how a
+layout's screen) are left as they are. Then the README's claims summary
+(`experiments.summary`) and docs/which_encoding.md with its forest plot
+(`experiments.which_encoding`) are rebuilt. Run it after a change to how a
 record reports (a claim's fields, a table's layout); a changed number is a changed record.
 """
 
@@ -18,7 +19,7 @@ import pathlib
 import sys
 from collections.abc import Callable
 
-from experiments import summary
+from experiments import summary, which_encoding
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     RECORDS[name](ROOT / name)
     print(f"rewrote experiments/{name}'s reports from its results")
   summary.main(["--write"])
+  which_encoding.write()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,273 @@
+"""docs/which_encoding.md and its forest plot: each encoding against Sine-2D, task by task.
+
+  python -m experiments.which_encoding      # (also run by `python -m experiments.refresh`)
+
+For each task family with a committed record, every encoding's effect against the family's
+sinusoidal reference (Sine-2D; DETR's Sine-2D in detection, Sine-4D for boxes), paired by
+seed (seed s of every arm shares its data order and init stream), with its 95 % interval,
+on the record's metric signed so that positive is better. Each row says whether its arm was
+tuned (from the record's own sweep) or ran at defaults, and a family's recommendation is
+written only where the intervals support it, between arms tuned alike: an effect of a tuned
+arm against an untuned reference is shown, never recommended on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from collections.abc import Callable
+
+import numpy as np
+
+from experiments import stats
+from lfpe import encodings
+
+ROOT = pathlib.Path(__file__).resolve().parent
+PAGE = ROOT.parent / "docs" / "which_encoding.md"
+FIGURE = ROOT.parent / "docs" / "which_encoding.png"
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+  """One task family's comparison, read from one record's results.json.
+
+  `scores(results)` -> {arm: {seed: score}}; `sign` +1 where higher is better (-1: bits/dim);
+  `tuned`: the arms whose knob the record swept; `label(arm)`: the arm's display name."""
+
+  name: str
+  record: str
+  metric: str
+  reference: str
+  scores: Callable[[dict], dict[str, dict[int, float]]]
+  sign: int = 1
+  scale: float = 1.0
+  tuned: tuple[str, ...] = ()
+  label: Callable[[str], str] = encodings.display_name
+
+
+def _by_key(results: dict, prefix: str, value: Callable[[dict], float]) -> dict:
+  """{posemb: {seed: value}} of the results keyed `prefix/posemb/seed` (not the sweep's)."""
+  out: dict = {}
+  for key, entry in results.items():
+    parts = key.split("/")
+    if key.startswith(f"{prefix}/") and len(parts) == 3:
+      out.setdefault(parts[1], {})[int(parts[2])] = value(entry)
+  return out
+
+
+def _layout(results: dict) -> dict:
+  out: dict = {}
+  for key, entry in results.items():
+    if key != "provenance":
+      out.setdefault(entry["row"], {})[entry["seed"]] = entry["eval"]["CIDEr"]
+  return out
+
+
+def _digits(results: dict) -> dict:
+  from experiments.digits_demo import report  # noqa: PLC0415
+
+  steps, setting = report.newest(results)
+  out: dict = {}
+  for key, entry in results.items():
+    if key != "provenance" and (entry["steps"], entry["setting"]) == (steps, setting):
+      out.setdefault(entry["encoding"], {})[entry["seed"]] = entry["accuracy"]
+  return out
+
+
+def _resolution(size: str) -> Callable[[dict], dict]:
+  """Accuracy at `size` px on `direction` under each arm's first (default) policy."""
+
+  def scores(results: dict) -> dict:
+    out: dict = {}
+    for entry in results["runs"].values():
+      if entry["task"] == "direction":
+        first = next(iter(entry["scores"].values()))
+        out.setdefault(entry["arm"], {})[entry["seed"]] = first[size]
+    return out
+
+  return scores
+
+
+FAMILIES = (
+  Family(
+    "classification (ViT on digits)",
+    "digits_demo",
+    "test accuracy (points)",
+    "sine_2d",
+    _digits,
+    scale=100,
+  ),
+  Family(
+    "detection (DETR-lite, protocol all)",
+    "detection",
+    "COCO AP (points)",
+    "detr_sine",
+    lambda r: _by_key(r, "all", lambda e: e["eval"]["AP"]),
+    scale=100,
+    tuned=("fourier",),
+  ),
+  Family(
+    "detection at unseen sizes (protocol heldout)",
+    "detection",
+    "COCO AP (points)",
+    "detr_sine",
+    lambda r: _by_key(r, "heldout", lambda e: e["eval"]["AP"]),
+    scale=100,
+    tuned=("fourier",),
+  ),
+  Family(
+    "generation (Reformer-style, LSH)",
+    "generation",
+    "held-out bits/dim, lower is better (shown negated)",
+    "sine_2d",
+    lambda r: _by_key(r, "lsh", lambda e: e["final"]),
+    sign=-1,
+    tuned=("fourier", "fourier_no_mlp"),
+  ),
+  Family(
+    "captioning (layout, 4-D boxes)",
+    "layout",
+    "CIDEr",
+    "Sine-4D",
+    _layout,
+    label=str,
+  ),
+  Family(
+    "change of resolution (trained 32 px, tested 64 px)",
+    "resolution",
+    "accuracy at 64 px (points), `direction`",
+    "sine_2d unit",
+    _resolution("64"),
+    scale=100,
+    label=str,
+  ),
+)
+
+
+def effects(family: Family) -> list[dict]:
+  """Each arm against the reference: the paired difference (sign-adjusted, scaled) with its
+  95 % interval, the seeds paired, and whether the arm was tuned."""
+  path = ROOT / family.record / "results.json"
+  scores = family.scores(json.loads(path.read_text()))
+  reference = scores.get(family.reference, {})
+  rows = []
+  for arm, by_seed in scores.items():
+    seeds = sorted(set(by_seed) & set(reference))
+    if arm == family.reference or len(seeds) < 2:
+      continue
+    a = [family.sign * by_seed[s] for s in seeds]
+    b = [family.sign * reference[s] for s in seeds]
+    diff, half = stats.paired_difference(a, b, scale=family.scale)
+    rows.append(
+      {
+        "arm": family.label(arm),
+        "difference": diff,
+        "low": diff - half,
+        "high": diff + half,
+        "n": len(seeds),
+        "tuned": arm in family.tuned,
+      }
+    )
+  return sorted(rows, key=lambda r: -r["difference"])
+
+
+def recommendation(family: Family, rows: list[dict]) -> str:
+  """Plain words, only where the intervals support them, among arms tuned as the reference
+  is (at defaults)."""
+  ref = family.label(family.reference)
+  fair = [r for r in rows if not r["tuned"]]
+  better = [r["arm"] for r in fair if r["low"] > 0]
+  worse = [r["arm"] for r in fair if r["high"] < 0]
+  tuned_better = [r["arm"] for r in rows if r["tuned"] and r["low"] > 0]
+  tuned_worse = [r["arm"] for r in rows if r["tuned"] and r["high"] < 0]
+  words = []
+  if better:
+    words.append(f"at defaults, {', '.join(better)} resolved better than {ref}")
+  else:
+    words.append(f"at defaults, nothing is resolved better than {ref}")
+  if worse:
+    words.append(f"{', '.join(worse)} resolved worse")
+  if tuned_better:
+    words.append(
+      f"{', '.join(tuned_better)} ahead only with its knob tuned and {ref} at defaults "
+      "(not an equal budget: no recommendation)"
+    )
+  if tuned_worse:
+    words.append(f"{', '.join(tuned_worse)} resolved worse even with its knob tuned")
+  return "; ".join(words) + "."
+
+
+def markdown(results: list[tuple[Family, list[dict]]]) -> str:
+  lines = [
+    "# Which encoding? Every record's encodings against Sine-2D",
+    "",
+    "Generated by `python -m experiments.which_encoding` from the committed records (do not "
+    "edit). Each row: the arm's effect against the family's sinusoidal reference, paired by "
+    "seed, mean and 95 % interval, signed so that **positive is better**. *tuned*: the arm's "
+    "scale knob was chosen on validation data by the record's sweep while the reference ran "
+    "at defaults, so that row is not an equal-budget comparison (issue: every arm tuned by "
+    "one rule is the next edition of these records). The records are CPU-scale reproductions "
+    "(each README says how they differ from the papers'); an effect here is evidence about "
+    "that task at that scale, not a law.",
+    "",
+    "![forest plot](which_encoding.png)",
+  ]
+  for family, rows in results:
+    lines += [
+      "",
+      f"## {family.name}",
+      "",
+      f"Reference: {family.label(family.reference)}; metric: {family.metric}; record: "
+      f"[experiments/{family.record}](../experiments/{family.record}/README.md).",
+      "",
+      "| encoding | effect vs reference (95 % CI) | seeds | tuning |",
+      "|---|---|---|---|",
+      *(
+        f"| {r['arm']} | {r['difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | {r['n']} "
+        f"| {'tuned' if r['tuned'] else 'defaults'} |"
+        for r in rows
+      ),
+      "",
+      f"**Reading**: {recommendation(family, rows)}",
+    ]
+  return "\n".join(lines) + "\n"
+
+
+def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
+  """One panel per family: each arm's effect and interval, tuned arms hollow."""
+  import matplotlib  # noqa: PLC0415
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # noqa: PLC0415
+
+  heights = [max(len(rows), 1) for _, rows in results]
+  fig, axes = plt.subplots(
+    len(results), 1, figsize=(7, 0.32 * sum(heights) + 1.2 * len(results)),
+    gridspec_kw={"height_ratios": heights},
+  )  # fmt: skip
+  for ax, (family, rows) in zip(np.atleast_1d(axes), results, strict=True):
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows, strict=True):
+      face = "white" if r["tuned"] else "C0"
+      ax.plot([r["low"], r["high"]], [yi, yi], color="C0")
+      ax.plot(r["difference"], yi, "o", color="C0", markerfacecolor=face)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(y, [r["arm"] for r in rows], fontsize=7)
+    ax.set_title(f"{family.name}: vs {family.label(family.reference)}", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+  fig.supxlabel("effect against the reference, positive = better (hollow: knob tuned)", size=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
+def write(page: pathlib.Path = PAGE, figure: pathlib.Path = FIGURE) -> None:
+  results = [(f, effects(f)) for f in FAMILIES if (ROOT / f.record / "results.json").exists()]
+  page.write_text(markdown(results))
+  plot(results, figure)
+
+
+if __name__ == "__main__":
+  write()
+  print(f"wrote {PAGE} and {FIGURE}")

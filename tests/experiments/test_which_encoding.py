@@ -1,0 +1,38 @@
+"""docs/which_encoding.md: built from the committed records, and its reading says only what the
+intervals and the tuning support."""
+
+from experiments import which_encoding
+
+
+def test_the_page_is_what_the_committed_records_give(tmp_path):
+  which_encoding.write(tmp_path / "page.md", tmp_path / "plot.png")
+  assert (tmp_path / "page.md").read_text() == which_encoding.PAGE.read_text(), (
+    "run `python -m experiments.which_encoding`"
+  )
+  assert (tmp_path / "plot.png").stat().st_size > 10_000
+
+
+def _row(arm, low, high, tuned=False):
+  return {"arm": arm, "difference": (low + high) / 2, "low": low, "high": high, "n": 5,
+          "tuned": tuned}  # fmt: skip
+
+
+def test_a_tuned_arm_ahead_of_an_untuned_reference_is_never_recommended():
+  family = which_encoding.FAMILIES[1]  # detection, reference DETR's Sine-2D
+  rows = [_row("A", 1.0, 3.0, tuned=True), _row("B", 0.5, 2.0), _row("C", -3.0, -1.0),
+          _row("D", -1.0, 1.0), _row("E", -4.0, -2.0, tuned=True)]  # fmt: skip
+  reading = which_encoding.recommendation(family, rows)
+  assert reading.startswith("at defaults, B resolved better than Sine-2D (DETR)")
+  assert "C resolved worse" in reading and "D resolved" not in reading and "D," not in reading
+  assert "A ahead only with its knob tuned" in reading and "no recommendation" in reading
+  assert "E resolved worse even with its knob tuned" in reading
+
+
+def test_effects_pair_seeds_and_sign_lower_is_better_metrics():
+  family = which_encoding.Family(
+    "toy", "generation", "bpd", "ref", lambda r: {"ref": {0: 1.0, 1: 1.2, 2: 1.1},
+    "x": {0: 0.9, 1: 1.0, 2: 1.0, 3: 0.1}}, sign=-1, label=str
+  )  # fmt: skip
+  (row,) = which_encoding.effects(family)
+  assert row["arm"] == "x" and row["n"] == 3  # seed 3 has no reference: not paired
+  assert abs(row["difference"] - (0.1 + 0.2 + 0.1) / 3) < 1e-12  # lower bpd: positive
