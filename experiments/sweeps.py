@@ -152,32 +152,35 @@ def table(
   name: Callable[[str], str],
   cell: Callable[[list[float]], str],
   scale: float = 1.0,
+  knob: str = "γ",
 ) -> list[str]:
   """A markdown table of the sweep, one row per arm and γ (ascending), the chosen γ marked:
   `columns` names the arm's and the score's columns, `name` an arm, `cell` its scores. Then,
   per arm, how far the choice is decided: the chosen γ's mean minus the runner-up's (Welch
   95 %, times `scale`), and whether the chosen γ sits at the edge of the swept grid."""
   arm_column, score_column = columns
-  lines = [f"| {arm_column} | γ | {score_column} | chosen |", "|---|---|---|---|"]
+  lines = [f"| {arm_column} | {knob} | {score_column} | chosen |", "|---|---|---|---|"]
   notes = []
   for arm, by_gamma in by_arm.items():
     for gamma, values in sorted(by_gamma.items()):
       mark = "**yes**" if gamma == chosen[arm] else ""
       lines.append(f"| {name(arm)} | {gamma:g} | {cell(values)} (n = {len(values)}) | {mark} |")
-    notes.append(_decided(name(arm), by_gamma, chosen[arm], scale))
+    notes.append(_decided(name(arm), by_gamma, chosen[arm], scale, knob))
   return [*lines, "", *notes]
 
 
-def _decided(name: str, by_gamma: dict[float, list[float]], best: float, scale: float) -> str:
-  """One line: the chosen γ against the runner-up (by mean), and an edge warning."""
-  line = f"- {name}: γ = {best:g} chosen"
+def _decided(
+  name: str, by_gamma: dict[float, list[float]], best: float, scale: float, knob: str = "γ"
+) -> str:
+  """One line: the chosen value against the runner-up (by mean), and an edge warning."""
+  line = f"- {name}: {knob} = {best:g} chosen"
   others = {g: v for g, v in by_gamma.items() if g != best}
   if others:
     mean = lambda g: abs(np.mean(by_gamma[g]) - np.mean(by_gamma[best]))
     runner_up = min(others, key=mean)
     d, h = stats.difference(by_gamma[best], others[runner_up], scale=scale)
     spread = f"± {h:.3g} (Welch 95 %)" if np.isfinite(h) else "(one seed: no interval)"
-    line += f"; minus γ = {runner_up:g} (the nearest mean): {d:+.3g} {spread}"
+    line += f"; minus {knob} = {runner_up:g} (the nearest mean): {d:+.3g} {spread}"
   if len(by_gamma) > 1 and best in (min(by_gamma), max(by_gamma)):
     line += "; **at the edge of the swept grid**: the optimum may lie beyond it"
   return line + "."

@@ -7,6 +7,7 @@ moves with the CPU as well as the seed, so settings are reported side by side, n
 
 from __future__ import annotations
 
+import math
 import os
 
 import matplotlib
@@ -16,8 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
-from experiments import stats  # noqa: E402
+from experiments import stats, sweeps  # noqa: E402
 from experiments.stats import interval  # noqa: E402
+from lfpe import encodings  # noqa: E402
 
 RECIPE_STEPS = 1000  # configs/vit_digits.py
 TESTED = (  # (item, claim, a, b): 002's claims this record tests, on test accuracy
@@ -37,37 +39,81 @@ TESTED = (  # (item, claim, a, b): 002's claims this record tests, on test accur
 )
 
 
+def validation_accuracy(entry: dict) -> float:
+  """A sweep run's score: accuracy on its validation digits."""
+  return entry["accuracy"]
+
+
+def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
+  """`{arm: {knob value: [validation accuracy per seed]}}`, arm `<setting>/<steps>_steps/<enc>`."""
+  return sweeps.scores(results, validation_accuracy)
+
+
+def chosen(results: dict) -> dict[str, float]:
+  """The shared rule, per arm swept: the knob value with the best mean validation accuracy."""
+  return sweeps.choose(sweep(results), higher_is_better=True)
+
+
 def groups(results: dict) -> dict[tuple[int, str], dict]:
-  """`{(steps, setting): {"entries": [run entries], "accuracy": {posemb: [per seed]}}}`,
-  each encoding's accuracies in seed order (seed s of every encoding paired)."""
-  out: dict = {}
-  entries = [e for key, e in results.items() if key != "provenance"]
-  for entry in sorted(entries, key=lambda e: e["seed"]):
-    group = out.setdefault((entry["steps"], entry["setting"]), {"entries": [], "accuracy": {}})
-    group["entries"].append(entry)
-    group["accuracy"].setdefault(entry["encoding"], []).append(entry["accuracy"])
+  """`{(steps, setting): {"entries": [defaults runs], "accuracy": {encoding: [per seed]},
+  "tuned": {encoding: [per seed, at the sweep's choice]}, "sweep": {encoding: {value: [...]}}}}`,
+  accuracies in seed order (seed s of every arm paired). A run is in `tuned` when its knob has
+  the value the sweep chose for its arm (the defaults run, when that is the default)."""
+  picks, swept, out = chosen(results), sweep(results), {}
+  records = [(k, e) for k, e in results.items() if k != "provenance" and not k.startswith("sweep/")]
+  for key, entry in sorted(records, key=lambda item: item[1]["seed"]):
+    group = out.setdefault(
+      (entry["steps"], entry["setting"]),
+      {"entries": [], "accuracy": {}, "tuned": {}, "sweep": {}},
+    )
+    arm, name, knob = (
+      "/".join(key.split("/")[:3]),
+      entry["encoding"],
+      encodings.knob(entry["posemb"]),
+    )
+    if arm in swept:
+      group["sweep"][name] = swept[arm]
+    if key.count("/") == 3:  # `<setting>/<steps>_steps/<encoding>/<seed>`: at defaults
+      group["entries"].append(entry)
+      group["accuracy"].setdefault(name, []).append(entry["accuracy"])
+    if arm in picks and knob and math.isclose(knob[1], picks[arm], rel_tol=1e-6):
+      group["tuned"].setdefault(name, []).append(entry["accuracy"])
   return out
 
 
-def claims(accuracy: dict[str, list[float]]) -> list[dict]:
-  """The claims one setting tests (claims.json), in points, paired by seed."""
-  return [
-    stats.claim(
-      paper="002",
-      item=item,
-      text=text,
-      metric="test accuracy (points)",
-      a=a,
-      b=b,
-      a_values=accuracy[a],
-      b_values=accuracy[b],
-      paired=True,
-      scale=100,
-      tuned=stats.AT_DEFAULTS + " (Fourier at the config's γ = 0.25, set by hand)",
-    )
-    for item, text, a, b in TESTED
-    if a in accuracy and b in accuracy and len(accuracy[a]) == len(accuracy[b]) >= 2
-  ]
+def claims(group: dict) -> list[dict]:
+  """The claims one setting tests (claims.json), in points, paired by seed: each at defaults,
+  then (after a sweep) each again with both arms at their tuned values (same budget, rule)."""
+  at_defaults = stats.AT_DEFAULTS + " (Fourier at the config's γ = 0.25, set by hand)"
+  out = []
+  for item, text, a, b in TESTED:
+    out.append(_claim(item, text, a, b, group["accuracy"], at_defaults))
+  for item, text, a, b in TESTED:
+    if a in group["tuned"] and b in group["tuned"]:
+      names = [encodings.display_name(x) for x in (a, b)]
+      rule = "best mean validation accuracy"
+      note = sweeps.tuned_note(names, [], group["sweep"], rule, knob="its own knob")
+      out.append(_claim(item, f"{text} (each tuned)", a, b, group["tuned"], note))
+  return [c for c in out if c]
+
+
+def _claim(item, text, a, b, accuracy: dict, tuned: str) -> dict | None:
+  """One claim on test accuracy (points), paired by seed; None without two pairs."""
+  if a not in accuracy or b not in accuracy or not len(accuracy[a]) == len(accuracy[b]) >= 2:
+    return None
+  return stats.claim(
+    paper="002",
+    item=item,
+    text=text,
+    metric="test accuracy (points)",
+    a=a,
+    b=b,
+    a_values=accuracy[a],
+    b_values=accuracy[b],
+    paired=True,
+    scale=100,
+    tuned=tuned,
+  )
 
 
 def verdict(accuracy: dict[str, list[float]]) -> str:
@@ -85,20 +131,47 @@ def verdict(accuracy: dict[str, list[float]]) -> str:
   )
 
 
-def table(accuracy: dict[str, list[float]], seconds: dict[str, float]) -> str:
+def table(accuracy: dict[str, list[float]], seconds: dict[str, float] | None = None) -> str:
   """Markdown per encoding: mean ± 95 % CI, where one more run lands (95 % prediction
-  interval), the runs' range and count, and seconds of training."""
+  interval), the runs' range and count (and seconds of training)."""
   lines = [
-    "| encoding | test accuracy (mean ± 95 % CI) | one run (95 % PI) | min – max | runs | s |",
-    "|---|---|---|---|---|---|",
+    "| encoding | test accuracy (mean ± 95 % CI) | one run (95 % PI) | min – max | runs |"
+    + " s |" * bool(seconds),
+    "|---|---|---|---|---|" + "---|" * bool(seconds),
   ]
   for name, acc in accuracy.items():
     (mean, half), (_, one) = interval(acc, scale=100), interval(acc, scale=100, one_run=True)
     lines.append(
       f"| `{name}` | {mean:.2f} ± {half:.2f} % | {mean - one:.1f} – {mean + one:.1f} % "
-      f"| {100 * min(acc):.2f} – {100 * max(acc):.2f} % | {len(acc)} | {seconds[name]:.0f} |"
+      f"| {100 * min(acc):.2f} – {100 * max(acc):.2f} % | {len(acc)} |"
+      + (f" {seconds[name]:.0f} |" if seconds else "")
     )
   return "\n".join(lines)
+
+
+def _with_knob(name: str) -> str:
+  """`sine_2d (temperature)`: an encoding with the name of its knob."""
+  return f"{name} ({encodings.knob(name)[0]})"
+
+
+def tuned_section(group: dict) -> list[str]:
+  """The sweep's table and each encoding at its chosen value (empty without a sweep)."""
+  if not group["sweep"]:
+    return []
+  picks = sweeps.choose(group["sweep"], higher_is_better=True)
+  cell = lambda values: stats.fmt(values, scale=100, digits=2)
+  columns = ("encoding", "validation accuracy (%)")
+  sweep_lines = sweeps.table(
+    group["sweep"], picks, columns=columns, name=_with_knob, cell=cell, scale=100, knob="value"
+  )
+  return [
+    "**Each encoding tuned** (its knob, `lfpe.encodings.knob`, chosen on the first "
+    "validation digits by the best mean accuracy; test accuracy at the chosen value):",
+    table(group["tuned"]),
+    verdict(group["tuned"]),
+    "The sweep (validation digits carved from training):",
+    "\n".join(sweep_lines),
+  ]
 
 
 def section(setting: str, group: dict) -> str:
@@ -111,8 +184,10 @@ def section(setting: str, group: dict) -> str:
     [
       f"### {setting}",
       f"{cpu}; {seeds} seeds per encoding; {sum(seconds.values()):.0f} s of training in all.",
+      "**At defaults:**" if group["sweep"] else "",
       table(accuracy, seconds),
       verdict(accuracy),
+      *tuned_section(group),
     ]
   )
 
@@ -187,6 +262,5 @@ def write(results: dict, out: str, current: tuple[int, str]) -> str:
   with open(os.path.join(out, "results.md"), "w") as f:
     f.write(markdown(results))
   plot(results, current, os.path.join(out, "digits_demo.png"))
-  accuracy = groups(results)[current]["accuracy"]
-  claims_table.write(claims(accuracy), out)
+  claims_table.write(claims(groups(results)[current]), out)
   return section(current[1], groups(results)[current])

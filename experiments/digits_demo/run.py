@@ -3,7 +3,7 @@
   python -m experiments.digits_demo.run [--seeds 3] [--steps 600] [--quick] [--out DIR]
   python -m experiments.digits_demo.run --status                    # done / left, ETA
   python -m experiments.digits_demo.run --seeds 5 --encodings embed_1d,sine_2d,fourier,none \
-    --out experiments/digits_demo     # the committed record (README)
+    --tune --out experiments/digits_demo     # the committed record (README)
 
 Trains the recipe of `configs/vit_digits.py` (its model, AdamW with clipping, warmup-cosine,
 label smoothing, dropout, batch 64) for `--steps` steps (default 600; `--steps 1000` is the
@@ -14,6 +14,14 @@ accuracy as mean ± 95 % t-interval over seeds, and `report.py` writes `results.
 `workdirs/digits_demo` (ignored by git; `workdirs/digits_demo_quick` with `--quick`), so the
 demo never rewrites the committed record in experiments/digits_demo/, which only the
 record's own command (above) writes.
+
+`--tune` (the record) gives every encoding the same tuning budget: its scale knob
+(`lfpe.encodings.knob`: Fourier's γ, the sinusoids' temperature, the table's init std) over
+`experiments.sweeps.grid`'s values (widened at a leading edge by the shared rule),
+`--sweep-seeds` seeds each, trained on the training digits but the first `VALIDATION` and
+scored on those (never on the test digits); the best mean validation accuracy chooses. Each
+encoding then also trains `--seeds` seeds at its chosen value, beside its defaults arm (one
+and the same run when the choice is the default), so every claim reads both ways.
 
 Why seeds and intervals: a run's accuracy moves by 1-3 points with the seed and also with the
 CPU (XLA:CPU's code differs per instruction set and thread count; rounding differences of
@@ -33,11 +41,14 @@ import re
 import sys
 
 from configs import vit_digits
-from experiments import cli, runs
+from experiments import cli, runs, sweeps
 from experiments.digits_demo import report
+from lfpe import encodings
 
 ENCODINGS = ("embed_1d", "sine_2d", "fourier")
 SEEDS, STEPS = 3, 600  # the default run (its time on 2 cores: docs/testing.md)
+SWEEP_SEEDS = 2
+VALIDATION = 287  # the first training digits (a fifth): the sweep's validation split
 
 
 def demo_config(posemb: str, steps: int, quick: bool):
@@ -68,17 +79,78 @@ def setting_name(m: dict) -> str:
   return f"{isa} ({'AVX-512' if m['avx512'] else 'no AVX-512'} host, {m['cores']} cores)"
 
 
-def planned(args: argparse.Namespace, setting: str) -> list[runs.Run]:
-  """Every run of this invocation, seed-major (a stopped demo holds whole seeds): keyed by
-  this machine's setting, so settings never mix."""
+def group(args: argparse.Namespace, setting: str) -> str:
+  """`<setting>/<steps>_steps`: the key prefix of this machine's setting and step count, so
+  settings never mix."""
+  steps = demo_config(ENCODINGS[0], args.steps, args.quick).total_steps
   slug = re.sub(r"\W+", "_", setting).strip("_").lower()
+  return f"{slug}/{steps}_steps"
+
+
+def _run(args, prefix: str, posemb: str, seed: int, value: float | None = None) -> runs.Run:
+  """One run: `posemb`'s demo config at `seed`, its knob at `value` (None: the config's own).
+  A run whose value is the config's own is the defaults run (one key, trained once)."""
+  config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
+  spec = config.model.posemb
+  if value is not None and value != encodings.knob(spec)[1]:
+    with config.unlocked():
+      config.model.posemb = encodings.with_options(spec, **{encodings.knob(spec)[0]: value})
+    prefix = f"{prefix}/{encodings.knob(spec)[0]}={value:g}"
+  key = f"{prefix}/{seed}"
+  return runs.Run(key, config, os.path.join(args.out, "runs", key))
+
+
+def planned(args: argparse.Namespace, setting: str, chosen: dict | None = None) -> list[runs.Run]:
+  """Every record run of this invocation, seed-major (a stopped demo holds whole seeds): each
+  encoding at defaults, and with `chosen` (`{arm: value}` of the sweep) at its chosen value."""
+  base = group(args, setting)
   out = []
   for seed in range(args.seeds):
     for posemb in args.encodings:
-      config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
-      key = f"{slug}/{config.total_steps}_steps/{posemb}/{seed}"
-      out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
+      out.append(_run(args, f"{base}/{posemb}", posemb, seed))
+      if chosen and f"{base}/{posemb}" in chosen:
+        out.append(_run(args, f"{base}/{posemb}", posemb, seed, chosen[f"{base}/{posemb}"]))
+  return list({run.key: run for run in out}.values())
+
+
+def sweep_runs(args: argparse.Namespace, setting: str, grids: dict) -> list[runs.Run]:
+  """The sweep: each tuned arm (`<group>/<encoding>`) at each value of its grid, trained on
+  the training digits but the first `VALIDATION` and scored on those."""
+  base, out = group(args, setting), []
+  held = 64 if args.quick else VALIDATION
+  for seed in range(args.sweep_seeds):
+    for posemb in args.encodings:
+      arm = f"{base}/{posemb}"
+      for value in grids.get(arm, ()):
+        config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
+        spec = config.model.posemb
+        with config.unlocked():
+          config.model.posemb = encodings.with_options(spec, **{encodings.knob(spec)[0]: value})
+          config.data.train_split = f"train[{held}:]"
+          config.data.eval_split = f"train[:{held}]"
+        key = sweeps.run_key(arm, spec, value, seed)
+        out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
   return out
+
+
+def planned_sweep(args: argparse.Namespace, setting: str, results: dict) -> list[runs.Run]:
+  """The sweep as far as `results` decide it (`sweeps.plan`: each arm's base grid around its
+  own knob, widened past a leading edge)."""
+  base = group(args, setting)
+  grids = {
+    f"{base}/{p}": sweeps.grid(demo_config(p, args.steps, args.quick).model.posemb)
+    for p in args.encodings
+  }
+  grids = {arm: grid for arm, grid in grids.items() if grid}  # `none` has no knob
+  return sweeps.plan(
+    lambda g: sweep_runs(args, setting, g),
+    grids,
+    results,
+    report.validation_accuracy,
+    seeds=args.sweep_seeds,
+    higher_is_better=True,
+    widenings=1 if args.quick else sweeps.WIDENINGS,
+  )
 
 
 def score(setting: str, this: dict):
@@ -89,11 +161,12 @@ def score(setting: str, this: dict):
     with open(os.path.join(run.workdir, "metrics.jsonl")) as f:
       train = [r for r in map(json.loads, f) if r["split"] == "train"]
     accuracy = summary["eval"]["accuracy"]
-    print(f"{run.key}: test accuracy {100 * accuracy:.2f} %", flush=True)
+    split = "validation" if run.key.startswith("sweep/") else "test"
+    print(f"{run.key}: {split} accuracy {100 * accuracy:.2f} %", flush=True)
     return {
       "setting": setting,
       "machine": this,
-      "encoding": run.key.split("/")[2],  # the --encodings name (`posemb`: its full spec)
+      "encoding": run.key.removeprefix("sweep/").split("/")[2],  # `posemb`: the full spec
       "seed": run.config.seed,
       "batch": run.config.batch_size,
       "accuracy": accuracy,
@@ -113,13 +186,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument(
     "--out", default="", help="default workdirs/digits_demo (_quick); the record's: its folder"
   )
+  parser.add_argument("--tune", action="store_true", help="sweep every encoding's knob too")
+  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   args.out = args.out or os.path.join("workdirs", "digits_demo" + "_quick" * args.quick)
   runs.settle_mode(args)
   if args.quick:
-    args.seeds = min(args.seeds, 2)
+    args.seeds, args.sweep_seeds = min(args.seeds, 2), 1
   if args.seeds < 2:
     parser.error("--seeds must be at least 2 (an interval needs two runs)")
   args.encodings = args.encodings.split(",")
@@ -132,17 +207,23 @@ def main(argv: list[str] | None = None) -> dict:
   args = parse(argv)
   this = machine()
   setting = setting_name(this)
-  plan = planned(args, setting)
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
+  sweep = planned_sweep(args, setting, results) if args.tune else []
+  chosen = lambda: report.chosen(runs.chosen(sweep, results)) if args.tune else {}
   if args.status:
-    runs.status(plan, results, jobs=args.jobs)
+    runs.status(sweep + planned(args, setting, chosen()), results, jobs=args.jobs)
     return results
   print(f"{setting}: {args.seeds} seeds per encoding", flush=True)
-  results = runs.execute(plan, results, score(setting, this), runs.saver(path), jobs=args.jobs)
+  scored, save = score(setting, this), runs.saver(path)
+  train = lambda plan: runs.execute(plan, results, scored, save, jobs=args.jobs)
+  if args.tune:
+    sweep = sweeps.run(lambda: planned_sweep(args, setting, results), train, results)
+  plan = planned(args, setting, chosen())
+  results = runs.execute(plan, results, scored, save, jobs=args.jobs)
   current = (int(plan[0].config.total_steps), setting)
   print(f"\n{current[0]} steps\n\n" + report.write(results, args.out, current))
-  for c in report.claims(report.groups(results)[current]["accuracy"]):
+  for c in report.claims(report.groups(results)[current]):
     print(
       f"{c['a']} - {c['b']}: {c['difference']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
       f" points (paired, n={c['n']}): {c['verdict']}"

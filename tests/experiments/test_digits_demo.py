@@ -103,3 +103,54 @@ def test_the_demo_leaves_every_tracked_file_as_it_was():
     assert result.stderr.count("lfpe: done at step 6") == 4
   finally:
     shutil.rmtree(out, ignore_errors=True)
+
+
+def _entry(encoding, posemb, seed, accuracy, setting="s"):
+  return {"setting": setting, "encoding": encoding, "posemb": posemb, "seed": seed, "steps": 600,
+          "accuracy": accuracy, "seconds": 1.0, "machine": {"cpu": "x"}}  # fmt: skip
+
+
+def test_tuned_arms_are_the_runs_at_the_sweeps_choice_or_the_defaults_run():
+  """The sweep picks γ = 1 for fourier (its tuned runs are the γ = 1 runs) and temperature
+  10000 for sine_2d, its default (its tuned runs are its defaults runs)."""
+  results = {}
+  for seed in (0, 1):
+    for value, acc in ((0.0625, 0.5), (0.25, 0.6), (1.0, 0.7)):
+      results[f"sweep/s/600_steps/fourier/gamma={value:g}/{seed}"] = _entry(
+        "fourier", f"fourier(gamma={value})", seed, acc
+      )
+    for value, acc in ((2500.0, 0.5), (10000.0, 0.9), (40000.0, 0.6)):
+      results[f"sweep/s/600_steps/sine_2d/temperature={value:g}/{seed}"] = _entry(
+        "sine_2d", f"sine_2d(temperature={value})", seed, acc
+      )
+    results[f"s/600_steps/fourier/{seed}"] = _entry("fourier", "fourier(gamma=0.25)", seed, 0.8)
+    results[f"s/600_steps/fourier/gamma=1/{seed}"] = _entry(
+      "fourier", "fourier(gamma=1.0)", seed, 0.85
+    )
+    results[f"s/600_steps/sine_2d/{seed}"] = _entry("sine_2d", "sine_2d", seed, 0.95)
+  assert report.chosen(results) == {"s/600_steps/fourier": 1.0, "s/600_steps/sine_2d": 10000.0}
+  group = report.groups(results)[(600, "s")]
+  assert group["accuracy"] == {"fourier": [0.8, 0.8], "sine_2d": [0.95, 0.95]}
+  assert group["tuned"] == {"fourier": [0.85, 0.85], "sine_2d": [0.95, 0.95]}
+  assert set(group["sweep"]) == {"fourier", "sine_2d"}
+
+
+@pytest.mark.slow
+def test_quick_tuned_record_sweeps_every_encoding_with_a_knob(tmp_path):
+  """`--tune`: each encoding's own knob swept on validation digits by one rule (`none`, with no
+  knob, is not), each trained at its choice beside its defaults runs, and every claim read
+  both ways (at defaults, and each tuned)."""
+  results = run.main(
+    ["--quick", "--tune", "--encodings=embed_1d,fourier,none", f"--out={tmp_path}"]
+  )
+  swept = {k.split("/")[3] + "/" + k.split("/")[4].split("=")[0] for k in results
+           if k.startswith("sweep/")}  # fmt: skip
+  assert swept == {"embed_1d/init_std", "fourier/gamma"}
+  claims = json.loads((tmp_path / "claims.json").read_text())
+  tuned = [c for c in claims if c["claim"].endswith("(each tuned)")]
+  assert [(c["a"], c["b"]) for c in tuned] == [("fourier", "embed_1d")]
+  assert "Learnable-Fourier+MLP, Embed-1D: its own knob over" in tuned[0]["tuned"]
+  assert all(
+    c["tuned"].startswith("none: every arm at its defaults") for c in claims if c not in tuned
+  )
+  assert "**Each encoding tuned**" in (tmp_path / "results.md").read_text()
