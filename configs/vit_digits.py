@@ -12,9 +12,9 @@ is tested on the fixed 360-digit test split. The Fourier encodings use gamma=0.2
 Expected: 1-3 min on 2 CPU cores. Test accuracy (WORKDIR/summary.json, eval.accuracy) is
 one draw from a distribution, not a fixed number: it moves with the seed and with the CPU
 (XLA:CPU's code depends on the instruction set and the thread count; rounding differences
-of 1e-6 at the first step grow over the run). The record over 5 seeds at 600 steps (Intel
-Xeon, AVX-512, 2 cores; experiments/digits_demo/results.md, claims.json), mean ± 95 % CI:
-fourier 93.83 ± 1.28 %, sine_2d 95.28 ± 1.03 %, embed_1d 92.28 ± 1.07 %, none 20.83 ± 3.17 %
+of 1e-6 at the first step grow over the run). The record over 5 seeds at 600 steps (AMD
+EPYC, 2 cores; experiments/digits_demo/results.md, claims.json), mean ± 95 % CI:
+fourier 94.17 ± 1.38 %, sine_2d 95.17 ± 0.90 %, embed_1d 92.67 ± 0.72 %, none 20.50 ± 3.36 %
 (no positions: pooled tokens are a bag of pixels).
 
 Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); gamma=G (given to the

@@ -63,12 +63,13 @@ def test_quick_run_adds_its_setting_without_pooling(tmp_path, capsys):
 
 def test_claims_pair_seeds_of_one_setting():
   accuracy = {"fourier": [0.95, 0.96, 0.97], "embed_1d": [0.90, 0.92, 0.91], "none": [0.2] * 3}
-  claims = report.claims(accuracy)
+  claims = report.claims({"accuracy": accuracy, "tuned": {}, "sweep": {}})
   assert [(c["a"], c["b"], c["paired"], c["n"]) for c in claims] == [
     ("fourier", "embed_1d", True, 3),
     ("embed_1d", "none", True, 3),
   ]
   assert claims[0]["difference"] == pytest.approx(5.0)
+  assert claims[0]["paper_value"] == 0.9 and claims[0]["ratio_to_paper"] == pytest.approx(5 / 0.9)
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
