@@ -10,6 +10,7 @@ arm is what the value is chosen for (`lsh/fourier` in generation, a protocol suc
 `heldout` in detection); older records name γ alone (`gamma=<γ>`), read the same way.
 """
 
+import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -37,6 +38,31 @@ def grid(spec: str, values: int = VALUES) -> tuple[float, ...]:
 def run_key(arm: str, spec: str, value: float, seed: int) -> str:
   """`sweep/<arm>/<knob>=<value>/<seed>`: the results key of one sweep run."""
   return f"sweep/{arm}/{encodings.knob(spec)[0]}={value:g}/{seed}"
+
+
+def at(spec: str, value: float | None) -> str:
+  """`spec` with its knob at `value` (`spec` itself for None or its own value)."""
+  if value is None or is_own(spec, value):
+    return spec
+  return encodings.with_options(spec, **{encodings.knob(spec)[0]: value})
+
+
+def is_own(spec: str, value: float) -> bool:
+  """Whether `value` is the value `spec` already gives its knob (a choice of the default)."""
+  return math.isclose(encodings.knob(spec)[1], value, rel_tol=1e-6)
+
+
+def record_key(arm: str, spec: str, value: float | None, seed: int) -> str:
+  """A record run's key: `<arm>/<seed>` at `spec`'s own value (the defaults run), else
+  `<arm>/<knob>=<value>/<seed>` (a tuned run), so a choice of the default trains nothing new."""
+  if value is None or is_own(spec, value):
+    return f"{arm}/{seed}"
+  return f"{arm}/{encodings.knob(spec)[0]}={value:g}/{seed}"
+
+
+def is_tuned_key(key: str) -> bool:
+  """Whether a record key names a tuned run (`.../<knob>=<value>/<seed>`)."""
+  return "=" in key.split("/")[-2] and not key.startswith("sweep/")
 
 
 def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[float, list[float]]]:

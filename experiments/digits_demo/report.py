@@ -7,7 +7,6 @@ moves with the CPU as well as the seed, so settings are reported side by side, n
 
 from __future__ import annotations
 
-import math
 import os
 
 import matplotlib
@@ -75,10 +74,10 @@ def groups(results: dict) -> dict[tuple[int, str], dict]:
     )
     if arm in swept:
       group["sweep"][name] = swept[arm]
-    if key.count("/") == 3:  # `<setting>/<steps>_steps/<encoding>/<seed>`: at defaults
+    if not sweeps.is_tuned_key(key):  # `<setting>/<steps>_steps/<encoding>/<seed>`: defaults
       group["entries"].append(entry)
       group["accuracy"].setdefault(name, []).append(entry["accuracy"])
-    if arm in picks and knob and math.isclose(knob[1], picks[arm], rel_tol=1e-6):
+    if arm in picks and knob and sweeps.is_own(entry["posemb"], picks[arm]):
       group["tuned"].setdefault(name, []).append(entry["accuracy"])
   return out
 

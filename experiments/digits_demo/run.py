@@ -43,7 +43,6 @@ import sys
 from configs import vit_digits
 from experiments import cli, runs, sweeps
 from experiments.digits_demo import report
-from lfpe import encodings
 
 ENCODINGS = ("embed_1d", "sine_2d", "fourier")
 SEEDS, STEPS = 3, 600  # the default run (its time on 2 cores: docs/testing.md)
@@ -91,12 +90,9 @@ def _run(args, prefix: str, posemb: str, seed: int, value: float | None = None) 
   """One run: `posemb`'s demo config at `seed`, its knob at `value` (None: the config's own).
   A run whose value is the config's own is the defaults run (one key, trained once)."""
   config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
-  spec = config.model.posemb
-  if value is not None and value != encodings.knob(spec)[1]:
-    with config.unlocked():
-      config.model.posemb = encodings.with_options(spec, **{encodings.knob(spec)[0]: value})
-    prefix = f"{prefix}/{encodings.knob(spec)[0]}={value:g}"
-  key = f"{prefix}/{seed}"
+  key = sweeps.record_key(prefix, config.model.posemb, value, seed)
+  with config.unlocked():
+    config.model.posemb = sweeps.at(config.model.posemb, value)
   return runs.Run(key, config, os.path.join(args.out, "runs", key))
 
 
@@ -125,7 +121,7 @@ def sweep_runs(args: argparse.Namespace, setting: str, grids: dict) -> list[runs
         config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
         spec = config.model.posemb
         with config.unlocked():
-          config.model.posemb = encodings.with_options(spec, **{encodings.knob(spec)[0]: value})
+          config.model.posemb = sweeps.at(spec, value)
           config.data.train_split = f"train[{held}:]"
           config.data.eval_split = f"train[:{held}]"
         key = sweeps.run_key(arm, spec, value, seed)
