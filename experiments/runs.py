@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import json
 import multiprocessing
 import os
@@ -184,12 +185,16 @@ def _trained_with(run: Run, summary: dict) -> dict:
   return {"posemb": str(run.config.model.posemb), "steps": summary["step"]}
 
 
+@functools.cache
 def run_provenance() -> dict:
   """The provenance each run this invocation trains records in its own results entry: the
   commit (with "+uncommitted changes" when the tree was dirty), command, date and CPU, and
   `own_command`: whether the command was an experiment's `run.py` rather than, say, a driver
   script (records span many invocations; the record-level provenance names only the last). A
-  run read back from a finished workdir is stamped by the invocation that read it."""
+  run read back from a finished workdir is stamped by the invocation that read it.
+
+  Taken once per process, as it starts (`experiments.cli.run` calls it before the record's
+  `main`): the commit of the code the process imported, not of commits made while it trains."""
   stamp = provenance()
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
   name = getattr(spec, "name", "") or ""

@@ -65,6 +65,26 @@ def is_tuned_key(key: str) -> bool:
   return "=" in key.split("/")[-2] and not key.startswith("sweep/")
 
 
+def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
+  """The record runs of `arm` (by key, in key order): at defaults (`<arm>/<seed>`) for `value`
+  None, else those with the knob at `value`: its tuned runs (`<arm>/<knob>=<value>/<seed>`),
+  or the defaults runs when `value` is their own (a choice of the default)."""
+  out = []
+  for key, entry in sorted(results.items()):
+    if not key.startswith(f"{arm}/") or key.count("/") - arm.count("/") not in (1, 2):
+      continue
+    if value is None:
+      keep = not is_tuned_key(key) and key.count("/") == arm.count("/") + 1
+    elif is_tuned_key(key):
+      keep = math.isclose(float(key.split("/")[-2].split("=")[1]), value, rel_tol=1e-6)
+    else:
+      spec = entry.get("posemb")
+      keep = bool(spec and encodings.knob(spec)) and is_own(spec, value)
+    if keep:
+      out.append(entry)
+  return out
+
+
 def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[float, list[float]]]:
   """{arm: {knob value: [`score` of each seed's entry]}}, for every sweep entry of `results`."""
   out = {}

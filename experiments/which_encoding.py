@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from experiments import stats
+from experiments import stats, sweeps
 from lfpe import encodings
 
 ROOT = pathlib.Path(__file__).resolve().parent
@@ -32,8 +32,11 @@ FIGURE = ROOT.parent / "docs" / "which_encoding.png"
 class Family:
   """One task family's comparison, read from one record's results.json.
 
-  `scores(results)` -> {arm: {seed: score}}; `sign` +1 where higher is better (-1: bits/dim);
-  `tuned`: the arms whose knob the record swept; `label(arm)`: the arm's display name."""
+  `scores(results)` -> {arm: {seed: score}} at defaults; `tuned_scores(results)` -> the
+  same with each swept arm at the value its sweep chose, and `swept(results)` the arms swept
+  (for records keyed by knob, `sweeps.record_key`); `tuned`: arms an older record ran only
+  tuned (their `scores` are tuned runs); `sign` +1 where higher is better (-1: bits/dim);
+  `label(arm)`: the arm's display name."""
 
   name: str
   record: str
@@ -44,6 +47,8 @@ class Family:
   scale: float = 1.0
   tuned: tuple[str, ...] = ()
   label: Callable[[str], str] = encodings.display_name
+  tuned_scores: Callable[[dict], dict[str, dict[int, float]]] | None = None
+  swept: Callable[[dict], set[str]] = lambda results: set()
 
 
 def _by_key(results: dict, prefix: str, value: Callable[[dict], float]) -> dict:
@@ -56,6 +61,30 @@ def _by_key(results: dict, prefix: str, value: Callable[[dict], float]) -> dict:
   return out
 
 
+def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[dict], float],
+                higher_is_better: bool):  # fmt: skip
+  """(scores, tuned_scores, swept) of a record keyed `prefix/posemb[/knob=v]/seed` whose
+  sweep keys are `sweep/prefix/posemb/knob=v/seed` (`score`: a sweep run's validation score)."""
+
+  def picks(results: dict) -> dict[str, float]:
+    return sweeps.choose(sweeps.scores(results, score), higher_is_better=higher_is_better)
+
+  def arms(results: dict) -> set[str]:
+    return {k.split("/")[1] for k in results if k.startswith(f"{prefix}/")}
+
+  def collect(results: dict, tuned: bool) -> dict:
+    chosen = picks(results) if tuned else {}
+    out = {}
+    for posemb in arms(results):
+      runs = sweeps.arm_runs(results, f"{prefix}/{posemb}", chosen.get(f"{prefix}/{posemb}"))
+      if runs:
+        out[posemb] = {r["seed"] if "seed" in r else i: value(r) for i, r in enumerate(runs)}
+    return out
+
+  swept = lambda results: {arm.split("/")[1] for arm in picks(results)}
+  return (lambda r: collect(r, False)), (lambda r: collect(r, True)), swept
+
+
 def _layout(results: dict) -> dict:
   out: dict = {}
   for key, entry in results.items():
@@ -64,15 +93,22 @@ def _layout(results: dict) -> dict:
   return out
 
 
-def _digits(results: dict) -> dict:
+def _digits(part: str) -> Callable[[dict], dict]:
+  """The newest setting's accuracies at defaults (`part` "accuracy") or as tuned ("tuned")."""
+
+  def scores(results: dict) -> dict:
+    from experiments.digits_demo import report  # noqa: PLC0415
+
+    group = report.groups(results)[report.newest(results)]
+    return {name: dict(enumerate(values)) for name, values in group[part].items()}
+
+  return scores
+
+
+def _digits_swept(results: dict) -> set[str]:
   from experiments.digits_demo import report  # noqa: PLC0415
 
-  steps, setting = report.newest(results)
-  out: dict = {}
-  for key, entry in results.items():
-    if key != "provenance" and (entry["steps"], entry["setting"]) == (steps, setting):
-      out.setdefault(entry["encoding"], {})[entry["seed"]] = entry["accuracy"]
-  return out
+  return set(report.groups(results)[report.newest(results)]["sweep"])
 
 
 def _resolution(size: str) -> Callable[[dict], dict]:
@@ -89,14 +125,17 @@ def _resolution(size: str) -> Callable[[dict], dict]:
   return scores
 
 
+_GENERATION = _knob_keyed("lsh", lambda e: e["final"], lambda e: e["final"], False)
 FAMILIES = (
   Family(
     "classification (ViT on digits)",
     "digits_demo",
     "test accuracy (points)",
     "sine_2d",
-    _digits,
+    _digits("accuracy"),
     scale=100,
+    tuned_scores=_digits("tuned"),
+    swept=_digits_swept,
   ),
   Family(
     "detection (DETR-lite, protocol all)",
@@ -121,9 +160,10 @@ FAMILIES = (
     "generation",
     "held-out bits/dim, lower is better (shown negated)",
     "sine_2d",
-    lambda r: _by_key(r, "lsh", lambda e: e["final"]),
+    _GENERATION[0],
     sign=-1,
-    tuned=("fourier", "fourier_no_mlp"),
+    tuned_scores=_GENERATION[1],
+    swept=_GENERATION[2],
   ),
   Family(
     "captioning (layout, 4-D boxes)",
@@ -147,18 +187,33 @@ FAMILIES = (
 
 def effects(family: Family) -> list[dict]:
   """Each arm against the reference: the paired difference (sign-adjusted, scaled) with its
-  95 % interval, the seeds paired, and whether the arm was tuned."""
-  path = ROOT / family.record / "results.json"
-  scores = family.scores(json.loads(path.read_text()))
+  95 % interval and seeds, at defaults and, where the record swept either side, as tuned;
+  `tuning` says which sides were tuned and `fair` whether both were tuned alike."""
+  results = json.loads((ROOT / family.record / "results.json").read_text())
+  rows = _rows(family, family.scores(results), set(family.tuned), at_defaults=True)
+  if family.tuned_scores is not None:
+    swept = family.swept(results)
+    rows += _rows(family, family.tuned_scores(results), swept, at_defaults=False)
+  return sorted(rows, key=lambda r: -r["difference"])
+
+
+def _rows(family: Family, scores: dict, tuned: set[str], at_defaults: bool) -> list[dict]:
   reference = scores.get(family.reference, {})
   rows = []
   for arm, by_seed in scores.items():
     seeds = sorted(set(by_seed) & set(reference))
-    if arm == family.reference or len(seeds) < 2:
+    sides = (arm in tuned, family.reference in tuned)
+    if arm == family.reference or len(seeds) < 2 or (not at_defaults and not any(sides)):
       continue
     a = [family.sign * by_seed[s] for s in seeds]
     b = [family.sign * reference[s] for s in seeds]
     diff, half = stats.paired_difference(a, b, scale=family.scale)
+    tuning = {
+      (False, False): "defaults",
+      (True, True): "both tuned",
+      (True, False): "tuned (reference at defaults)",
+      (False, True): "defaults (reference tuned)",
+    }[sides]
     rows.append(
       {
         "arm": family.label(arm),
@@ -166,35 +221,41 @@ def effects(family: Family) -> list[dict]:
         "low": diff - half,
         "high": diff + half,
         "n": len(seeds),
-        "tuned": arm in family.tuned,
+        "tuning": tuning,
+        "fair": sides[0] == sides[1],
+        "tuned": sides[0],
       }
     )
-  return sorted(rows, key=lambda r: -r["difference"])
+  return rows
 
 
 def recommendation(family: Family, rows: list[dict]) -> str:
-  """Plain words, only where the intervals support them, among arms tuned as the reference
-  is (at defaults)."""
+  """Plain words, only where the intervals support them, among comparisons where both sides
+  had the same budget (both at defaults, or both tuned)."""
   ref = family.label(family.reference)
-  fair = [r for r in rows if not r["tuned"]]
-  better = [r["arm"] for r in fair if r["low"] > 0]
-  worse = [r["arm"] for r in fair if r["high"] < 0]
-  tuned_better = [r["arm"] for r in rows if r["tuned"] and r["low"] > 0]
-  tuned_worse = [r["arm"] for r in rows if r["tuned"] and r["high"] < 0]
   words = []
-  if better:
-    words.append(f"at defaults, {', '.join(better)} resolved better than {ref}")
-  else:
-    words.append(f"at defaults, nothing is resolved better than {ref}")
-  if worse:
-    words.append(f"{', '.join(worse)} resolved worse")
-  if tuned_better:
+  for tuning, what in (("defaults", "at defaults"), ("both tuned", "each tuned")):
+    group = [r for r in rows if r["tuning"] == tuning]
+    if not group:
+      continue
+    better = [r["arm"] for r in group if r["low"] > 0]
+    worse = [r["arm"] for r in group if r["high"] < 0]
+    if better:
+      words.append(f"{what}, {', '.join(better)} resolved better than {ref}")
+    else:
+      words.append(f"{what}, nothing is resolved better than {ref}")
+    if worse:
+      words.append(f"{', '.join(worse)} resolved worse")
+  unfair = [r for r in rows if not r["fair"]]
+  ahead = [r["arm"] for r in unfair if r["tuned"] and r["low"] > 0]
+  behind = [r["arm"] for r in unfair if r["tuned"] and r["high"] < 0]
+  if ahead:
     words.append(
-      f"{', '.join(tuned_better)} ahead only with its knob tuned and {ref} at defaults "
+      f"{', '.join(ahead)} ahead only with its knob tuned and {ref} at defaults "
       "(not an equal budget: no recommendation)"
     )
-  if tuned_worse:
-    words.append(f"{', '.join(tuned_worse)} resolved worse even with its knob tuned")
+  if behind:
+    words.append(f"{', '.join(behind)} resolved worse even with its knob tuned")
   return "; ".join(words) + "."
 
 
@@ -225,7 +286,7 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       "|---|---|---|---|",
       *(
         f"| {r['arm']} | {r['difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | {r['n']} "
-        f"| {'tuned' if r['tuned'] else 'defaults'} |"
+        f"| {r['tuning']} |"
         for r in rows
       ),
       "",
@@ -249,14 +310,14 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
   for ax, (family, rows) in zip(np.atleast_1d(axes), results, strict=True):
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows, strict=True):
-      face = "white" if r["tuned"] else "C0"
+      face = "C0" if r["tuning"] == "defaults" else "white"
       ax.plot([r["low"], r["high"]], [yi, yi], color="C0")
       ax.plot(r["difference"], yi, "o", color="C0", markerfacecolor=face)
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(y, [r["arm"] for r in rows], fontsize=7)
+    ax.set_yticks(y, [f"{r['arm']} ({r['tuning']})" for r in rows], fontsize=6)
     ax.set_title(f"{family.name}: vs {family.label(family.reference)}", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
-  fig.supxlabel("effect against the reference, positive = better (hollow: knob tuned)", size=8)
+  fig.supxlabel("effect against the reference, positive = better (hollow: a side tuned)", size=8)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)

@@ -74,13 +74,20 @@ def claims(results: dict) -> list[dict]:
      "of 100k steps)"),
   ]  # fmt: skip
   out = []
+  picks = chosen(results)
   for attention in _attentions(results):
     encoded = [p for p in NAMES if p != "none" and _runs(results, attention, p)]
     best = min(encoded, key=lambda p: np.mean([r["final"] for r in _runs(results, attention, p)]))
     control = (best, "none", "final", -1, f"control: position is needed ({NAMES[best]}, the best "
                "encoding, ends below no position)")  # fmt: skip
-    for a, b, when, direction, text in [control, *tests]:
-      ra, rb = _runs(results, attention, a), _runs(results, attention, b)
+    swept = {arm: grid for arm, grid in sweep(results).items() if arm.startswith(f"{attention}/")}
+    variants = [(False, control), *((False, t) for t in tests)]
+    variants += [
+      (True, t) for t in tests if {f"{attention}/{t[0]}", f"{attention}/{t[1]}"} & set(picks)
+    ]
+    for as_tuned, (a, b, when, direction, text) in variants:
+      get = lambda p: (_tuned_runs if as_tuned else _runs)(results, attention, p)  # noqa: B023
+      ra, rb = get(a), get(b)
       if len(ra) < 2 or len(ra) != len(rb):
         continue
       early = early_steps([step for step, _ in ra[0]["curve"]])
@@ -94,7 +101,7 @@ def claims(results: dict) -> list[dict]:
         stats.claim(
           paper="lfpe" if b == "none" else "002",
           item="control" if b == "none" else item,
-          text=f"{text} [{attention} attention]",
+          text=f"{text} [{attention} attention{', as tuned' * as_tuned}]",
           metric=f"held-out bits/dim at {step}",
           a=f"{attention}/{a}",
           b=f"{attention}/{b}",
@@ -103,21 +110,18 @@ def claims(results: dict) -> list[dict]:
           direction=direction,
           margin=SAME_BPD if direction == 0 else 0.0,
           paired=True,
-          tuned=tuned(results, attention, a, b),
+          tuned=_tuned_note(picks, swept, attention, (a, b)) if as_tuned else stats.AT_DEFAULTS,
         )
       )
   return out
 
 
-TUNED = ("fourier", "fourier_no_mlp")  # the arms whose γ the record's sweep chose
-
-
-def tuned(results: dict, attention: str, *arms: str) -> str:
-  """The `tuned` note of a claim between `arms` under `attention`."""
-  names = lambda keep: [NAMES[a] for a in arms if (a in TUNED) == keep]
-  swept = {arm: grid for arm, grid in sweep(results).items() if arm.startswith(f"{attention}/")}
+def _tuned_note(picks: dict, swept: dict, attention: str, arms: tuple[str, ...]) -> str:
+  """The `tuned` note of a claim between `arms` as tuned: which were swept (and how), which
+  ran at defaults (an encoding without a knob, or one the sweep did not cover)."""
+  names = lambda keep: [NAMES[a] for a in arms if (f"{attention}/{a}" in picks) == keep]
   rule = "lowest mean validation bits/dim"
-  return sweeps.tuned_note(names(True), names(False), swept, rule)
+  return sweeps.tuned_note(names(True), names(False), swept, rule, knob="each one's knob")
 
 
 def early_steps(steps: list[int]) -> list[int]:
@@ -136,7 +140,19 @@ def _value(run: dict, when: str) -> float:
 
 
 def _runs(results: dict, attention: str, posemb: str) -> list[dict]:
-  return [v for k, v in sorted(results.items()) if k.startswith(f"{attention}/{posemb}/")]
+  """An encoding's runs at its defaults (`attention/posemb/seed`)."""
+  return sweeps.arm_runs(results, f"{attention}/{posemb}")
+
+
+def _tuned_runs(results: dict, attention: str, posemb: str) -> list[dict]:
+  """An encoding's runs at the value its sweep chose (its defaults runs when not swept)."""
+  value = chosen(results).get(f"{attention}/{posemb}")
+  return sweeps.arm_runs(results, f"{attention}/{posemb}", value)
+
+
+def _reported(results: dict, attention: str, posemb: str) -> list[dict]:
+  """The runs a table row shows: at defaults, or as tuned where a record has only those."""
+  return _runs(results, attention, posemb) or _tuned_runs(results, attention, posemb)
 
 
 def _attentions(results: dict) -> list[str]:
@@ -149,37 +165,44 @@ def validation_bpd(entry: dict) -> float:
 
 
 def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
-  """The γ sweep's validation bits/dim: {"attention/posemb": {γ: [one per seed]}}."""
+  """The sweep's validation bits/dim: {"attention/posemb": {knob value: [one per seed]}}."""
   return sweeps.scores(results, validation_bpd)
 
 
-def chosen_gammas(results: dict) -> dict[str, float]:
-  """The declared rule, per swept `attention/posemb`: the γ with the lowest mean validation
-  bits/dim (ties to the smaller γ)."""
+def chosen(results: dict) -> dict[str, float]:
+  """The declared rule, per swept `attention/posemb`: the knob value with the lowest mean
+  validation bits/dim (ties to the smaller value)."""
   return sweeps.choose(sweep(results), higher_is_better=False)
 
 
 def sweep_table(results: dict) -> list[str]:
   def name(arm: str) -> str:
     attention, posemb = arm.split("/")
-    return f"{NAMES[posemb]}, {attention} attention"
+    return f"{NAMES[posemb]} ({encodings.knob(posemb)[0]}), {attention} attention"
 
   columns = ("encoding", "validation bits/dim")
   cell = lambda values: fmt(values, digits=3)
-  return sweeps.table(sweep(results), chosen_gammas(results), columns=columns, name=name, cell=cell)
+  return sweeps.table(
+    sweep(results), chosen(results), columns=columns, name=name, cell=cell, knob="value"
+  )
 
 
 def table(results: dict) -> list[str]:
-  attentions = _attentions(results)
-  lines = [
-    "| encoding | seeds | " + " | ".join(f"bits/dim, {a} attention" for a in attentions) + " |",
-    "|---|---|" + "---|" * len(attentions),
-  ]
+  """Per encoding and attention: final bits/dim at defaults and as tuned (the chosen value)."""
+  attentions, picks = _attentions(results), chosen(results)
+  heads = [f"{a} attention, {v}" for a in attentions for v in ("at defaults", "as tuned")]
+  lines = ["| encoding | seeds | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
+  cell = lambda runs: fmt([r["final"] for r in runs], digits=3) if runs else "–"
   for posemb, name in NAMES.items():
-    if not any(_runs(results, a, posemb) for a in attentions):
+    if not any(_reported(results, a, posemb) for a in attentions):
       continue
-    cells = [fmt([r["final"] for r in _runs(results, a, posemb)], digits=3) for a in attentions]
-    seeds = len(_runs(results, attentions[0], posemb))
+    cells = []
+    for a in attentions:
+      arm = f"{a}/{posemb}"
+      value = f" ({encodings.knob(posemb)[0]} = {picks[arm]:g})" if arm in picks else ""
+      tuned = cell(_tuned_runs(results, a, posemb)) + value if arm in picks else "not swept"
+      cells += [cell(_runs(results, a, posemb)), tuned]
+    seeds = len(_reported(results, attentions[0], posemb))
     lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
   return lines
 
@@ -187,7 +210,7 @@ def table(results: dict) -> list[str]:
 def ablation(results: dict) -> list[str]:
   lines = ["| attention | Learnable-Fourier+MLP | attention output zeroed |", "|---|---|---|"]
   for attention in _attentions(results):
-    runs = [r for r in _runs(results, attention, "fourier") if "zero_attention" in r]
+    runs = [r for r in _reported(results, attention, "fourier") if "zero_attention" in r]
     if runs:
       final = fmt([r["final"] for r in runs], digits=3)
       zeroed = fmt([r["zero_attention"] for r in runs], digits=3)
@@ -203,7 +226,7 @@ def leak(results: dict) -> list[str]:
     "|---|---|---|---|",
   ]
   for posemb, name in NAMES.items():
-    runs = [r for r in _runs(results, "lsh", posemb) if "strict" in r]
+    runs = [r for r in _reported(results, "lsh", posemb) if "strict" in r]
     if runs:
       recorded, strict = [r["final"] for r in runs], [r["strict"] for r in runs]
       diff, half = stats.paired_difference(strict, recorded)
@@ -220,7 +243,7 @@ def figure(results: dict, encodings: tuple[str, ...], path: str) -> None:
   fig, axes = plt.subplots(1, len(attentions), figsize=(4.5 * len(attentions), 3.5), sharey=True)
   for ax, attention in zip(np.atleast_1d(axes), attentions, strict=True):
     for posemb in encodings:
-      runs = _runs(results, attention, posemb)
+      runs = _reported(results, attention, posemb)
       if not runs:
         continue
       steps = [s for s, _ in runs[0]["curve"]]
@@ -257,7 +280,11 @@ def write(results: dict, out: str) -> None:
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
   lines += ["## Is the LSH likelihood causal? The same models, re-scored", "", *leak(results), ""]
-  lines += ["## The γ sweep (validation digits carved from training)", "", *sweep_table(results)]
+  lines += [
+    "## The knob sweep (each encoding's own knob; validation digits carved from training)",
+    "",
+    *sweep_table(results),
+  ]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(entries, out)

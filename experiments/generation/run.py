@@ -11,7 +11,16 @@ no-position control `none`, `--seeds` paired seeds each (seed s of every encodin
 same batches), with LSH attention (002's; `--attentions=lsh,full` adds dense causal
 attention), through the regular trainer (one workdir per run under `--out/runs`, so a stopped
 record resumes where it stopped). Each run's held-out bits per dim are read from its metrics
-(an evaluation every `--eval-every` steps: the learning curve). Then every `fourier` run is
+(an evaluation every `--eval-every` steps: the learning curve).
+
+Every encoding gets the same tuning budget (issue 38): its own scale knob
+(`lfpe.encodings.knob`: Fourier's γ, MLP's input scale, the sinusoids' temperature, the
+tables' init std) over `experiments.sweeps.grid`'s values around the config's own, widened
+at a leading edge by the shared rule, `--sweep-seeds` seeds of `--sweep-steps` steps each,
+trained on the training digits but the first `VALIDATION` and scored on those (never on the
+test digits); the lowest mean validation bits/dim chooses. Each encoding then trains
+`--seeds` seeds at its defaults and at its choice (one and the same run when the choice is
+the default), so every claim reads both ways. Then every `fourier` run is
 scored again with its attention output zeroed (does the model use its attention?), one
 `fourier` model per attention draws sample images, and `report.py` writes `results.json`,
 `tables.md`, `claims.json`, the two figures and `samples.png`.
@@ -39,59 +48,70 @@ FIG_3B = ("fourier", "fourier_no_mlp", "mlp")
 CONTROL = "none"
 ENCODINGS = tuple(dict.fromkeys(FIG_3A + FIG_3B + (CONTROL,)))
 ATTENTIONS = ("lsh", "full")
-SWEPT = ("fourier", "fourier_no_mlp")  # the encodings with a kernel width γ (002 Eq. 4)
-# Positions in [0, 1]: kernel widths from the whole 16-pixel image (1) to about a pixel (1/16).
-GAMMAS = (1.0, 0.25, 0.0625)
 SWEEP_SEEDS, SWEEP_STEPS = 2, 1500
 VALIDATION = 300  # the first training digits: the sweep's validation split
 
 
 def load_config(
-  posemb: str, attention: str, seed: int, args: argparse.Namespace, gamma: float = 1.0
+  posemb: str, attention: str, seed: int, args: argparse.Namespace, value: float | None = None
 ):
-  """configs/reformer_digits.py for one run, with the experiment's steps and seed."""
+  """configs/reformer_digits.py for one run, with the experiment's steps and seed, and the
+  encoding's knob at `value` (None: the config's own)."""
   size = 8 if args.quick else 16
   config = reformer_digits.get_config(
-    f"posemb={posemb},attention={attention},gamma={gamma},size={size},small={int(args.quick)}"
+    f"posemb={posemb},attention={attention},size={size},small={int(args.quick)}"
   )
   for_run(config, seed=seed, steps=args.steps, eval_every=args.eval_every)
+  with config.unlocked():
+    config.model.posemb = sweeps.at(config.model.posemb, value)
   if args.quick:
     with config.unlocked():
       config.data.eval_split = "test[:128]"
   return config
 
 
-def swept_arms(args: argparse.Namespace) -> list[str]:
-  """The sweep's arms, `attention/posemb`: each swept encoding that this invocation trains."""
-  return [f"{a}/{p}" for a in args.attentions for p in args.swept if p in args.encodings]
+def spec(posemb: str, args: argparse.Namespace) -> str:
+  """The encoding spec the config gives `posemb` (its defaults arm)."""
+  return load_config(posemb, args.attentions[0], 0, args).model.posemb
+
+
+def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
+  """The sweep's arms, `attention/posemb`, with their base grids: each encoding this
+  invocation trains that has a knob (`args.swept`: all of them but in `--quick`)."""
+  return {
+    f"{a}/{p}": sweeps.grid(spec(p, args), args.values)
+    for a in args.attentions
+    for p in args.encodings
+    if p in args.swept and sweeps.grid(spec(p, args))
+  }
 
 
 def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
-  """The γ sweep: each swept encoding at each γ of its grid (`grids`, by arm), trained on
+  """The sweep: each swept encoding at each value of its grid (`grids`, by arm), trained on
   the training digits but the first `VALIDATION` and scored on those (never on the test
   digits)."""
   held = 64 if args.quick else VALIDATION
   out = []
-  for attention in args.attentions:
-    for seed in range(args.sweep_seeds):
-      for posemb in (p for p in args.swept if p in args.encodings):
-        for gamma in grids[f"{attention}/{posemb}"]:
-          config = load_config(posemb, attention, seed, args, gamma)
-          for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
-          with config.unlocked():
-            config.data.train_split = f"train[{held}:]"
-            config.data.eval_split = f"train[:{held}]"
-          key = f"sweep/{attention}/{posemb}/gamma={gamma}/{seed}"
-          out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
+  for seed in range(args.sweep_seeds):
+    for arm, grid in grids.items():
+      attention, posemb = arm.split("/")
+      for value in grid:
+        config = load_config(posemb, attention, seed, args, value)
+        for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
+        with config.unlocked():
+          config.data.train_split = f"train[{held}:]"
+          config.data.eval_split = f"train[:{held}]"
+        key = sweeps.run_key(arm, spec(posemb, args), value, seed)
+        out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
   return out
 
 
 def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
-  """The sweep as far as `results` decide it: `GAMMAS` per arm, widened past an edge that
-  leads (`sweeps.widen`)."""
+  """The sweep as far as `results` decide it: each arm's grid around its own knob, widened
+  past an edge that leads (`sweeps.widen`)."""
   return sweeps.plan(
     lambda grids: sweep_runs(args, grids),
-    {arm: args.gammas for arm in swept_arms(args)},
+    swept_arms(args),
     results,
     report.validation_bpd,
     seeds=args.sweep_seeds,
@@ -117,19 +137,20 @@ def zero_attention(variables):
   return {**variables, "params": params}
 
 
-def planned(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs.Run]:
-  """Every run of the record, in the order they train; the swept encodings at the γ the
-  sweep chose (`gammas`, keyed `attention/posemb`; 1.0 where it has not, for --status)."""
-  return [
-    runs.Run(
-      f"{attention}/{posemb}/{seed}",
-      load_config(posemb, attention, seed, args, gammas.get(f"{attention}/{posemb}", 1.0)),
-      os.path.join(args.out, "runs", attention, posemb, str(seed)),
-    )
-    for attention in args.attentions
-    for seed in range(args.seeds)
-    for posemb in args.encodings
-  ]
+def planned(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run]:
+  """Every run of the record, in the order they train: each encoding at defaults, and at the
+  value the sweep chose (`chosen`, keyed `attention/posemb`; the same run when that is the
+  default, none where the sweep has not chosen yet, e.g. for --status)."""
+  out = {}
+  for attention in args.attentions:
+    for seed in range(args.seeds):
+      for posemb in args.encodings:
+        arm = f"{attention}/{posemb}"
+        for value in (None, chosen.get(arm)):
+          key = sweeps.record_key(arm, spec(posemb, args), value, seed)
+          config = load_config(posemb, attention, seed, args, value)
+          out[key] = runs.Run(key, config, os.path.join(args.out, "runs", key))
+  return list(out.values())
 
 
 def score(run: runs.Run, summary: dict) -> dict:
@@ -143,7 +164,7 @@ def score(run: runs.Run, summary: dict) -> dict:
   if run.key.startswith("sweep/"):
     print(f"{run.key}: validation {result['final']:.3f} bits/dim", flush=True)
     return result
-  if run.key.split("/")[1] == "fourier":
+  if run.key.split("/")[1] == "fourier" and not sweeps.is_tuned_key(run.key):
     ablated = trainer.evaluate(run.config, run.workdir, edit=zero_attention)
     result["zero_attention"] = ablated["bits_per_dim"]
   print(f"{run.key}: {result['final']:.3f} bits/dim", flush=True)
@@ -160,10 +181,12 @@ def strictly_causal(run: runs.Run) -> float:
   return trainer.evaluate(config, run.workdir)["bits_per_dim"]
 
 
-def draw_samples(attention: str, args: argparse.Namespace, gamma: float, num: int = 16):
-  """`num` images from the seed-0 `fourier` model with `attention` (trained at `gamma`)."""
-  config = load_config("fourier", attention, 0, args, gamma)
-  workdir = os.path.join(args.out, "runs", attention, "fourier", "0")
+def draw_samples(attention: str, args: argparse.Namespace, value: float | None, num: int = 16):
+  """`num` images from the seed-0 `fourier` model with `attention` (its γ at `value`: the
+  sweep's choice)."""
+  config = load_config("fourier", attention, 0, args, value)
+  key = sweeps.record_key(f"{attention}/fourier", spec("fourier", args), value, 0)
+  workdir = os.path.join(args.out, "runs", key)
   prog, variables = trainer.restore(config, workdir)
   draw = jax.jit(lambda v, key: reformer.sample(prog.model, v, key, num))
   return np.asarray(draw(variables, jax.random.key(0)))
@@ -194,24 +217,24 @@ def main(argv: list[str] | None = None) -> dict:
   args.encodings = args.encodings.split(",")
   if set(args.encodings) - set(ENCODINGS):
     parser.error(f"--encodings={','.join(args.encodings)}: choose from {ENCODINGS}")
-  args.gammas, args.swept, args.widenings = GAMMAS, SWEPT, sweeps.WIDENINGS
-  if args.quick:  # the sweep of one encoding at two γ (and one widening): every phase
+  args.values, args.swept, args.widenings = sweeps.VALUES, ENCODINGS, sweeps.WIDENINGS
+  if args.quick:  # the sweep of two encodings at two values (and one widening): every phase
     args.seeds, args.steps, args.eval_every = 2, 6, 3
-    args.sweep_seeds, args.sweep_steps, args.gammas, args.swept = 1, 4, (1.0, 0.25), SWEPT[:1]
+    args.sweep_seeds, args.sweep_steps, args.values, args.swept = 1, 4, 2, ("fourier", "sine_2d")
     args.widenings = 1
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
   if args.status:
     sweep = planned_sweep(args, results)
-    record = planned(args, report.chosen_gammas(runs.chosen(sweep, results)))
+    record = planned(args, report.chosen(runs.chosen(sweep, results)))
     runs.status(sweep + record, results, jobs=args.jobs)
     return {}
   save = runs.saver(path)
   train = lambda planned: runs.execute(planned, results, score, save, jobs=args.jobs)
   sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
-  gammas = report.chosen_gammas(runs.chosen(sweep, results))
-  sweeps.require(gammas, swept_arms(args))
-  record = planned(args, gammas)
+  chosen = report.chosen(runs.chosen(sweep, results))
+  sweeps.require(chosen, swept_arms(args))
+  record = planned(args, chosen)
   results = runs.execute(record, results, score, save, jobs=args.jobs)
   if set(args.encodings) != set(ENCODINGS):
     print("trained the --encodings asked for; the report is written once all are trained")
@@ -222,7 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
       results[run.key]["strict"] = strictly_causal(run)
       save(results)
   samples = {
-    a: draw_samples(a, args, gammas.get(f"{a}/fourier", 1.0), num=4 if args.quick else 16)
+    a: draw_samples(a, args, chosen.get(f"{a}/fourier"), num=4 if args.quick else 16)
     for a in args.attentions
   }
   report.write(results, args.out)

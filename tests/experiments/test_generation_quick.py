@@ -15,12 +15,18 @@ def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_pat
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
   swept = sorted(k for k in results if k.startswith("sweep/"))
-  assert swept == sorted(
-    widened_keys(results, "lsh/fourier", (0.25, 1.0), report.validation_bpd, False)
-  )
+  expected = [  # each encoding's own knob, two values around the config's, one widening
+    *widened_keys(results, "lsh/fourier", (0.5, 2.0), report.validation_bpd, False,
+                  knob=lambda g: f"gamma={g:g}"),
+    *widened_keys(results, "lsh/sine_2d", (5000.0, 20000.0), report.validation_bpd, False,
+                  knob=lambda g: f"temperature={g:g}"),
+  ]  # fmt: skip
+  assert swept == sorted(expected)
   for key in swept:
     assert 0.0 < results.pop(key)["final"] < 3.0, key
-  assert len(results) == 2 * len(run.ENCODINGS)  # 2 seeds, LSH attention
+  tuned = sorted(k for k in results if "=" in k)  # the choice is never the default here
+  assert [k.split("/")[1] for k in tuned] == ["fourier"] * 2 + ["sine_2d"] * 2
+  assert len(results) == 2 * len(run.ENCODINGS) + len(tuned)  # 2 seeds, LSH attention
   entries = json.loads((tmp_path / "claims.json").read_text())
   for entry in entries:
     check_claim(entry)
@@ -34,7 +40,8 @@ def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_pat
   assert fourier["zero_attention"] > fourier["final"]  # the model uses its attention
   assert 0.0 < fourier["strict"] < 3.0 and "strict" not in results["lsh/embed_2d/0"]
   tables = (tmp_path / "tables.md").read_text()
-  assert "Learnable-Fourier+MLP ends lower than Embed-2D" in tables and "γ sweep" in tables
+  assert "Learnable-Fourier+MLP ends lower than Embed-2D" in tables and "knob sweep" in tables
+  assert any(e["claim"].endswith("as tuned]") for e in entries)
   assert "Is the LSH likelihood causal?" in tables
   for name in ("fig3a.png", "fig3b.png", "samples.png"):
     assert (tmp_path / name).stat().st_size > 0

@@ -92,9 +92,9 @@ def test_gamma_rule_takes_the_lowest_mean_validation_bits_per_dim_ties_to_the_sm
     **_results({"fourier": 0.0, "none": 0.5}),
   }
   assert report.sweep(results)["lsh/fourier"] == {1.0: [0.90, 0.70], 0.25: [0.78, 0.80]}
-  assert report.chosen_gammas(results) == {"lsh/fourier": 0.25, "lsh/fourier_no_mlp": 0.0625}
+  assert report.chosen(results) == {"lsh/fourier": 0.25, "lsh/fourier_no_mlp": 0.0625}
   table = "\n".join(report.sweep_table(results))
-  row = "| Learnable-Fourier+MLP, lsh attention | 0.25 | 0.790 ± 0.127 (n = 2) | **yes** |"
+  row = "| Learnable-Fourier+MLP (gamma), lsh attention | 0.25 | 0.790 ± 0.127 (n = 2) | **yes** |"
   assert row in table
   # Sweep runs are no record runs: no attention called "sweep", no claim about them.
   assert report._attentions(results) == ["lsh"]
@@ -107,22 +107,34 @@ def _args(**kw):
   from experiments.generation import run  # noqa: PLC0415
 
   base = dict(quick=False, steps=3000, eval_every=250, attentions=["lsh"], seeds=3, out="/o")
-  base.update(sweep_seeds=2, sweep_steps=1500, gammas=run.GAMMAS, swept=run.SWEPT, widenings=2)
+  base.update(sweep_seeds=2, sweep_steps=1500, values=3, swept=run.ENCODINGS, widenings=2)
   return argparse.Namespace(**{**base, "encodings": list(run.ENCODINGS), **kw})
 
 
-def test_the_sweep_trains_without_the_validation_digits_and_scores_on_them():
+def test_every_encoding_with_a_knob_is_swept_alike_on_validation_digits():
+  """The same budget for all: each encoding but `none` over 3 values of its own knob around
+  the config's, 2 seeds, trained without the validation digits and scored on them; then the
+  record trains each at defaults and at its choice (the defaults run when that is the
+  default)."""
   from experiments.generation import run  # noqa: PLC0415
 
   sweep = {r.key: r.config for r in run.planned_sweep(_args(), {})}
-  assert len(sweep) == 2 * 2 * 3  # seeds x swept encodings x γ
+  swept = {k.split("/")[2] + "/" + k.split("/")[3].split("=")[0] for k in sweep}
+  assert swept == {"embed_2d/init_std", "embed_1d/init_std", "sine_2d/temperature",
+                   "sine_1d/temperature", "fourier/gamma", "fourier_no_mlp/gamma",
+                   "mlp/input_scale"}  # fmt: skip
+  assert len(sweep) == 2 * 7 * 3  # seeds x encodings with a knob x values
   config = sweep["sweep/lsh/fourier_no_mlp/gamma=0.25/1"]
   assert (config.data.train_split, config.data.eval_split) == ("train[300:]", "train[:300]")
   assert (config.total_steps, config.eval_every, config.seed) == (1500, 1500, 1)
   assert str(config.model.posemb) == "fourier_no_mlp(gamma=0.25)"
-  record = {r.key: r.config for r in run.planned(_args(), {"lsh/fourier": 0.0625})}
-  assert str(record["lsh/fourier/2"].model.posemb) == "fourier(gamma=0.0625)"
-  assert str(record["lsh/fourier_no_mlp/2"].model.posemb) == "fourier_no_mlp(gamma=1.0)"
+  assert str(sweep["sweep/lsh/mlp/input_scale=4/0"].model.posemb) == "mlp(input_scale=4.0)"
+  chosen = {"lsh/fourier": 0.0625, "lsh/sine_2d": 10000.0}
+  record = {r.key: r.config for r in run.planned(_args(), chosen)}
+  assert str(record["lsh/fourier/gamma=0.0625/2"].model.posemb) == "fourier(gamma=0.0625)"
+  assert str(record["lsh/fourier/2"].model.posemb) == "fourier(gamma=1.0)"  # its defaults
+  assert not any(k.startswith("lsh/sine_2d/temperature") for k in record)  # the default won
+  assert len(record) == 3 * (len(run.ENCODINGS) + 1)
   for config in record.values():  # the dataset's own splits: all training digits, the test ones
     assert config.data.train_split is None and config.data.eval_split is None
 

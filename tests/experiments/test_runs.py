@@ -135,6 +135,15 @@ def test_saver_stamps_the_provenance_of_the_invocation_start(tmp_path, monkeypat
     assert json.load(f) == {"a": 1, "b": 2, "provenance": {"commit": "start"}}
 
 
+@pytest.fixture
+def fresh_stamp():
+  """This process's run provenance taken anew in the test (a faked `provenance`), and dropped
+  after it, so no other test sees the fake."""
+  runs_lib.run_provenance.cache_clear()
+  yield
+  runs_lib.run_provenance.cache_clear()
+
+
 def _args(out, *, quick, status=False):
   return argparse.Namespace(out=str(out), quick=quick, status=status)
 
@@ -179,7 +188,7 @@ def test_an_experiment_refuses_in_one_line_and_exit_2(tmp_path):
 
 
 def test_each_run_records_its_own_provenance_and_a_dirty_tree_is_said_loudly(
-  tmp_path, monkeypatch, capsys
+  tmp_path, monkeypatch, capsys, fresh_stamp
 ):
   """Records span invocations: each entry keeps the commit, command and date that trained it;
   a dirty tree or a command other than an experiment's run.py is marked and warned about."""
@@ -205,3 +214,14 @@ def test_each_run_records_its_own_provenance_and_a_dirty_tree_is_said_loudly(
   assert "uncommitted changes" in warning and "is not an experiment's run.py" in warning
   execute([run], results, lambda run, summary: {}, lambda results: None)  # nothing to train
   assert "WARNING" not in capsys.readouterr().err
+
+
+def test_run_provenance_is_the_commit_the_process_started_with(monkeypatch, fresh_stamp):
+  """Commits made while a record trains do not restamp its later runs: the stamp is taken once,
+  when the process starts (experiments.cli.run), from the code it imported."""
+  commits = iter(["aaa", "bbb+uncommitted changes"])
+  fake = lambda *a, **k: {"commit": next(commits), "command": "c", "date": "d",
+                          "machine": {"cpu": "x"}}  # fmt: skip
+  monkeypatch.setattr(runs_lib, "provenance", fake)
+  assert runs_lib.run_provenance()["commit"] == "aaa"
+  assert runs_lib.run_provenance()["commit"] == "aaa"  # not "bbb...", committed later

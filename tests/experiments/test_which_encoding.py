@@ -12,9 +12,15 @@ def test_the_page_is_what_the_committed_records_give(tmp_path):
   assert (tmp_path / "plot.png").stat().st_size > 10_000
 
 
-def _row(arm, low, high, tuned=False):
+def _row(arm, low, high, tuned=False, reference_tuned=False):
+  tuning = {
+    (False, False): "defaults",
+    (True, True): "both tuned",
+    (True, False): "tuned (reference at defaults)",
+    (False, True): "defaults (reference tuned)",
+  }[(tuned, reference_tuned)]
   return {"arm": arm, "difference": (low + high) / 2, "low": low, "high": high, "n": 5,
-          "tuned": tuned}  # fmt: skip
+          "tuned": tuned, "tuning": tuning, "fair": tuned == reference_tuned}  # fmt: skip
 
 
 def test_a_tuned_arm_ahead_of_an_untuned_reference_is_never_recommended():
@@ -26,6 +32,8 @@ def test_a_tuned_arm_ahead_of_an_untuned_reference_is_never_recommended():
   assert "C resolved worse" in reading and "D resolved" not in reading and "D," not in reading
   assert "A ahead only with its knob tuned" in reading and "no recommendation" in reading
   assert "E resolved worse even with its knob tuned" in reading
+  both = which_encoding.recommendation(family, [_row("F", 0.5, 1.5, True, True)])
+  assert "each tuned, F resolved better than Sine-2D (DETR)" in both
 
 
 def test_effects_pair_seeds_and_sign_lower_is_better_metrics():
