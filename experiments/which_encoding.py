@@ -34,8 +34,7 @@ class Family:
 
   `scores(results)` -> {arm: {seed: score}} at defaults; `tuned_scores(results)` -> the
   same with each swept arm at the value its sweep chose, and `swept(results)` the arms swept
-  (for records keyed by knob, `sweeps.record_key`); `tuned`: arms an older record ran only
-  tuned (their `scores` are tuned runs); `sign` +1 where higher is better (-1: bits/dim);
+  (for records keyed by knob, `sweeps.record_key`); `sign` +1 where higher is better (-1: bits/dim);
   `label(arm)`: the arm's display name."""
 
   name: str
@@ -45,20 +44,9 @@ class Family:
   scores: Callable[[dict], dict[str, dict[int, float]]]
   sign: int = 1
   scale: float = 1.0
-  tuned: tuple[str, ...] = ()
   label: Callable[[str], str] = encodings.display_name
   tuned_scores: Callable[[dict], dict[str, dict[int, float]]] | None = None
   swept: Callable[[dict], set[str]] = lambda results: set()
-
-
-def _by_key(results: dict, prefix: str, value: Callable[[dict], float]) -> dict:
-  """{posemb: {seed: value}} of the results keyed `prefix/posemb/seed` (not the sweep's)."""
-  out: dict = {}
-  for key, entry in results.items():
-    parts = key.split("/")
-    if key.startswith(f"{prefix}/") and len(parts) == 3:
-      out.setdefault(parts[1], {})[int(parts[2])] = value(entry)
-  return out
 
 
 def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[dict], float],
@@ -67,7 +55,8 @@ def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[di
   sweep keys are `sweep/prefix/posemb/knob=v/seed` (`score`: a sweep run's validation score)."""
 
   def picks(results: dict) -> dict[str, float]:
-    return sweeps.choose(sweeps.scores(results, score), higher_is_better=higher_is_better)
+    found = sweeps.choose(sweeps.scores(results, score), higher_is_better=higher_is_better)
+    return {arm: value for arm, value in found.items() if arm.startswith(f"{prefix}/")}
 
   def arms(results: dict) -> set[str]:
     return {k.split("/")[1] for k in results if k.startswith(f"{prefix}/")}
@@ -125,6 +114,8 @@ def _resolution(size: str) -> Callable[[dict], dict]:
   return scores
 
 
+_AP = lambda e: e["eval"]["AP"]
+_DETECTION = {p: _knob_keyed(p, _AP, _AP, higher_is_better=True) for p in ("all", "heldout")}
 _GENERATION = _knob_keyed("lsh", lambda e: e["final"], lambda e: e["final"], False)
 FAMILIES = (
   Family(
@@ -142,18 +133,20 @@ FAMILIES = (
     "detection",
     "COCO AP (points)",
     "detr_sine",
-    lambda r: _by_key(r, "all", lambda e: e["eval"]["AP"]),
+    _DETECTION["all"][0],
     scale=100,
-    tuned=("fourier",),
+    tuned_scores=_DETECTION["all"][1],
+    swept=_DETECTION["all"][2],
   ),
   Family(
     "detection at unseen sizes (protocol heldout)",
     "detection",
     "COCO AP (points)",
     "detr_sine",
-    lambda r: _by_key(r, "heldout", lambda e: e["eval"]["AP"]),
+    _DETECTION["heldout"][0],
     scale=100,
-    tuned=("fourier",),
+    tuned_scores=_DETECTION["heldout"][1],
+    swept=_DETECTION["heldout"][2],
   ),
   Family(
     "generation (Reformer-style, LSH)",
@@ -190,7 +183,7 @@ def effects(family: Family) -> list[dict]:
   95 % interval and seeds, at defaults and, where the record swept either side, as tuned;
   `tuning` says which sides were tuned and `fair` whether both were tuned alike."""
   results = json.loads((ROOT / family.record / "results.json").read_text())
-  rows = _rows(family, family.scores(results), set(family.tuned), at_defaults=True)
+  rows = _rows(family, family.scores(results), set(), at_defaults=True)
   if family.tuned_scores is not None:
     swept = family.swept(results)
     rows += _rows(family, family.tuned_scores(results), swept, at_defaults=False)

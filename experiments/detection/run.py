@@ -7,14 +7,17 @@
 Trains `configs/detr_shapes.py` (Tables 1 and 2 of 002) in two phases, through the regular
 trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stopped record
 resumes where it stopped, a finished run is read back, `--status` reports without training):
-1. **The γ sweep** (`SWEEP`): Learnable-Fourier+MLP at each γ of `GAMMAS`, per protocol,
-   `SWEEP_SEEDS` seeds of `SWEEP_STEPS` steps, trained on the training split minus its first
-   `VALIDATION` images and scored on those (`sweep_config`; under `heldout`, at a size
-   beyond the sweep's training sizes, not at the held-out sizes): never on the test
-   images. The declared rule (`report.chosen_gammas`): the γ with the highest mean
-   validation AP, ties to the smaller γ.
-2. **The record**: `detr_sine` (Sine-2D), `embed_2d`, `mlp`, `fourier` (at its chosen γ) and
-   the control `none`, `--seeds` paired seeds each (seed s of every encoding draws the same
+1. **The sweep**, the same budget for every encoding (issue 38): each one's own knob
+   (`lfpe.encodings.knob`: DETR's sine temperature, the table's init std, MLP's input scale,
+   Fourier's γ) over `experiments.sweeps.grid`'s values around the config's, per protocol,
+   widened at a leading edge by the shared rule, `SWEEP_SEEDS` seeds of `SWEEP_STEPS` steps,
+   trained on the training split minus its first `VALIDATION` images and scored on those
+   (`sweep_config`; under `heldout`, at a size beyond the sweep's training sizes, not at the
+   held-out sizes): never on the test images. The declared rule (`report.chosen`): the value
+   with the highest mean validation AP, ties to the smaller.
+2. **The record**: `detr_sine` (Sine-2D), `embed_2d`, `mlp`, `fourier` and the control
+   `none`, each at defaults and at its chosen value (the same run when the default wins),
+   `--seeds` paired seeds each (seed s of every encoding draws the same
    data order), under protocol `all` (every size in training and testing, normalised
    positions: Table 1) and `heldout` (shorter sides of 32-48 px in training, with longer
    sides up to 64 px; 56 and 64 px squares for testing only; raw positions: Table 2),
@@ -42,25 +45,32 @@ ENCODINGS = ("detr_sine", "embed_2d", "mlp", "fourier", CONTROL)
 QUICK_ENCODINGS = ("fourier", CONTROL)  # the swept one and the control: every phase, in CI time
 PROTOCOLS = ("all", "heldout")
 PICTURED = "fourier"  # whose predictions predictions.png shows (seed 0, each protocol)
-SWEEP = "fourier"  # the encoding whose γ the sweep chooses (the only one here that has one)
-GAMMAS = (0.25, 1.0, 4.0, 16.0)  # factors of 4: normalised positions and raw indices (0-7)
 SWEEP_SEEDS, SWEEP_STEPS = 2, 2000
 VALIDATION = 1000  # the first training images: the sweep's validation split (500 scored)
 
 
-def load_config(posemb: str, protocol: str, seed: int, args, gamma: float = 1.0):
-  """configs/detr_shapes.py for one run, with the experiment's steps and seed."""
-  arg = f"posemb={posemb},protocol={protocol},gamma={gamma}" + (",small=1" if args.quick else "")
-  return for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
+def load_config(posemb: str, protocol: str, seed: int, args, value: float | None = None):
+  """configs/detr_shapes.py for one run, with the experiment's steps and seed, and the
+  encoding's knob at `value` (None: the config's own)."""
+  arg = f"posemb={posemb},protocol={protocol}" + (",small=1" if args.quick else "")
+  config = for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
+  with config.unlocked():
+    config.model.posemb = sweeps.at(config.model.posemb, value)
+  return config
 
 
-def sweep_config(protocol: str, gamma: float, seed: int, args):
+def spec(posemb: str, protocol: str, args) -> str:
+  """The encoding spec the config gives `posemb` under `protocol` (its defaults arm)."""
+  return load_config(posemb, protocol, 0, args).model.posemb
+
+
+def sweep_config(protocol: str, posemb: str, value: float, seed: int, args):
   """A sweep run: trained without the validation images, scored on them. Where the protocol
   tests sizes it never trains on (`heldout`), the sweep never sees those sizes either: it
   trains on the training sizes but the largest and validates at the largest (one size beyond
   its training, as 56 and 64 px are beyond the record's), so γ is not chosen at the sizes
   Table 2 measures."""
-  config = load_config(SWEEP, protocol, seed, args, gamma)
+  config = load_config(posemb, protocol, seed, args, value)
   held = 16 if args.quick else VALIDATION
   for_run(config, seed=seed, steps=args.sweep_steps)
   detection = config.data.detection
@@ -73,30 +83,36 @@ def sweep_config(protocol: str, gamma: float, seed: int, args):
   return config
 
 
-def run_dir(args: argparse.Namespace, protocol: str, posemb: str, seed: int) -> str:
-  return os.path.join(args.out, "runs", protocol, posemb, str(seed))
+def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
+  """The sweep's arms, `protocol/posemb`, with their base grids around the config's value:
+  every encoding of this invocation that has a knob (`args.swept`)."""
+  return {
+    f"{protocol}/{posemb}": sweeps.grid(spec(posemb, protocol, args), args.values)
+    for protocol in PROTOCOLS
+    for posemb in args.encodings
+    if posemb in args.swept and sweeps.grid(spec(posemb, protocol, args))
+  }
 
 
 def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
-  """The sweep's runs for each protocol's γ grid (`grids`), seed-major."""
-  return [
-    runs.Run(
-      f"sweep/{protocol}/gamma={gamma}/{seed}",
-      sweep_config(protocol, gamma, seed, args),
-      os.path.join(args.out, "runs", "sweep", protocol, f"gamma={gamma}", str(seed)),
-    )
-    for seed in range(args.sweep_seeds)
-    for protocol in PROTOCOLS
-    for gamma in grids[protocol]
-  ]
+  """The sweep's runs for each arm's grid (`grids`), seed-major."""
+  out = []
+  for seed in range(args.sweep_seeds):
+    for arm, grid in grids.items():
+      protocol, posemb = arm.split("/")
+      for value in grid:
+        key = sweeps.run_key(arm, spec(posemb, protocol, args), value, seed)
+        config = sweep_config(protocol, posemb, value, seed, args)
+        out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
+  return out
 
 
 def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
-  """The sweep as far as `results` decide it: `GAMMAS` per protocol, widened past an edge
-  that leads (`sweeps.widen`)."""
+  """The sweep as far as `results` decide it: each arm's grid, widened past an edge that
+  leads (`sweeps.widen`)."""
   return sweeps.plan(
     lambda grids: sweep_runs(args, grids),
-    {protocol: args.gammas for protocol in PROTOCOLS},
+    swept_arms(args),
     results,
     report.validation_ap,
     seeds=args.sweep_seeds,
@@ -105,19 +121,20 @@ def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
   )
 
 
-def record_runs(args: argparse.Namespace, gammas: dict[str, float]) -> list[runs.Run]:
-  """The record's runs, seed-major (a stopped record has whole seeds); `fourier` at the γ
-  the sweep chose for each protocol (`gammas`; 1.0 where it has not, for --status only)."""
-  return [
-    runs.Run(
-      f"{protocol}/{posemb}/{seed}",
-      load_config(posemb, protocol, seed, args, gammas.get(protocol, 1.0)),
-      run_dir(args, protocol, posemb, seed),
-    )
-    for seed in range(args.seeds)
-    for protocol in PROTOCOLS
-    for posemb in args.encodings
-  ]
+def record_runs(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run]:
+  """The record's runs, seed-major (a stopped record has whole seeds): each encoding at
+  defaults and at the value the sweep chose (`chosen`, by `protocol/posemb`; the same run
+  when that is the default; none where the sweep has not chosen, e.g. for --status)."""
+  out = {}
+  for seed in range(args.seeds):
+    for protocol in PROTOCOLS:
+      for posemb in args.encodings:
+        arm = f"{protocol}/{posemb}"
+        for value in (None, chosen.get(arm)):
+          key = sweeps.record_key(arm, spec(posemb, protocol, args), value, seed)
+          config = load_config(posemb, protocol, seed, args, value)
+          out[key] = runs.Run(key, config, os.path.join(args.out, "runs", key))
+  return list(out.values())
 
 
 def score(run: runs.Run, summary: dict, quick: bool) -> dict:
@@ -158,26 +175,30 @@ def main(argv: list[str] | None = None) -> dict:
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   runs.settle_mode(args)
-  args.gammas, args.encodings, args.widenings = GAMMAS, ENCODINGS, sweeps.WIDENINGS
-  if args.quick:
+  args.values, args.encodings, args.widenings = sweeps.VALUES, ENCODINGS, sweeps.WIDENINGS
+  args.swept = ENCODINGS
+  if args.quick:  # Fourier swept at two values (and one widening), the control: every phase
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
-    args.gammas, args.encodings, args.widenings = (0.5, 1.0), QUICK_ENCODINGS, 1
+    args.values, args.encodings, args.widenings, args.swept = 2, QUICK_ENCODINGS, 1, ("fourier",)
   results = runs.load(os.path.join(args.out, "results.json"))
   if args.status:
     sweep = planned_sweep(args, results)
-    gammas = report.chosen_gammas(runs.chosen(sweep, results))
-    runs.status(sweep + record_runs(args, gammas), results, jobs=args.jobs)
+    chosen = report.chosen(runs.chosen(sweep, results))
+    runs.status(sweep + record_runs(args, chosen), results, jobs=args.jobs)
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
   train = lambda planned: runs.execute(planned, results, scored, save, jobs=args.jobs)
   sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
-  gammas = report.chosen_gammas(runs.chosen(sweep, results))
-  sweeps.require(gammas, PROTOCOLS)
-  record = {run.key: run for run in record_runs(args, gammas)}
+  chosen = report.chosen(runs.chosen(sweep, results))
+  sweeps.require(chosen, swept_arms(args))
+  record = {run.key: run for run in record_runs(args, chosen)}
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)
-  pictured = [record[f"{protocol}/{PICTURED}/0"] for protocol in PROTOCOLS]
+  pictured = [  # Learnable-Fourier+MLP as tuned, seed 0
+    record[sweeps.record_key(arm, spec(PICTURED, arm.split("/")[0], args), chosen[arm], 0)]
+    for arm in (f"{protocol}/{PICTURED}" for protocol in PROTOCOLS)
+  ]
   scenes = {
     protocol: picture.predictions(run.config, run.workdir, count=4)
     for protocol, run in zip(PROTOCOLS, pictured, strict=True)

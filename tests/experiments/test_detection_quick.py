@@ -16,22 +16,26 @@ def test_quick_detection_experiment_sweeps_gamma_then_runs_every_protocol(tmp_pa
   assert set(results.pop("provenance")) >= set(FIELDS)
   swept = [k for k in results if k.startswith("sweep/")]
   widened = lambda p: widened_keys(
-    results, p, (0.5, 1.0), report.validation_ap, higher_is_better=True
-  )
-  assert sorted(swept) == [*widened("all"), *widened("heldout")]
-  assert len(results) == len(swept) + len(run.PROTOCOLS) * len(run.QUICK_ENCODINGS)
+    results, f"{p}/fourier", (0.5, 2.0), report.validation_ap, higher_is_better=True,
+    knob=lambda g: f"gamma={g:g}",
+  )  # fmt: skip
+  assert sorted(swept) == sorted([*widened("all"), *widened("heldout")])
+  tuned = [k for k in results if "=" in k and not k.startswith("sweep/")]
+  assert sorted(k.split("/")[1] for k in tuned) == ["fourier", "fourier"]  # never the default
+  expected = len(swept) + len(run.PROTOCOLS) * len(run.QUICK_ENCODINGS) + len(tuned)
+  assert len(results) == expected
   for entry in json.loads((tmp_path / "claims.json").read_text()):
     check_claim(entry)
   for key, value in results.items():
     assert 0.0 <= value["eval"]["AP"] <= 1.0, key
     assert key in swept or value["by_size"], key
   tables = (tmp_path / "tables.md").read_text()
-  assert "002 Table 1" in tables and "No position" in tables and "γ sweep" in tables
+  assert "002 Table 1" in tables and "No position" in tables and "knob sweep" in tables
   assert (tmp_path / "ap_by_size.png").stat().st_size > 0
   assert (tmp_path / "predictions.png").stat().st_size > 0
   capsys.readouterr()
   run.main(["--quick", f"--out={tmp_path}", "--status"])
-  assert "10 of 10 runs done" in capsys.readouterr().out
+  assert f"{expected} of {expected} runs done" in capsys.readouterr().out
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   again.pop("provenance")
   # Compared as JSON text: AP at an absent size is NaN, and NaN != NaN.

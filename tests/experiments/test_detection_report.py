@@ -11,25 +11,28 @@ def _entry(ap):
   return {"eval": {"AP": ap, "AP50": ap, "AP75": ap}, "by_size": {}}
 
 
-def test_gamma_rule_takes_the_best_mean_validation_ap_ties_to_the_smaller():
+def test_the_rule_takes_the_best_mean_validation_ap_ties_to_the_smaller():
   results = {
-    "sweep/all/gamma=0.5/0": _entry(0.40),
-    "sweep/all/gamma=0.5/1": _entry(0.50),
-    "sweep/all/gamma=1.0/0": _entry(0.60),
-    "sweep/all/gamma=1.0/1": _entry(0.20),
-    "sweep/all/gamma=2.0/0": _entry(0.44),
-    "sweep/all/gamma=2.0/1": _entry(0.44),
-    "sweep/heldout/gamma=4.0/0": _entry(0.30),
-    "sweep/heldout/gamma=0.25/0": _entry(0.10),
+    "sweep/all/fourier/gamma=0.5/0": _entry(0.40),
+    "sweep/all/fourier/gamma=0.5/1": _entry(0.50),
+    "sweep/all/fourier/gamma=1/0": _entry(0.60),
+    "sweep/all/fourier/gamma=1/1": _entry(0.20),
+    "sweep/all/fourier/gamma=2/0": _entry(0.44),
+    "sweep/all/fourier/gamma=2/1": _entry(0.44),
+    "sweep/heldout/mlp/input_scale=4/0": _entry(0.30),
+    "sweep/heldout/mlp/input_scale=0.25/0": _entry(0.10),
     "all/fourier/0": _entry(0.9),  # a record run is no sweep run
   }
-  assert report.sweep(results)["all"] == {0.5: [0.40, 0.50], 1.0: [0.60, 0.20], 2.0: [0.44] * 2}
-  # means: 0.45, 0.40, 0.44 -> 0.5; heldout: 4.0
-  assert report.chosen_gammas(results) == {"all": 0.5, "heldout": 4.0}
-  tied = {"sweep/all/gamma=2.0/0": _entry(0.3), "sweep/all/gamma=0.25/0": _entry(0.3)}
-  assert report.chosen_gammas(tied) == {"all": 0.25}
+  by_arm = report.sweep(results)
+  assert by_arm["all/fourier"] == {0.5: [0.40, 0.50], 1.0: [0.60, 0.20], 2.0: [0.44] * 2}
+  # means: 0.45, 0.40, 0.44 -> 0.5; heldout MLP: input scale 4
+  assert report.chosen(results) == {"all/fourier": 0.5, "heldout/mlp": 4.0}
+  tied = {"sweep/all/sine/temperature=2/0": _entry(0.3), "sweep/all/sine/temperature=0.25/0":
+          _entry(0.3)}  # fmt: skip
+  assert report.chosen(tied) == {"all/sine": 0.25}
   table = "\n".join(report.sweep_table(results))
-  assert "| all | 0.5 | 45.0 ± 63.5 (n = 2) | **yes** |" in table
+  row = "| Learnable-Fourier+MLP (gamma), protocol all | 0.5 | 45.0 ± 63.5 (n = 2) | **yes** |"
+  assert row in table
 
 
 def test_control_claim_pits_the_best_encoding_against_no_position():
@@ -63,11 +66,11 @@ def _args(**kw):
 def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_images():
   from experiments.detection import run  # noqa: PLC0415
 
-  heldout = run.sweep_config("heldout", 4.0, 1, _args()).data
+  heldout = run.sweep_config("heldout", "fourier", 4.0, 1, _args()).data
   assert heldout.detection.train_sizes == (32, 40) and heldout.detection.test_sizes == (48,)
   assert heldout.detection.train_side == "short"  # shorter sides 32-40: 48 px squares unseen
   assert (heldout.train_split, heldout.eval_split) == ("train[1000:]", "train[:500]")
-  every = run.sweep_config("all", 4.0, 1, _args()).data.detection
+  every = run.sweep_config("all", "mlp", 4.0, 1, _args()).data.detection
   assert every.train_sizes == every.test_sizes == (32, 40, 48, 56, 64)
   assert every.train_side == "long"
   record = run.load_config("fourier", "heldout", 1, _args()).data.detection
@@ -80,11 +83,14 @@ def test_a_finished_run_recorded_with_another_gamma_stops_the_record():
   from experiments.detection import run  # noqa: PLC0415
 
   args = _args(seeds=1, out="/unused", encodings=("fourier",))
-  record = [r for r in run.record_runs(args, {"all": 4.0}) if r.key == "all/fourier/0"]
-  runs.check_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=4.0)"}})
-  runs.check_encodings(record, {"all/fourier/0": {}})  # recorded before posemb was
+  key = "all/fourier/gamma=4/0"
+  record = [r for r in run.record_runs(args, {"all/fourier": 4.0}) if r.key == key]
+  runs.check_encodings(record, {key: {"posemb": "fourier(gamma=4.0)"}})
+  runs.check_encodings(record, {key: {}})  # recorded before posemb was
   with pytest.raises(SystemExit, match=r"recorded with posemb=fourier\(gamma=1.0\)"):
-    runs.check_encodings(record, {"all/fourier/0": {"posemb": "fourier(gamma=1.0)"}})
+    runs.check_encodings(record, {key: {"posemb": "fourier(gamma=1.0)"}})
+  defaults = [r for r in run.record_runs(args, {"all/fourier": 4.0}) if r.key == "all/fourier/0"]
+  assert str(defaults[0].config.model.posemb) == "fourier(gamma=1.0)"  # beside it, at defaults
 
 
 def test_the_gap_claims_compare_per_seed_gaps_between_protocols():
@@ -109,13 +115,15 @@ def test_a_run_recorded_at_another_length_stops_and_only_this_sweep_is_chosen_fr
   from experiments import runs  # noqa: PLC0415
   from experiments.detection import run  # noqa: PLC0415
 
-  args = _args(sweep_seeds=1, gammas=(1.0, 4.0), out="/unused", widenings=2)
+  args = _args(sweep_seeds=1, values=2, out="/unused", widenings=2, encodings=("fourier", "mlp"),
+               swept=("fourier", "mlp"))  # fmt: skip
   sweep = run.planned_sweep(args, {})  # before any result: the base grids
+  assert {r.key.split("/")[2] for r in sweep} == {"fourier", "mlp"}
   key = sweep[0].key
   runs.check_encodings(sweep, {key: {"posemb": str(sweep[0].config.model.posemb), "steps": 2000}})
   with pytest.raises(SystemExit, match="recorded with steps=1000"):
     runs.check_encodings(sweep, {key: {"steps": 1000}})
-  stale = {"sweep/all/gamma=16.0/7": _entry(0.99), key: _entry(0.1)}  # another invocation's
+  stale = {"sweep/all/fourier/gamma=16/7": _entry(0.99), key: _entry(0.1)}  # another invocation's
   assert runs.chosen(sweep, stale) == {key: stale[key]}
 
 
