@@ -26,6 +26,7 @@ from lfpe.data import (
   digits,
   redgreen,
   screens,
+  shape_layout,
   shapes,
   widget_caption,
 )
@@ -78,7 +79,7 @@ _CATALOG = (
   ),
 )
 _LOCAL = (digits.SPEC, *redgreen.SPECS, *shapes.SPECS, *crops.SPECS, *digit_images.SPECS)
-_LOCAL += screens.SPECS
+_LOCAL += screens.SPECS + shape_layout.SPECS
 _LOCAL += (widget_caption.SPEC,)  # built offline from a manual download (its message if missing)
 
 DATASETS: dict[str, base.DatasetSpec] = {spec.name: spec for spec in _LOCAL + _CATALOG}

@@ -15,7 +15,7 @@ import dataclasses
 import grain
 import numpy as np
 
-from lfpe.data import detection_ops, image_ops, randaugment
+from lfpe.data import detection_ops, image_ops, randaugment, shape_layout
 
 
 class Keep(grain.transforms.Map):
@@ -103,6 +103,7 @@ OPS = {
   "random_erasing": image_ops.RandomErasing,
   "rand_augment": randaugment.RandAugment,
   "boxes": detection_ops.Boxes,
+  "redraw": shape_layout.Redraw,
   "resize_pad": detection_ops.ResizePad,
 }
 

@@ -1,0 +1,66 @@
+"""`shape_layout`: the left-most shape's class, disjoint splits, redrawn at any size, through
+the trainer with an evaluation at another size."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from configs import vit_shape_layout
+from lfpe import data as data_lib
+from lfpe.data import ops, shapes
+from lfpe.data import shape_layout as sl
+from lfpe.train import trainer
+
+CFG = sl.ShapeLayoutConfig(name="t", num_train=300, num_test=200)
+
+
+def test_the_label_is_the_class_of_the_left_most_shape_ahead_by_the_gap():
+  for scene in sl.generate(CFG, "test"):
+    boxes, labels = scene["objects"]["bbox"], scene["objects"]["label"]
+    centres = (boxes[:, 1] + boxes[:, 3]) / 2
+    assert scene["label"] == labels[np.argmin(centres)]
+    gap = np.sort(centres)[1] - np.sort(centres)[0]
+    assert CFG.gap_range[0] <= gap + 1e-6 and gap <= CFG.gap_range[1] + 1e-6
+    assert len(set(labels.tolist())) == len(labels) and 3 <= len(labels) <= 5  # distinct classes
+
+
+def test_no_test_scene_occurs_in_training_and_every_class_is_a_label():
+  train, test = sl.generate(CFG, "train"), sl.generate(CFG, "test")
+  assert not {sl.scene_key(s) for s in train} & {sl.scene_key(s) for s in test}
+  assert sl.scene_key(train[0]) == sl.scene_key(sl.generate(CFG, "train")[0])  # deterministic
+  assert set(np.bincount([s["label"] for s in train], minlength=6).nonzero()[0]) == set(range(6))
+
+
+@pytest.fixture(scope="module")
+def small_dir(tmp_path_factory):
+  data_dir = str(tmp_path_factory.mktemp("tfds"))
+  data_lib.prepare("shape_layout/small", data_dir)
+  return data_dir
+
+
+def test_redraw_draws_the_stored_scene_again_at_any_size(small_dir):
+  source = tfds.data_source("shape_layout/small", split="test", data_dir=small_dir)
+  example = source[3]
+  scene = {"background_seed": example["background_seed"], "objects": example["objects"]}
+  (redraw,) = ops.parse("redraw(64)")
+  np.testing.assert_array_equal(redraw.map(example)["image"], example["image"])  # as stored
+  (redraw,) = ops.parse("redraw(96)")
+  np.testing.assert_array_equal(redraw.map(example)["image"], shapes.render(scene, 96))
+  with pytest.raises(ValueError, match="redraw"):
+    ops.parse("redraw(4)")
+
+
+def test_trains_and_evaluates_redrawn_at_another_size(small_dir, tmp_path):
+  config = vit_shape_layout.get_config("small=1,posemb=rope_axial")
+  with config.unlocked():
+    config.data.data_dir = small_dir
+    config.mesh.data = 1
+    config.evals = {"at_96": {"data": {"image_size": 96, "eval_preprocess": "redraw(96)"}}}
+  summary = trainer.train_and_evaluate(config, str(tmp_path), devices=jax.devices()[:1])
+  assert summary["eval"]["count"] == summary["eval/at_96"]["count"] == 256
+  assert 0 <= summary["eval/at_96"]["accuracy"] <= 1
+  saved = json.loads((tmp_path / "config.json").read_text())
+  assert saved["evals"]["at_96"]["data"]["eval_preprocess"] == "redraw(96)"
