@@ -65,6 +65,15 @@ def is_tuned_key(key: str) -> bool:
   return "=" in key.split("/")[-2] and not key.startswith("sweep/")
 
 
+def runs_at(results: dict, arm: str, chosen: dict[str, float], at: str) -> list[dict]:
+  """`arm`'s record runs `at` "defaults", "tuned" (at its `chosen` value; its defaults runs
+  when not swept) or "reported" (what a table row shows: at defaults, or tuned where a
+  record, an older edition, has only those)."""
+  if at == "reported":
+    return runs_at(results, arm, chosen, "defaults") or runs_at(results, arm, chosen, "tuned")
+  return arm_runs(results, arm, chosen.get(arm) if at == "tuned" else None)
+
+
 def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
   """The record runs of `arm` (by key, in key order): at defaults (`<arm>/<seed>`) for `value`
   None, else those with the knob at `value`: its tuned runs (`<arm>/<knob>=<value>/<seed>`),

@@ -115,8 +115,14 @@ def _resolution(size: str) -> Callable[[dict], dict]:
 
 
 _AP = lambda e: e["eval"]["AP"]
-_DETECTION = {p: _knob_keyed(p, _AP, _AP, higher_is_better=True) for p in ("all", "heldout")}
-_GENERATION = _knob_keyed("lsh", lambda e: e["final"], lambda e: e["final"], False)
+
+
+def _keyed(name, record, metric, reference, prefix, value, *, higher_is_better, **kw) -> Family:
+  """The family of a record keyed by knob (`_knob_keyed`), its sweep scored by `value`."""
+  scores, tuned, swept = _knob_keyed(prefix, value, value, higher_is_better)
+  return Family(name, record, metric, reference, scores, tuned_scores=tuned, swept=swept, **kw)
+
+
 FAMILIES = (
   Family(
     "classification (ViT on digits)",
@@ -128,35 +134,35 @@ FAMILIES = (
     tuned_scores=_digits("tuned"),
     swept=_digits_swept,
   ),
-  Family(
+  _keyed(
     "detection (DETR-lite, protocol all)",
     "detection",
     "COCO AP (points)",
     "detr_sine",
-    _DETECTION["all"][0],
+    "all",
+    _AP,
+    higher_is_better=True,
     scale=100,
-    tuned_scores=_DETECTION["all"][1],
-    swept=_DETECTION["all"][2],
   ),
-  Family(
+  _keyed(
     "detection at unseen sizes (protocol heldout)",
     "detection",
     "COCO AP (points)",
     "detr_sine",
-    _DETECTION["heldout"][0],
+    "heldout",
+    _AP,
+    higher_is_better=True,
     scale=100,
-    tuned_scores=_DETECTION["heldout"][1],
-    swept=_DETECTION["heldout"][2],
   ),
-  Family(
+  _keyed(
     "generation (Reformer-style, LSH)",
     "generation",
     "held-out bits/dim, lower is better (shown negated)",
     "sine_2d",
-    _GENERATION[0],
+    "lsh",
+    lambda e: e["final"],
+    higher_is_better=False,
     sign=-1,
-    tuned_scores=_GENERATION[1],
-    swept=_GENERATION[2],
   ),
   Family(
     "captioning (layout, 4-D boxes)",

@@ -39,20 +39,9 @@ PAPER = {
 }
 
 
-def _runs(results: dict, protocol: str, posemb: str) -> list[dict]:
-  """An encoding's runs at its defaults (`protocol/posemb/seed`)."""
-  return sweeps.arm_runs(results, f"{protocol}/{posemb}")
-
-
-def _tuned_runs(results: dict, protocol: str, posemb: str) -> list[dict]:
-  """An encoding's runs at the value its sweep chose (its defaults runs when not swept)."""
-  value = chosen(results).get(f"{protocol}/{posemb}")
-  return sweeps.arm_runs(results, f"{protocol}/{posemb}", value)
-
-
-def _reported(results: dict, protocol: str, posemb: str) -> list[dict]:
-  """The runs a table row shows: at defaults, or as tuned where a record has only those."""
-  return _runs(results, protocol, posemb) or _tuned_runs(results, protocol, posemb)
+def _runs(results: dict, protocol: str, posemb: str, at: str = "defaults") -> list[dict]:
+  """An encoding's runs `at` "defaults", "tuned" or "reported" (`sweeps.runs_at`)."""
+  return sweeps.runs_at(results, f"{protocol}/{posemb}", chosen(results), at)
 
 
 def validation_ap(entry: dict) -> float:
@@ -127,9 +116,9 @@ def claims(results: dict) -> list[dict]:
   out = []
   controls = []
   for protocol in ("all", "heldout"):
-    encoded = [p for p in NAMES if p != "none" and _reported(results, protocol, p)]
+    encoded = [p for p in NAMES if p != "none" and _runs(results, protocol, p, "reported")]
     if encoded:
-      ap = lambda p: np.mean([r["eval"]["AP"] for r in _reported(results, protocol, p)])  # noqa: B023
+      ap = lambda p: np.mean([r["eval"]["AP"] for r in _runs(results, protocol, p, "reported")])  # noqa: B023
       best = max(encoded, key=ap)
       text = (
         f"control, protocol {protocol}: a feature-map position encoding is needed "
@@ -143,8 +132,8 @@ def claims(results: dict) -> list[dict]:
   for as_tuned, (item, protocol, a, b, text, source) in variants:
     # The control pits the best as reported (an older record ran Fourier only tuned).
     as_tuned = as_tuned or (item == "control" and not _runs(results, protocol, a))
-    get = _tuned_runs if as_tuned else _runs
-    ra, rb = get(results, protocol, a), get(results, protocol, b)
+    at = "tuned" if as_tuned else "defaults"
+    ra, rb = _runs(results, protocol, a, at), _runs(results, protocol, b, at)
     if len(ra) < 2 or len(ra) != len(rb):
       continue
     out.append(
@@ -184,14 +173,14 @@ def _gap_claims(results: dict, as_tuned: bool) -> list[dict]:
   `all`: Welch between the protocols (different runs and test sizes); at defaults, or as
   tuned where the sweep covered a or b."""
   out, picks, by_arm = [], chosen(results), sweep(results)
-  get = _tuned_runs if as_tuned else _runs
+  at = "tuned" if as_tuned else "defaults"
   for a, b in GROWS:
     arms = {f"{p}/{x}" for p in PROTOCOLS for x in (a, b)}
     if as_tuned and not arms & set(picks):
       continue
     gaps = {}
     for protocol in ("heldout", "all"):
-      ra, rb = get(results, protocol, a), get(results, protocol, b)
+      ra, rb = _runs(results, protocol, a, at), _runs(results, protocol, b, at)
       if len(ra) >= 2 and len(ra) == len(rb):
         gaps[protocol] = [x["eval"]["AP"] - y["eval"]["AP"] for x, y in zip(ra, rb, strict=True)]
     if len(gaps) < 2:
@@ -222,7 +211,7 @@ def table(results: dict, protocol: str) -> list[str]:
     "|---|---|" + "---|" * len(METRICS),
   ]
   for posemb, name in NAMES.items():
-    runs = _reported(results, protocol, posemb)
+    runs = _runs(results, protocol, posemb, "reported")
     if not runs:
       continue
     paper = PAPER[protocol].get(posemb, ("–",) * len(METRICS))
@@ -243,7 +232,7 @@ def drops(results: dict) -> list[str]:
   ]
   held = [str(s) for s in PROTOCOL_SIZES["heldout"]]
   for posemb, name in NAMES.items():
-    a, b = _reported(results, "all", posemb), _reported(results, "heldout", posemb)
+    a, b = _runs(results, "all", posemb, "reported"), _runs(results, "heldout", posemb, "reported")
     if not (a and b):
       continue
     ap = lambda runs: [r["eval"]["AP"] for r in runs]
@@ -271,7 +260,7 @@ def figure(results: dict, path: str) -> None:
   fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
   for ax, protocol in zip(axes, ("all", "heldout"), strict=True):
     for posemb, name in NAMES.items():
-      runs = _reported(results, protocol, posemb)
+      runs = _runs(results, protocol, posemb, "reported")
       sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
       if not sizes:
         continue

@@ -86,8 +86,8 @@ def claims(results: dict) -> list[dict]:
       (True, t) for t in tests if {f"{attention}/{t[0]}", f"{attention}/{t[1]}"} & set(picks)
     ]
     for as_tuned, (a, b, when, direction, text) in variants:
-      get = lambda p: (_tuned_runs if as_tuned else _runs)(results, attention, p)  # noqa: B023
-      ra, rb = get(a), get(b)
+      at = "tuned" if as_tuned else "defaults"
+      ra, rb = _runs(results, attention, a, at), _runs(results, attention, b, at)
       if len(ra) < 2 or len(ra) != len(rb):
         continue
       early = early_steps([step for step, _ in ra[0]["curve"]])
@@ -139,20 +139,9 @@ def _value(run: dict, when: str) -> float:
   return float(np.mean([bpd for step, bpd in run["curve"] if step in early]))
 
 
-def _runs(results: dict, attention: str, posemb: str) -> list[dict]:
-  """An encoding's runs at its defaults (`attention/posemb/seed`)."""
-  return sweeps.arm_runs(results, f"{attention}/{posemb}")
-
-
-def _tuned_runs(results: dict, attention: str, posemb: str) -> list[dict]:
-  """An encoding's runs at the value its sweep chose (its defaults runs when not swept)."""
-  value = chosen(results).get(f"{attention}/{posemb}")
-  return sweeps.arm_runs(results, f"{attention}/{posemb}", value)
-
-
-def _reported(results: dict, attention: str, posemb: str) -> list[dict]:
-  """The runs a table row shows: at defaults, or as tuned where a record has only those."""
-  return _runs(results, attention, posemb) or _tuned_runs(results, attention, posemb)
+def _runs(results: dict, attention: str, posemb: str, at: str = "defaults") -> list[dict]:
+  """An encoding's runs `at` "defaults", "tuned" or "reported" (`sweeps.runs_at`)."""
+  return sweeps.runs_at(results, f"{attention}/{posemb}", chosen(results), at)
 
 
 def _attentions(results: dict) -> list[str]:
@@ -194,15 +183,15 @@ def table(results: dict) -> list[str]:
   lines = ["| encoding | seeds | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
   cell = lambda runs: fmt([r["final"] for r in runs], digits=3) if runs else "–"
   for posemb, name in NAMES.items():
-    if not any(_reported(results, a, posemb) for a in attentions):
+    if not any(_runs(results, a, posemb, "reported") for a in attentions):
       continue
     cells = []
     for a in attentions:
       arm = f"{a}/{posemb}"
       value = f" ({encodings.knob(posemb)[0]} = {picks[arm]:g})" if arm in picks else ""
-      tuned = cell(_tuned_runs(results, a, posemb)) + value if arm in picks else "not swept"
+      tuned = cell(_runs(results, a, posemb, "tuned")) + value if arm in picks else "not swept"
       cells += [cell(_runs(results, a, posemb)), tuned]
-    seeds = len(_reported(results, attentions[0], posemb))
+    seeds = len(_runs(results, attentions[0], posemb, "reported"))
     lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
   return lines
 
@@ -210,7 +199,7 @@ def table(results: dict) -> list[str]:
 def ablation(results: dict) -> list[str]:
   lines = ["| attention | Learnable-Fourier+MLP | attention output zeroed |", "|---|---|---|"]
   for attention in _attentions(results):
-    runs = [r for r in _reported(results, attention, "fourier") if "zero_attention" in r]
+    runs = [r for r in _runs(results, attention, "fourier", "reported") if "zero_attention" in r]
     if runs:
       final = fmt([r["final"] for r in runs], digits=3)
       zeroed = fmt([r["zero_attention"] for r in runs], digits=3)
@@ -226,7 +215,7 @@ def leak(results: dict) -> list[str]:
     "|---|---|---|---|",
   ]
   for posemb, name in NAMES.items():
-    runs = [r for r in _reported(results, "lsh", posemb) if "strict" in r]
+    runs = [r for r in _runs(results, "lsh", posemb, "reported") if "strict" in r]
     if runs:
       recorded, strict = [r["final"] for r in runs], [r["strict"] for r in runs]
       diff, half = stats.paired_difference(strict, recorded)
@@ -243,7 +232,7 @@ def figure(results: dict, encodings: tuple[str, ...], path: str) -> None:
   fig, axes = plt.subplots(1, len(attentions), figsize=(4.5 * len(attentions), 3.5), sharey=True)
   for ax, attention in zip(np.atleast_1d(axes), attentions, strict=True):
     for posemb in encodings:
-      runs = _reported(results, attention, posemb)
+      runs = _runs(results, attention, posemb, "reported")
       if not runs:
         continue
       steps = [s for s, _ in runs[0]["curve"]]
