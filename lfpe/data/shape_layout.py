@@ -17,7 +17,8 @@ Stored per example: the image at `size` (the training size), the scene (`backgro
 scene again at S pixels, so an evaluation at any size needs no stored image of that size.
 Every example draws from its own generator, `numpy.random.default_rng([seed, split, row])`:
 train and test are disjoint draws (`scene_key` hashes a scene; tests check that no test
-scene occurs in training). Configs: `full` (20,000 train / 10,000 test) and `small`.
+scene occurs in training). Configs: `full` (20,000 train / 10,000 test), `colour` (the same
+with each class in its own hue: content easy, so that position is what is hard) and `small`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class ShapeLayoutConfig(tfds.core.BuilderConfig):
   extent: tuple[float, float] = (0.12, 0.3)  # box side range, fraction of the image
   gap_range: tuple[float, float] = (0.02, 0.15)  # left-most centre ahead of the next
   max_overlap: float = 0.2
+  class_colours: bool = False  # each class its own hue (content easy; position stays hard)
   seed: int = 0
 
   def __post_init__(self):
@@ -70,10 +72,9 @@ def sample_scene(cfg: ShapeLayoutConfig, rng: np.random.Generator) -> dict:
     if not cfg.gap_range[0] <= gap <= cfg.gap_range[1]:
       continue
     label = rng.permutation(len(shapes.SHAPES))[: len(boxes)]
+    hues = label / len(shapes.SHAPES) if cfg.class_colours else rng.uniform(size=len(boxes))
     color = np.asarray(
-      [
-        colorsys.hsv_to_rgb(rng.uniform(), rng.uniform(0.5, 1), rng.uniform(0.7, 1)) for _ in boxes
-      ]  # fmt: skip
+      [colorsys.hsv_to_rgb(h, rng.uniform(0.5, 1), rng.uniform(0.7, 1)) for h in hues]
     )
     objects = {
       "bbox": boxes.astype(np.float32),
@@ -124,6 +125,11 @@ class ShapeLayout(base.ArrayBuilder):
   DESCRIPTION = __doc__
   BUILDER_CONFIGS = [
     ShapeLayoutConfig(name="full", description="20,000 train / 10,000 test scenes at 64 px."),
+    ShapeLayoutConfig(
+      name="colour",
+      description="As `full`, each class drawn in its own hue (content easy).",
+      class_colours=True,
+    ),
     ShapeLayoutConfig(
       name="small", description="512 / 256 scenes (tests, CI).", num_train=512, num_test=256
     ),

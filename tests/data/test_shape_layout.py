@@ -64,3 +64,13 @@ def test_trains_and_evaluates_redrawn_at_another_size(small_dir, tmp_path):
   assert 0 <= summary["eval/at_96"]["accuracy"] <= 1
   saved = json.loads((tmp_path / "config.json").read_text())
   assert saved["evals"]["at_96"]["data"]["eval_preprocess"] == "redraw(96)"
+
+
+def test_class_colours_give_each_class_its_own_hue():
+  import colorsys  # noqa: PLC0415
+
+  cfg = sl.ShapeLayoutConfig(name="c", num_train=50, num_test=10, class_colours=True)
+  for scene in sl.generate(cfg, "train"):
+    for label, colour in zip(scene["objects"]["label"], scene["objects"]["color"], strict=True):
+      hue = colorsys.rgb_to_hsv(*(np.asarray(colour) / 255))[0]
+      assert abs(hue - label / 6) < 0.02 or abs(hue - label / 6) > 0.98
