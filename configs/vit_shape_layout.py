@@ -1,8 +1,9 @@
 r"""A small ViT on `shape_layout`: the class of the left-most shape (the resolution benchmark's
 second edition, experiments/resolution).
 
-`shape_layout/full` (lfpe/data/shape_layout.py; built offline on first use): 64x64 scenes of
-3-5 shapes of distinct classes on textured backgrounds, 20,000 training and 10,000 test
+`shape_layout/colour` (lfpe/data/shape_layout.py; built offline on first use): 64x64 scenes of
+3-5 shapes of distinct classes, each class in its own hue, on textured backgrounds (with
+random colours, `shape_layout/full`, this model stays at chance), 20,000 training and 10,000 test
 scenes from disjoint draws; the label needs both content (which shape) and position (which
 is left-most). The model: 8x8 patches (an 8x8 grid at 64 px), width 64, 2 heads of dimension
 32 (RoPE gets 8 frequency pairs per axis), depth 3, MLP 128, global average pooling; AdamW
@@ -38,7 +39,7 @@ def get_config(arg: str | None = None):
   config.log_every = 100
   config.eval_every = 1000
   config.checkpoint_every = 1000
-  config.data = data_config("shape_layout/small" if arg.small else "shape_layout/full")
+  config.data = data_config("shape_layout/small" if arg.small else "shape_layout/colour")
   config.data.cache = True  # 20,000 images of 64 px (250 MB): decode once
   config.model_name = "vit"
   config.model = dict(
