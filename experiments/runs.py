@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from concurrent import futures
 from typing import Any
 
+from experiments import sweeps
 from experiments.provenance import provenance
 from lfpe import data
 from lfpe.errors import ConfigError
@@ -51,6 +52,38 @@ class Run:
   key: str
   config: Any
   workdir: str
+
+
+MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)
+
+
+def sweep_runs(grids: dict[str, tuple[float, ...]], seeds: int, make: MakeConfig, out: str):
+  """Every sweep run of `grids` (`{arm: knob values}`), seed-major: `make(arm, value, seed)` is
+  its config (the knob at `value`, `sweeps.at`), keyed `sweeps.run_key`, in `out/runs/<key>`."""
+  planned = []
+  for seed in range(seeds):
+    for arm, grid in grids.items():
+      for value in grid:
+        config = make(arm, value, seed)
+        key = sweeps.run_key(arm, config.model.posemb, value, seed)
+        planned.append(Run(key, config, os.path.join(out, "runs", key)))
+  return planned
+
+
+def record_runs(arms: Iterable[str], seeds: int, chosen: dict, make: MakeConfig, out: str):
+  """Every record run, seed-major (a stopped record holds whole seeds): each arm at defaults
+  (`make(arm, None, seed)`) and at the value its sweep chose (`chosen`, by arm; one and the
+  same run when that is the default, keyed by `sweeps.record_key`), in `out/runs/<key>`."""
+  planned = {}
+  for seed in range(seeds):
+    for arm in arms:
+      default = make(arm, None, seed)
+      for value in (None, chosen.get(arm)):
+        key = sweeps.record_key(arm, default.model.posemb, value, seed)
+        if key not in planned:
+          config = default if value is None else make(arm, value, seed)
+          planned[key] = Run(key, config, os.path.join(out, "runs", key))
+  return list(planned.values())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -100,7 +100,7 @@ def holm(entries: list[dict], alpha: float = 0.05) -> list[str]:
   for rank, (p, i) in enumerate(tested):
     if p > alpha / (len(tested) - rank):
       break
-    out[i] = entries[i]["verdict"] if entries[i]["verdict"] != "unresolved" else "unresolved"
+    out[i] = entries[i]["verdict"]
   return out
 
 

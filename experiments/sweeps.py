@@ -35,9 +35,19 @@ def grid(spec: str, values: int = VALUES) -> tuple[float, ...]:
   return tuple(centre * WIDEN_FACTOR ** (k - (values - 1) / 2) for k in range(values))
 
 
+def _setting(spec: str, value: float) -> str:
+  """`<knob>=<value>`: a key's part naming the knob of `spec`'s encoding at `value`."""
+  return f"{encodings.knob(spec)[0]}={value:g}"
+
+
+def _value(setting: str) -> float:
+  """The value of a key's `<knob>=<value>` part."""
+  return float(setting.split("=", 1)[1])
+
+
 def run_key(arm: str, spec: str, value: float, seed: int) -> str:
   """`sweep/<arm>/<knob>=<value>/<seed>`: the results key of one sweep run."""
-  return f"sweep/{arm}/{encodings.knob(spec)[0]}={value:g}/{seed}"
+  return f"sweep/{arm}/{_setting(spec, value)}/{seed}"
 
 
 def at(spec: str, value: float | None) -> str:
@@ -57,7 +67,7 @@ def record_key(arm: str, spec: str, value: float | None, seed: int) -> str:
   `<arm>/<knob>=<value>/<seed>` (a tuned run), so a choice of the default trains nothing new."""
   if value is None or is_own(spec, value):
     return f"{arm}/{seed}"
-  return f"{arm}/{encodings.knob(spec)[0]}={value:g}/{seed}"
+  return f"{arm}/{_setting(spec, value)}/{seed}"
 
 
 def is_tuned_key(key: str) -> bool:
@@ -80,12 +90,13 @@ def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
   or the defaults runs when `value` is their own (a choice of the default)."""
   out = []
   for key, entry in sorted(results.items()):
-    if not key.startswith(f"{arm}/") or key.count("/") - arm.count("/") not in (1, 2):
+    depth = key.count("/") - arm.count("/")  # 1: `<arm>/<seed>`; 2: `<arm>/<knob>=<v>/<seed>`
+    if not key.startswith(f"{arm}/") or depth not in (1, 2):
       continue
     if value is None:
-      keep = not is_tuned_key(key) and key.count("/") == arm.count("/") + 1
-    elif is_tuned_key(key):
-      keep = math.isclose(float(key.split("/")[-2].split("=")[1]), value, rel_tol=1e-6)
+      keep = depth == 1
+    elif depth == 2:
+      keep = math.isclose(_value(key.split("/")[-2]), value, rel_tol=1e-6)
     else:
       spec = entry.get("posemb")
       keep = bool(spec and encodings.knob(spec)) and is_own(spec, value)
@@ -100,8 +111,7 @@ def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[floa
   for key, value in sorted(results.items()):
     if key.startswith("sweep/"):
       *arm, setting, _ = key.removeprefix("sweep/").split("/")
-      knob_value = float(setting.split("=", 1)[1])
-      out.setdefault("/".join(arm), {}).setdefault(knob_value, []).append(score(value))
+      out.setdefault("/".join(arm), {}).setdefault(_value(setting), []).append(score(value))
   return out
 
 

@@ -86,25 +86,19 @@ def sweep_config(protocol: str, posemb: str, value: float, seed: int, args):
 def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
   """The sweep's arms, `protocol/posemb`, with their base grids around the config's value:
   every encoding of this invocation that has a knob (`args.swept`)."""
-  return {
+  grids = {
     f"{protocol}/{posemb}": sweeps.grid(spec(posemb, protocol, args), args.values)
     for protocol in PROTOCOLS
     for posemb in args.encodings
-    if posemb in args.swept and sweeps.grid(spec(posemb, protocol, args))
+    if posemb in args.swept
   }
+  return {arm: grid for arm, grid in grids.items() if grid}
 
 
 def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
-  """The sweep's runs for each arm's grid (`grids`), seed-major."""
-  out = []
-  for seed in range(args.sweep_seeds):
-    for arm, grid in grids.items():
-      protocol, posemb = arm.split("/")
-      for value in grid:
-        key = sweeps.run_key(arm, spec(posemb, protocol, args), value, seed)
-        config = sweep_config(protocol, posemb, value, seed, args)
-        out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
-  return out
+  """The sweep's runs for each arm's grid (`grids`), seed-major (`runs.sweep_runs`)."""
+  make = lambda arm, value, seed: sweep_config(*arm.split("/"), value, seed, args)
+  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
 
 
 def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
@@ -125,16 +119,13 @@ def record_runs(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs
   """The record's runs, seed-major (a stopped record has whole seeds): each encoding at
   defaults and at the value the sweep chose (`chosen`, by `protocol/posemb`; the same run
   when that is the default; none where the sweep has not chosen, e.g. for --status)."""
-  out = {}
-  for seed in range(args.seeds):
-    for protocol in PROTOCOLS:
-      for posemb in args.encodings:
-        arm = f"{protocol}/{posemb}"
-        for value in (None, chosen.get(arm)):
-          key = sweeps.record_key(arm, spec(posemb, protocol, args), value, seed)
-          config = load_config(posemb, protocol, seed, args, value)
-          out[key] = runs.Run(key, config, os.path.join(args.out, "runs", key))
-  return list(out.values())
+  arms = [f"{protocol}/{posemb}" for protocol in PROTOCOLS for posemb in args.encodings]
+
+  def make(arm: str, value: float | None, seed: int):
+    protocol, posemb = arm.split("/")
+    return load_config(posemb, protocol, seed, args, value)
+
+  return runs.record_runs(arms, args.seeds, chosen, make, args.out)
 
 
 def score(run: runs.Run, summary: dict, quick: bool) -> dict:

@@ -86,47 +86,36 @@ def group(args: argparse.Namespace, setting: str) -> str:
   return f"{slug}/{steps}_steps"
 
 
-def _run(args, prefix: str, posemb: str, seed: int, value: float | None = None) -> runs.Run:
-  """One run: `posemb`'s demo config at `seed`, its knob at `value` (None: the config's own).
-  A run whose value is the config's own is the defaults run (one key, trained once)."""
-  config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
-  key = sweeps.record_key(prefix, config.model.posemb, value, seed)
+def run_config(args: argparse.Namespace, arm: str, value: float | None, seed: int):
+  """The demo config of `arm` (`<group>/<encoding>`) at `seed`, its knob at `value` (None:
+  the config's own)."""
+  config = runs.for_run(demo_config(arm.rsplit("/", 1)[1], args.steps, args.quick), seed=seed)
   with config.unlocked():
     config.model.posemb = sweeps.at(config.model.posemb, value)
-  return runs.Run(key, config, os.path.join(args.out, "runs", key))
+  return config
 
 
 def planned(args: argparse.Namespace, setting: str, chosen: dict | None = None) -> list[runs.Run]:
-  """Every record run of this invocation, seed-major (a stopped demo holds whole seeds): each
-  encoding at defaults, and with `chosen` (`{arm: value}` of the sweep) at its chosen value."""
-  base = group(args, setting)
-  out = []
-  for seed in range(args.seeds):
-    for posemb in args.encodings:
-      out.append(_run(args, f"{base}/{posemb}", posemb, seed))
-      if chosen and f"{base}/{posemb}" in chosen:
-        out.append(_run(args, f"{base}/{posemb}", posemb, seed, chosen[f"{base}/{posemb}"]))
-  return list({run.key: run for run in out}.values())
+  """Every record run of this invocation (`runs.record_runs`, seed-major): each encoding at
+  defaults, and with `chosen` (`{arm: value}` of the sweep) at its chosen value."""
+  arms = [f"{group(args, setting)}/{posemb}" for posemb in args.encodings]
+  make = lambda arm, value, seed: run_config(args, arm, value, seed)
+  return runs.record_runs(arms, args.seeds, chosen or {}, make, args.out)
 
 
-def sweep_runs(args: argparse.Namespace, setting: str, grids: dict) -> list[runs.Run]:
+def sweep_runs(args: argparse.Namespace, grids: dict) -> list[runs.Run]:
   """The sweep: each tuned arm (`<group>/<encoding>`) at each value of its grid, trained on
   the training digits but the first `VALIDATION` and scored on those."""
-  base, out = group(args, setting), []
   held = 64 if args.quick else VALIDATION
-  for seed in range(args.sweep_seeds):
-    for posemb in args.encodings:
-      arm = f"{base}/{posemb}"
-      for value in grids.get(arm, ()):
-        config = runs.for_run(demo_config(posemb, args.steps, args.quick), seed=seed)
-        spec = config.model.posemb
-        with config.unlocked():
-          config.model.posemb = sweeps.at(spec, value)
-          config.data.train_split = f"train[{held}:]"
-          config.data.eval_split = f"train[:{held}]"
-        key = sweeps.run_key(arm, spec, value, seed)
-        out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
-  return out
+
+  def make(arm: str, value: float, seed: int):
+    config = run_config(args, arm, value, seed)
+    with config.unlocked():
+      config.data.train_split = f"train[{held}:]"
+      config.data.eval_split = f"train[:{held}]"
+    return config
+
+  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
 
 
 def planned_sweep(args: argparse.Namespace, setting: str, results: dict) -> list[runs.Run]:
@@ -139,7 +128,7 @@ def planned_sweep(args: argparse.Namespace, setting: str, results: dict) -> list
   }
   grids = {arm: grid for arm, grid in grids.items() if grid}  # `none` has no knob
   return sweeps.plan(
-    lambda g: sweep_runs(args, setting, g),
+    lambda g: sweep_runs(args, g),
     grids,
     results,
     report.validation_accuracy,

@@ -78,12 +78,14 @@ def spec(posemb: str, args: argparse.Namespace) -> str:
 def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
   """The sweep's arms, `attention/posemb`, with their base grids: each encoding this
   invocation trains that has a knob (`args.swept`: all of them but in `--quick`)."""
-  return {
-    f"{a}/{p}": sweeps.grid(spec(p, args), args.values)
-    for a in args.attentions
-    for p in args.encodings
-    if p in args.swept and sweeps.grid(spec(p, args))
-  }
+  grids = {p: sweeps.grid(spec(p, args), args.values) for p in args.encodings if p in args.swept}
+  return {f"{a}/{p}": grid for a in args.attentions for p, grid in grids.items() if grid}
+
+
+def arm_config(args: argparse.Namespace, arm: str, value: float | None, seed: int):
+  """`load_config` of `arm` (`attention/posemb`)."""
+  attention, posemb = arm.split("/")
+  return load_config(posemb, attention, seed, args, value)
 
 
 def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
@@ -91,19 +93,20 @@ def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) ->
   the training digits but the first `VALIDATION` and scored on those (never on the test
   digits)."""
   held = 64 if args.quick else VALIDATION
-  out = []
-  for seed in range(args.sweep_seeds):
-    for arm, grid in grids.items():
-      attention, posemb = arm.split("/")
-      for value in grid:
-        config = load_config(posemb, attention, seed, args, value)
-        for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
-        with config.unlocked():
-          config.data.train_split = f"train[{held}:]"
-          config.data.eval_split = f"train[:{held}]"
-        key = sweeps.run_key(arm, spec(posemb, args), value, seed)
-        out.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
-  return out
+
+  def make(arm: str, value: float, seed: int):
+    config = for_run(
+      arm_config(args, arm, value, seed),
+      seed=seed,
+      steps=args.sweep_steps,
+      eval_every=args.sweep_steps,
+    )
+    with config.unlocked():
+      config.data.train_split = f"train[{held}:]"
+      config.data.eval_split = f"train[:{held}]"
+    return config
+
+  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
 
 
 def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
@@ -138,19 +141,13 @@ def zero_attention(variables):
 
 
 def planned(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run]:
-  """Every run of the record, in the order they train: each encoding at defaults, and at the
-  value the sweep chose (`chosen`, keyed `attention/posemb`; the same run when that is the
-  default, none where the sweep has not chosen yet, e.g. for --status)."""
-  out = {}
-  for attention in args.attentions:
-    for seed in range(args.seeds):
-      for posemb in args.encodings:
-        arm = f"{attention}/{posemb}"
-        for value in (None, chosen.get(arm)):
-          key = sweeps.record_key(arm, spec(posemb, args), value, seed)
-          config = load_config(posemb, attention, seed, args, value)
-          out[key] = runs.Run(key, config, os.path.join(args.out, "runs", key))
-  return list(out.values())
+  """Every run of the record, in the order they train (`runs.record_runs`, seed-major): each
+  encoding at defaults, and at the value the sweep chose (`chosen`, keyed `attention/posemb`;
+  the same run when that is the default, none where the sweep has not chosen yet, e.g. for
+  --status)."""
+  arms = [f"{attention}/{posemb}" for attention in args.attentions for posemb in args.encodings]
+  make = lambda arm, value, seed: arm_config(args, arm, value, seed)
+  return runs.record_runs(arms, args.seeds, chosen, make, args.out)
 
 
 def score(run: runs.Run, summary: dict) -> dict:
