@@ -29,11 +29,18 @@ def markdown(entries: list[dict]) -> str:
       f"| {c['claim']} | {c['difference']:+.3g} "
       f"[{c['ci_low']:+.3g}, {c['ci_high']:+.3g}] {'paired' if c['paired'] else 'Welch'} "
       f"| {_paper(c)} | {c['n']} "
-      f"| **{c['verdict']}**{' (both at ceiling)' * c.get('at_ceiling', False)} "
+      f"| **{c['verdict']}**{' (both at ceiling)' * c.get('at_ceiling', False)}{_within(c)} "
       f"| {c.get('holm_verdict', 'n/a')} "
       f"| {'n/a' if detectable is None else format(detectable, '.3g')} | {c.get('tuned', '?')} |"
     )
   return "\n".join(lines)
+
+
+def _within(c: dict) -> str:
+  """An equivalence claim's margin: a tenth of its control gap (`stats.equivalence_margin`)."""
+  if c.get("direction", 1) != 0:
+    return ""
+  return f" (within ±{c['margin']:.3g}: a tenth of the control gap {c['control_gap']:.3g})"
 
 
 def _paper(c: dict) -> str:

@@ -105,6 +105,18 @@ def holm(entries: list[dict], alpha: float = 0.05) -> list[str]:
 
 
 AT_DEFAULTS = "none: every arm at its defaults"
+EQUIVALENCE_SHARE = 0.1  # "about equal": within a tenth of what position buys on the metric
+
+
+def equivalence_margin(control_gap: float) -> float:
+  """The one margin rule of every "about equal" claim: `EQUIVALENCE_SHARE` of the control
+  gap, |best encoding − no position| on the same metric in the same record. The papers name
+  no smallest meaningful difference, so the margin is tied to the effect the task is about:
+  two encodings that differ by under a tenth of what position itself buys do about equally
+  well, in any units and at any scale of the run."""
+  return EQUIVALENCE_SHARE * abs(control_gap)
+
+
 SOURCES = ("text", "table")  # a claim the paper states in words, or lfpe's reading of a table
 
 
@@ -119,7 +131,7 @@ def claim(
   a_values,
   b_values,
   direction: int = 1,
-  margin: float = 0.0,
+  control_gap: float | None = None,
   paired: bool = False,
   scale: float = 1.0,
   ceiling: float | None = None,
@@ -128,13 +140,13 @@ def claim(
   source: str = "text",
 ) -> dict:
   """One entry of an experiment's claims.json: the paper's claim that `a` beats `b` on
-  `metric` (or loses to it, `direction=-1`, or matches it within ±`margin`, `direction=0`,
-  in the units of the difference), its difference a - b with the 95 % interval
-  (Welch, or paired when the arms share seeds and data), n, its degrees of freedom and
-  two-sided p, the verdict, and the minimum detectable difference at this n (None when every
-  run scored alike: no spread to size it from). With the metric's `ceiling` (scaled units),
-  `at_ceiling` says whether both arms sit within 0.5 % of it, where the metric cannot show a
-  difference either way.
+  `metric` (or loses to it, `direction=-1`, or matches it, `direction=0`, within
+  `equivalence_margin(control_gap)` in the units of the difference), its difference a - b
+  with the 95 % interval (Welch, or paired when the arms share seeds and data), n, its
+  degrees of freedom and two-sided p, the verdict, and the minimum detectable difference at
+  this n (None when every run scored alike: no spread to size it from). With the metric's
+  `ceiling` (scaled units), `at_ceiling` says whether both arms sit within 0.5 % of it,
+  where the metric cannot show a difference either way.
 
   `paper_value`: the paper's own a − b where it reports numbers (then `ratio_to_paper`, the
   measured difference over it); `source`: 'text' (the paper states the claim) or 'table'
@@ -143,6 +155,12 @@ def claim(
   `experiments.claims.write` adds the family's Holm verdicts."""
   if source not in SOURCES:
     raise ValueError(f"claim source={source!r}: one of {SOURCES}.")
+  if (direction == 0) != (control_gap is not None):
+    raise ValueError(
+      f"claim {text!r}: an equivalence claim (direction=0) and only one takes control_gap "
+      "(|best encoding − no position| on its metric), from which its margin follows."
+    )
+  margin = 0.0 if control_gap is None else equivalence_margin(scale * control_gap)
   a_values, b_values = np.asarray(a_values, np.float64), np.asarray(b_values, np.float64)
   if paired:
     diff, half = paired_difference(a_values, b_values, scale=scale)
@@ -175,7 +193,7 @@ def claim(
     "dof": float(dof),
     "p_value": p_value(diff, half, dof),
     "direction": direction,
-    **({"margin": margin} if direction == 0 else {}),
+    **({"margin": margin, "control_gap": abs(scale * control_gap)} if direction == 0 else {}),
     "verdict": verdict(low, high, direction, margin),
     "minimum_detectable": minimum_detectable(half, dof) if half > 0 else None,
     "source": source,
@@ -183,6 +201,18 @@ def claim(
     **reported,
     **top,
   }
+
+
+def check_margin(entry: dict) -> None:
+  """ValueError unless an equivalence claim's margin follows the one rule from its
+  control_gap (records made before the rule, archived, keep their declared margins)."""
+  if entry.get("direction", 1) == 0 and not np.isclose(
+    entry.get("margin", np.nan), equivalence_margin(entry.get("control_gap", np.nan))
+  ):
+    raise ValueError(
+      f"claim {entry['claim']!r}: an equivalence margin is {EQUIVALENCE_SHARE} x its "
+      f"control_gap (stats.equivalence_margin), not {entry.get('margin')}."
+    )
 
 
 def check_claim(entry: dict) -> None:

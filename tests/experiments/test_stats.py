@@ -74,7 +74,7 @@ def test_claim_paired_and_welch():
 
 
 def test_equivalence_claims_need_the_interval_inside_the_margin():
-  from experiments.stats import check_claim, claim, verdict  # noqa: PLC0415
+  from experiments.stats import check_claim, check_margin, claim, verdict  # noqa: PLC0415
 
   assert verdict(-0.1, 0.2, direction=0, margin=0.5) == "reproduced"
   assert verdict(-0.1, 0.6, direction=0, margin=0.5) == "unresolved"
@@ -94,12 +94,21 @@ def test_equivalence_claims_need_the_interval_inside_the_margin():
     a_values=[1.0, 1.1, 1.2],
     b_values=[1.0, 1.1, 1.21],
     direction=0,
-    margin=0.5,
+    control_gap=-5.0,  # a tenth of |gap|: the margin is 0.5 whichever side none is on
     paired=True,
     tuned=AT_DEFAULTS,
   )
   assert entry["verdict"] == "reproduced" and entry["margin"] == 0.5
+  assert entry["control_gap"] == 5.0
   check_claim(entry)
+  check_margin(entry)
+  with pytest.raises(ValueError, match="equivalence margin"):
+    check_margin({**entry, "margin": 0.02})  # a hand-picked margin is refused
+  common = dict(paper="002", item="-", text="t", metric="m", a="a", b="b", tuned=AT_DEFAULTS)
+  with pytest.raises(ValueError, match="control_gap"):
+    claim(**common, a_values=[1, 2], b_values=[1, 2], direction=0)
+  with pytest.raises(ValueError, match="control_gap"):
+    claim(**common, a_values=[1, 2], b_values=[1, 2], control_gap=1.0)
 
 
 def test_holm_adjusts_directional_claims_step_down_and_leaves_equivalence_alone():
