@@ -6,8 +6,11 @@
 One row per experiment: how many of the papers' claims it tests, how many reproduce, are
 contradicted or stay unresolved (how many of those with both arms at the metric's ceiling),
 how many stay resolved (either way) under Holm's correction within the record, and whether
-its no-position controls pass. tests/experiments/test_summary.py checks that the
-README's block is this table, so the front page cannot drift from the records.
+its no-position controls pass. A second table counts 002's claims by how fairly their
+arms were tuned (at defaults, only some arms tuned, each arm tuned by the same rule) and
+lists the verdicts that change between a claim's less and more fair readings.
+tests/experiments/test_summary.py checks that the README's blocks are these tables, so the
+front page cannot drift from the records.
 """
 
 from __future__ import annotations
@@ -16,22 +19,30 @@ import argparse
 import json
 import pathlib
 
+from experiments import claims as claims_table
+
 ROOT = pathlib.Path(__file__).resolve().parent
 README = ROOT.parent / "README.md"
 START, END = "<!-- claims-summary:start -->", "<!-- claims-summary:end -->"
+FAIR = "fair-tuning"  # the README block of the before/after-fair-tuning table
 CONTROL = "control"  # claims whose text names the control are the no-position checks
+TUNINGS = ("defaults", "some tuned", "each tuned")
+
+
+def _records() -> list[tuple[str, list[dict]]]:
+  """(experiment, its claims.json entries) of every current record, by name."""
+  return [(p.parent.name, json.loads(p.read_text())) for p in sorted(ROOT.glob("*/claims.json"))]
 
 
 def rows() -> list[dict]:
   """Per experiment with a claims.json: its counts of claims by verdict and its controls."""
   out = []
-  for path in sorted(ROOT.glob("*/claims.json")):
-    entries = json.loads(path.read_text())
+  for name, entries in _records():
     verdicts = [e["verdict"] for e in entries]
     controls = [e for e in entries if CONTROL in e["claim"]]
     out.append(
       {
-        "experiment": path.parent.name,
+        "experiment": name,
         "claims": len(entries),
         "reproduced": verdicts.count("reproduced"),
         "contradicted": verdicts.count("contradicted"),
@@ -61,10 +72,66 @@ def markdown() -> str:
   return "\n".join(lines) + "\n"
 
 
+def tuning(entry: dict) -> str:
+  """How fair a claim's comparison is, read from its `tuned` note (`sweeps.tuned_note`'s
+  form): 'defaults' (no arm tuned), 'some tuned' (an arm swept while another ran at its
+  defaults: the first editions' Fourier-only budget) or 'each tuned' (every arm by one rule)."""
+  note = entry["tuned"]
+  if note.startswith("none"):
+    return "defaults"
+  return "some tuned" if " at defaults" in note else "each tuned"
+
+
+def fair_rows() -> tuple[list[dict], list[str]]:
+  """Per record, 002's claims (controls aside) counted by `tuning`: (tested, reproduced,
+  contradicted) each; and the changed verdicts: a claim (same item, arms and metric) read
+  less fairly (some tuned, else defaults) and with each arm tuned."""
+  rows, changes = [], []
+  for name, entries in _records():
+    claims = [e for e in entries if e["paper"] == "002" and CONTROL not in e["claim"]]
+    if not claims:
+      continue
+    row = {"experiment": name}
+    for kind in TUNINGS:
+      verdicts = [e["verdict"] for e in claims if tuning(e) == kind]
+      row[kind] = (len(verdicts), verdicts.count("reproduced"), verdicts.count("contradicted"))
+    rows.append(row)
+    readings: dict[tuple, dict[str, dict]] = {}
+    for e in claims:
+      readings.setdefault((e["item"], e["a"], e["b"], e["metric"]), {})[tuning(e)] = e
+    for found in readings.values():
+      before = found.get("some tuned") or found.get("defaults")
+      after = found.get("each tuned")
+      if before and after and before["verdict"] != after["verdict"]:
+        changes.append(
+          f"- {name}: {after['claim']}: {before['verdict']} ({tuning(before)}) → "
+          f"{after['verdict']} (each tuned; {after['difference']:+.3g} "
+          f"[{after['ci_low']:+.3g}, {after['ci_high']:+.3g}])"
+        )
+  return rows, changes
+
+
+def fair_markdown() -> str:
+  """The before/after-fair-tuning table and its list of changed verdicts."""
+  cell = lambda n, r, c: f"{r} / {c} of {n}" if n else "–"
+  lines = [
+    "| experiment | at defaults | some arms tuned (Fourier only) | each arm tuned |",
+    "|---|---|---|---|",
+  ]
+  rows, changes = fair_rows()
+  for r in rows:
+    lines.append(f"| {r['experiment']} | " + " | ".join(cell(*r[k]) for k in TUNINGS) + " |")
+  lines += ["", "Each cell: 002 claims reproduced / contradicted of those tested that way."]
+  lines += ["", "Verdicts that change when each arm is tuned:", ""]
+  lines += changes or ["- none yet (no claim has both readings with different verdicts)"]
+  return "\n".join(lines) + "\n"
+
+
 def with_table(doc: str) -> str:
-  """`doc` (the README) with its summary block replaced by today's table."""
+  """`doc` (the README) with its summary blocks replaced by today's tables."""
   head, rest = doc.split(START, 1)
-  return f"{head}{START}\n{markdown()}{END}{rest.split(END, 1)[1]}"
+  doc = f"{head}{START}\n{markdown()}{END}{rest.split(END, 1)[1]}"
+  return claims_table.replace_block(doc, FAIR, fair_markdown())
 
 
 def main(argv: list[str] | None = None) -> None:
