@@ -1,0 +1,68 @@
+"""Every ordering a README states has an interval, a verdict or its source behind it.
+
+A sentence that orders encodings ("A beats B", "ends best", "A > B", ...) in the project's
+README, docs/which_encoding.md or an experiment's README must carry its evidence in the same
+sentence: a 95 % interval ([lo, hi], ±, or "lo to hi"), a verdict (reproduced, contradicted,
+(un)resolved), a pointer to the claims, or the paper it quotes (000-004, "the paper", "the
+thesis"). Generated blocks (claims tables) and code blocks are built from claims.json and
+are skipped. Prose that orders arms with none of these is what issue 38 removed.
+"""
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOCS = [
+  ROOT / "README.md",
+  ROOT / "docs" / "which_encoding.md",
+  *sorted(ROOT.glob("experiments/*/README.md")),
+]
+ORDERING = re.compile(
+  r"\b(beats?|beaten|outperforms?|better than|worse than|ahead of(?! time)|behind|trails?"
+  r"|(?:is|are|ends?|was) (?:the )?(?:best|last|worst|lowest|highest)|second best)\b"
+  r"|(?<=[\w)]) [<>] (?=[A-Z])",
+  re.IGNORECASE,
+)
+EVIDENCE = re.compile(
+  r"\[[−+-]?\d[\d.,]*\s*[,;]\s*[−+-]?\d|[+−-]\d[\d.]* to [+−-]?\d|±"
+  r"|\b(?:reproduced|contradicted|unresolved|reproduces?|resolved|intervals?|claims?)\b"
+  r"|(?<![\d,.])\b00[0-4]\b|\bpaper|\bthesis",
+  re.IGNORECASE,
+)
+
+
+def sentences(text: str):
+  """The prose sentences of a markdown document (table cells and bullets apart), without
+  generated blocks and code."""
+  text = re.sub(r"<!-- ([\w-]+):start -->.*?<!-- \1:end -->", "", text, flags=re.S)
+  text = re.sub(r"```.*?```", "", text, flags=re.S)
+  for block in re.split(r"\n\s*\n|\n(?=\s*[-*] )|\n(?=\|)", text):
+    cells = block.split(" | ") if block.lstrip().startswith("|") else [block]
+    for cell in cells:
+      yield from re.split(r"(?<=\.)\s+(?=[A-Z*(])", " ".join(cell.split()))
+
+
+def unsupported(text: str) -> list[str]:
+  """The sentences of `text` that order arms with no interval, verdict or source."""
+  return [s for s in sentences(text) if ORDERING.search(s) and not EVIDENCE.search(s)]
+
+
+def test_the_rule_finds_an_ordering_with_nothing_behind_it():
+  assert unsupported("Here 4/1 is the best grouping. Sine-2D beats Embed-2D.") == [
+    "Here 4/1 is the best grouping.",
+    "Sine-2D beats Embed-2D.",
+  ]
+  assert not unsupported("Sine-2D beats Embed-2D by +4.3 [+2.0, +6.6].")
+  assert not unsupported("Sine-2D beats Embed-2D (unresolved).")
+  assert not unsupported("002: Embed-2D is second, ahead of the sinusoids.")
+  assert not unsupported("<!-- claims:start -->\nA beats B.\n<!-- claims:end -->")
+  assert not unsupported("The step is checked ahead of time, small < 3.2².")
+  assert unsupported("At 3,000 steps A trails B.")  # a step count is not a paper
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(ROOT)) for d in DOCS])
+def test_every_ordering_has_its_interval(doc):
+  bad = unsupported(doc.read_text())
+  assert not bad, f"{doc.relative_to(ROOT)} orders arms with no interval behind: {bad}"
