@@ -45,6 +45,15 @@ def for_run(config: Any, *, seed: int, steps: int = 0, eval_every: int = 0) -> A
   return config
 
 
+def on_validation(config: Any, held: int) -> Any:
+  """`config` (changed in place) trained on its training split but the first `held` examples
+  and evaluated on those: a sweep run chooses from validation data, never from the test split."""
+  with config.unlocked():
+    config.data.train_split = f"train[{held}:]"
+    config.data.eval_split = f"train[:{held}]"
+  return config
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
   """One run of a record: its key in results.json, its config and its trainer workdir."""

@@ -108,13 +108,7 @@ def sweep_runs(args: argparse.Namespace, grids: dict) -> list[runs.Run]:
   the training digits but the first `VALIDATION` and scored on those."""
   held = 64 if args.quick else VALIDATION
 
-  def make(arm: str, value: float, seed: int):
-    config = run_config(args, arm, value, seed)
-    with config.unlocked():
-      config.data.train_split = f"train[{held}:]"
-      config.data.eval_split = f"train[:{held}]"
-    return config
-
+  make = lambda arm, value, seed: runs.on_validation(run_config(args, arm, value, seed), held)
   return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
 
 

@@ -95,16 +95,9 @@ def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) ->
   held = 64 if args.quick else VALIDATION
 
   def make(arm: str, value: float, seed: int):
-    config = for_run(
-      arm_config(args, arm, value, seed),
-      seed=seed,
-      steps=args.sweep_steps,
-      eval_every=args.sweep_steps,
-    )
-    with config.unlocked():
-      config.data.train_split = f"train[{held}:]"
-      config.data.eval_split = f"train[:{held}]"
-    return config
+    config = arm_config(args, arm, value, seed)
+    config = for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
+    return runs.on_validation(config, held)
 
   return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
 

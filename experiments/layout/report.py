@@ -13,7 +13,10 @@ from scipy import stats  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
 from experiments import stats as stats_lib  # noqa: E402
+from experiments import sweeps  # noqa: E402
 from experiments.stats import fmt, interval  # noqa: E402
+from lfpe import encodings  # noqa: E402
+from lfpe.models import layout  # noqa: E402
 
 METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "METEOR")
 # 002 Table 3 (widget captioning test set, x100): BLEU-1, BLEU-2, ROUGE, CIDEr, METEOR (SPICE
@@ -69,6 +72,7 @@ FINDINGS = (
 TUNED = (
   stats_lib.AT_DEFAULTS + " (the Fourier rows at the config's γ = 0.05, set by hand, not swept)"
 )
+RULE = "best mean validation CIDEr"  # the sweep's rule (run.py --tune)
 IDF_NOTE = (
   "CIDEr of the seen and unseen subsets takes its document frequencies from the references "
   "of the whole test split (lfpe/tasks/captioning.py passes every example's references as "
@@ -79,14 +83,36 @@ IDF_NOTE = (
 )
 
 
-def _runs(results: dict, row: str) -> list[dict]:
-  return [r for k, r in sorted(results.items()) if k != "provenance" and r["row"] == row]
+def slug(row: str) -> str:
+  """A row's name as a key and path part: `Fixed-Fourier+MLP-4/1` -> `fixed-fourier-mlp-4-1`."""
+  return row.lower().replace("+", "-").replace("/", "-")
 
 
-def _values(results: dict, row: str, metric: str) -> list[float]:
+def validation_cider(entry: dict) -> float:
+  """A sweep run's score: CIDEr on its validation screens (carved from training)."""
+  return entry["eval"]["CIDEr"]
+
+
+def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
+  """`{row slug: {knob value: [validation CIDEr per seed]}}` of `run.py --tune`'s sweep."""
+  return sweeps.scores(results, validation_cider)
+
+
+def chosen(results: dict) -> dict[str, float]:
+  """The shared rule, per row swept: the knob value with the best mean validation CIDEr."""
+  return sweeps.choose(sweep(results), higher_is_better=True)
+
+
+def _runs(results: dict, row: str, at: str = "defaults") -> list[dict]:
+  """A row's runs `at` "defaults" or "tuned" (`sweeps.runs_at`), in key (seed) order."""
+  return sweeps.runs_at(results, slug(row), chosen(results), at)
+
+
+def _values(results: dict, row: str, metric: str, at: str = "defaults") -> list[float]:
+  runs = _runs(results, row, at)
   if metric == "drop":
-    return [r["eval"]["CIDEr_seen"] - r["eval"]["CIDEr_unseen"] for r in _runs(results, row)]
-  return [r["eval"][metric] for r in _runs(results, row)]
+    return [r["eval"]["CIDEr_seen"] - r["eval"]["CIDEr_unseen"] for r in runs]
+  return [r["eval"][metric] for r in runs]
 
 
 def _signed(mean: float, half: float) -> str:
@@ -100,9 +126,14 @@ def welch_p(a, b) -> float:
   return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
+def _record(results: dict) -> list[dict]:
+  """Every record run (not the sweep's)."""
+  return [r for k, r in results.items() if k != "provenance" and not k.startswith("sweep/")]
+
+
 def scored(results: dict) -> list[str]:
   """The `METRICS` every run has (METEOR only where the runs scored it: it needs java)."""
-  runs = [r for k, r in results.items() if k != "provenance"]
+  runs = _record(results)
   return [m for m in METRICS if all(m in r["eval"] for r in runs)]
 
 
@@ -143,7 +174,7 @@ def table4(results: dict) -> list[str]:
     notes = [f" ({v:.1f})" for v in (*paper, paper[0] - paper[1])] if paper else [""] * 3
     cells = [fmt(seen) + notes[0], fmt(unseen) + notes[1], _signed(*interval(drop)) + notes[2]]
     lines.append(f"| {row} | {len(runs)} | " + " | ".join(cells) + " |")
-  runs = [r for k, r in results.items() if k != "provenance"]
+  runs = _record(results)
   total = sorted({r["eval"]["count"] for r in runs})
   unseen = sorted({r["eval"]["count_unseen"] for r in runs})
   lines += ["", f"Test targets per run: {total} in all, {unseen} of them unseen."]
@@ -160,7 +191,8 @@ def claims(results: dict) -> list[dict]:
   """claims.json: first the control (the Table 3 row with the highest mean CIDEr against
   `CONTROL`), then 002's findings on CIDEr (points) and on the seen - unseen drop, paired by
   seed when both rows ran the same seeds (seed s of every row trains on the same screens in
-  the same order), else Welch."""
+  the same order), else Welch; each at defaults and, where `run.py --tune` swept a row of
+  it, again with each row at its chosen knob value ("each tuned")."""
   out = []
   tested = list(FINDINGS)
   rows = [r for r in TABLE3 if _runs(results, r)]
@@ -168,29 +200,63 @@ def claims(results: dict) -> list[dict]:
     best = max(rows, key=lambda r: np.mean(_values(results, r, "CIDEr")))
     tested.insert(0, ("control: position is needed: the best row beats no position", best,
                       CONTROL, "CIDEr", "text"))  # fmt: skip
-  for text, a, b, metric, source in tested:
-    b = b or runner_up(results)
-    ra, rb = _runs(results, a), _runs(results, b) if b else []
-    if len(ra) < 2 or len(rb) < 2:
-      continue
-    paired = [r["seed"] for r in ra] == [r["seed"] for r in rb]
-    out.append(
-      stats_lib.claim(
-        paper="lfpe" if b == CONTROL else "002",
-        item="control" if b == CONTROL else "Table 4" if metric == "drop" else "Table 3",
-        text=f"{text} ({a} vs {b})",
-        metric="CIDEr seen - unseen" if metric == "drop" else metric,
-        a=a,
-        b=b,
-        a_values=_values(results, a, metric),
-        b_values=_values(results, b, metric),
-        paired=paired,
-        paper_value=paper_difference(a, b, metric),
-        source=source,
-        tuned=TUNED,
+  picks, swept = chosen(results), sweep(results)
+  for at in ("defaults", "tuned"):
+    for text, a, b, metric, source in tested:
+      b = b or runner_up(results)
+      if at == "tuned" and not {slug(a), slug(b or "")} & set(picks):
+        continue  # neither row swept: its tuned reading is its defaults one
+      ra, rb = _runs(results, a, at), _runs(results, b, at) if b else []
+      if len(ra) < 2 or len(rb) < 2:
+        continue
+      paired = [r["seed"] for r in ra] == [r["seed"] for r in rb]
+      out.append(
+        stats_lib.claim(
+          paper="lfpe" if b == CONTROL else "002",
+          item="control" if b == CONTROL else "Table 4" if metric == "drop" else "Table 3",
+          text=f"{text} ({a} vs {b})" + " (each tuned)" * (at == "tuned"),
+          metric="CIDEr seen - unseen" if metric == "drop" else metric,
+          a=a,
+          b=b,
+          a_values=_values(results, a, metric, at),
+          b_values=_values(results, b, metric, at),
+          paired=paired,
+          paper_value=paper_difference(a, b, metric),
+          source=source,
+          tuned=TUNED if at == "defaults" else _tuned_note(picks, swept, (a, b)),
+        )
       )
-    )
   return out
+
+
+def _tuned_note(picks: dict, swept: dict, rows: tuple[str, str]) -> str:
+  """A tuned claim's `tuned` field: which of its rows were swept, which ran at defaults."""
+  names = lambda keep: [r for r in rows if (slug(r) in picks) == keep]
+  return sweeps.tuned_note(names(True), names(False), swept, RULE, knob="each one's knob")
+
+
+def tuned_table(results: dict) -> list[str]:
+  """The sweep (validation CIDEr per knob value, the choice marked) and each row's test
+  CIDEr at defaults and at its chosen value (empty without a sweep)."""
+  swept = sweep(results)
+  if not swept:
+    return []
+  by_slug = {slug(r): r for r in ROWS}
+  knob = lambda s: encodings.knob(layout.TABLE3[by_slug[s]])[0]
+  name = lambda s: f"{by_slug[s]} ({knob(s)})"
+  lines = [
+    f"## Each row tuned (`run.py --tune`: its knob on validation screens, {RULE})",
+    "",
+    "| row | chosen | test CIDEr at defaults | test CIDEr tuned |",
+    "|---|---|---|---|",
+  ]
+  for s, value in chosen(results).items():
+    row = by_slug[s]
+    cells = (fmt(_values(results, row, "CIDEr", at)) for at in ("defaults", "tuned"))
+    lines.append(f"| {row} | {knob(s)} = {value:g} | " + " | ".join(cells) + " |")
+  columns = ("row", "validation CIDEr")
+  table = sweeps.table(swept, chosen(results), columns=columns, name=name, cell=fmt, knob="value")
+  return [*lines, "", "The sweep:", "", *table, ""]
 
 
 def paper_difference(a: str, b: str, metric: str) -> float | None:
@@ -257,6 +323,7 @@ def write(results: dict, checks: dict, out: str) -> None:
     IDF_NOTE,
     "The drop's interval is over the runs' own seen - unseen differences (one model scores both).",
     "",
+    *tuned_table(results),
     "## 002's findings, checked (claims.json: 95 % intervals of a - b)",
     "",
     claims_table.markdown(entries),

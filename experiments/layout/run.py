@@ -3,6 +3,7 @@
   python -m experiments.layout.run --quick --out=/tmp/layout_quick  # CI, < 5 min
   python -m experiments.layout.run --status --out=experiments/layout   # done / left, ETA
   python -m experiments.layout.run --out=experiments/layout         # the record
+  python -m experiments.layout.run --tune --out=experiments/layout_v2  # equal budget (issue 38)
 
 Trains `configs/layout_synthetic.py` (the `tiny` layout captioner on `layout_screens/grid`,
 captions that name the target's cell of a 10 x 10 grid) for every row of 002 Table 3
@@ -14,6 +15,15 @@ on the seed-0 runs go to `checks.json`: Embed-4D's table rows of the held-out bi
 equal their initial values (no gradient reaches them), and Learnable-Fourier+MLP-4/1's
 greedy caption of one unseen test screen beside its references (drawn as `screen.png`).
 `report.py` writes `tables.md`.
+
+`--tune` gives every row the same tuning budget: its encoding's scale knob
+(`lfpe.encodings.knob`: Fourier's γ, MLP's input scale, Sine-4D's temperature, Embed-4D's
+init std) over `experiments.sweeps.grid`'s values (widened past a leading edge by the shared
+rule), `--sweep-seeds` seeds each, trained on the training screens but the first
+`VALIDATION` and scored by CIDEr on those (never on the test split); the best mean chooses.
+Each row then also trains `--seeds` seeds at its chosen value beside its defaults run
+(`<row>/<knob>=<value>/<seed>`; the same run when the default wins), and every finding is
+checked both ways.
 """
 
 from __future__ import annotations
@@ -26,8 +36,9 @@ import jax
 import numpy as np
 
 from configs import layout_synthetic
-from experiments import cli, runs
+from experiments import cli, runs, sweeps
 from experiments.layout import report
+from experiments.layout.report import slug
 from experiments.runs import for_run
 from lfpe import encodings
 from lfpe.data import builders, screens
@@ -38,15 +49,14 @@ CONTROL = "No-position"  # the control row: the captioner without boxes
 ROWS = (*layout.TABLE3, CONTROL)
 POSEMBS = {**layout.TABLE3, CONTROL: "none"}
 EXAMPLE_ROW = "Learnable-Fourier+MLP-4/1"
+BY_SLUG = {slug(row): row for row in ROWS}
+SWEEP_SEEDS = 2
+VALIDATION = 2000  # the first training screens (a tenth): the sweep's validation split
 
 
-def slug(row: str) -> str:
-  """A row's name as a path part: `Learnable-Fourier+MLP-4/1` -> `learnable-fourier-mlp-4-1`."""
-  return row.lower().replace("+", "-").replace("/", "-")
-
-
-def load_config(row: str, seed: int, args: argparse.Namespace):
-  """configs/layout_synthetic.py for one Table 3 row, with the experiment's steps and seed.
+def load_config(row: str, seed: int, args: argparse.Namespace, value: float | None = None):
+  """configs/layout_synthetic.py for one Table 3 row, with the experiment's steps and seed,
+  its encoding's knob at `value` (None: the config's own).
 
   The row's groups are passed as given in `TABLE3` (an encoding's default is 1 group: the
   config's default of 4 would turn Table 3's `mlp` into a 4/1 MLP)."""
@@ -55,28 +65,58 @@ def load_config(row: str, seed: int, args: argparse.Namespace):
   config = for_run(layout_synthetic.get_config(arg), seed=seed, steps=args.steps)
   with config.unlocked():
     config.task.meteor = not args.quick  # the record scores METEOR (java); CI's quick run not
+    config.model.posemb = sweeps.at(config.model.posemb, value)
   return config
+
+
+def arm_config(args: argparse.Namespace):
+  """`make(arm, value, seed)` of `runs.record_runs` / `runs.sweep_runs`: arms are row slugs."""
+  return lambda arm, value, seed: load_config(BY_SLUG[arm], seed, args, value)
 
 
 def workdir(row: str, seed: int, args: argparse.Namespace) -> str:
   return os.path.join(args.out, "runs", slug(row), str(seed))
 
 
-def planned(args: argparse.Namespace) -> list[runs.Run]:
-  """Every run of the record, row by row."""
-  return [
-    runs.Run(f"{slug(row)}/{seed}", load_config(row, seed, args), workdir(row, seed, args))
-    for row in ROWS
-    for seed in range(args.seeds)
-  ]
+def planned(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run]:
+  """Every record run (`runs.record_runs`, seed-major: keys `<row slug>/<seed>`, workdirs
+  `--out/runs/<key>`): each row at defaults and at the value its sweep chose (`chosen`)."""
+  return runs.record_runs(list(BY_SLUG), args.seeds, chosen, arm_config(args), args.out)
+
+
+def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
+  """The sweep as far as `results` decide it: every row with a knob (the control has none)
+  over its grid around its own value, on validation screens, widened past a leading edge."""
+  make = arm_config(args)
+  grids = {s: sweeps.grid(make(s, None, 0).model.posemb) for s in BY_SLUG}
+  held = 64 if args.quick else VALIDATION
+
+  def sweep_runs(grids: dict) -> list[runs.Run]:
+    on_validation = lambda arm, value, seed: runs.on_validation(make(arm, value, seed), held)
+    return runs.sweep_runs(grids, args.sweep_seeds, on_validation, args.out)
+
+  return sweeps.plan(
+    sweep_runs,
+    {arm: grid for arm, grid in grids.items() if grid and arm in args.swept},
+    results,
+    report.validation_cider,
+    seeds=args.sweep_seeds,
+    higher_is_better=True,
+    widenings=1 if args.quick else sweeps.WIDENINGS,
+  )
 
 
 def score(run: runs.Run, summary: dict) -> dict:
-  """A trained run's final eval metrics and seconds."""
-  row = next(r for r in ROWS if run.key == f"{slug(r)}/{run.config.seed}")
-  print(f"{row} seed {run.config.seed}: CIDEr {summary['eval']['CIDEr']:.1f}", flush=True)
-  seconds = summary.get("wall_s")
-  return {"row": row, "seed": run.config.seed, "eval": summary["eval"], "seconds": seconds}
+  """A trained run's final eval metrics and seconds (`runs.execute` adds its encoding)."""
+  row = BY_SLUG[run.key.removeprefix("sweep/").split("/")[0]]
+  split = "validation" if run.key.startswith("sweep/") else "test"
+  print(f"{run.key}: {split} CIDEr {summary['eval']['CIDEr']:.1f}", flush=True)
+  return {
+    "row": row,
+    "seed": run.config.seed,
+    "eval": summary["eval"],
+    "seconds": summary.get("wall_s"),
+  }
 
 
 def box_encoding_params(row: str, args: argparse.Namespace) -> tuple[dict, dict]:
@@ -144,17 +184,28 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
+  parser.add_argument("--tune", action="store_true", help="sweep every row's knob too")
+  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   runs.settle_mode(args)
-  if args.quick:
-    args.seeds, args.steps = 1, args.steps or 4
+  args.swept = list(BY_SLUG)
+  if args.quick:  # two rows swept at 3 values (and one widening): every phase of --tune
+    args.seeds, args.steps, args.sweep_seeds = 1, args.steps or 4, 1
+    args.swept = [slug(report.BEST), slug("Sine-4D")]
+  path = os.path.join(args.out, "results.json")
+  results = runs.load(path)
+  sweep = planned_sweep(args, results) if args.tune else []
+  chosen = lambda: report.chosen(runs.chosen(sweep, results))
   if args.status:
-    runs.status(planned(args), runs.load(os.path.join(args.out, "results.json")), jobs=args.jobs)
+    runs.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
-  path = os.path.join(args.out, "results.json")
-  results = runs.execute(planned(args), runs.load(path), score, runs.saver(path), jobs=args.jobs)
+  save = runs.saver(path)
+  train = lambda plan: runs.execute(plan, results, score, save, jobs=args.jobs)
+  if args.tune:
+    sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
+  results = train(planned(args, chosen()))
   example, image = example_caption(args)
   checks = {
     "embed_4d_held_out": embed_check(args),

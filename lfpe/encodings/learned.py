@@ -36,11 +36,14 @@ from lfpe.encodings.resample import check_grid_shape, check_resample_options, re
 INIT_STD = 0.02
 
 
-def check_table_options(module) -> None:
-  """The checks every learned table shares: its init std and its resampling options."""
+def check_table_options(module, offsets: bool = False) -> None:
+  """The checks every learned table shares: its init std and its resampling options
+  (`offsets`: a relative-offset table, which may also take `OFFSET_METHODS`)."""
   owner = type(module).__name__
   check_positive("init_std", module.init_std, owner)
-  check_resample_options(module.resample_method, module.align_corners, module.antialias, owner)
+  check_resample_options(
+    module.resample_method, module.align_corners, module.antialias, owner, offsets=offsets
+  )
 
 
 def resample_table(

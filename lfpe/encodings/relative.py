@@ -19,6 +19,8 @@ Both accept a `shape` other than `grid_shape`: the tables are resampled with
 Swin fine-tunes at a new window size with PyTorch's `F.interpolate(mode='bicubic')` (a = -0.75,
 no antialiasing), which is `resample_method='bicubic_pytorch'`. On a 7 -> 12 window (a 13^2
 -> 23^2 table of N(0, 0.02^2) entries) the two differ by up to 5e-3, 5 % of the table's range.
+`resample_method='beit_geometric'` is BEiT's geometric spline enlargement
+(`lfpe.encodings.geometric`), which keeps the offsets 0 and ±1 exactly.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class RelativeBias2D(Checked, nn.Module):
     owner = type(self).__name__
     check_grid_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
-    check_table_options(self)
+    check_table_options(self, offsets=True)
 
   @nn.compact
   def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
@@ -160,7 +162,9 @@ class RelativeAttention2D(Checked, nn.Module):
     check_divisible("head_dim", self.head_dim, 2, "r = row ‖ col halves", owner)
     if self.per_head:
       check_divisible("num_heads", self.num_heads, 1, "per_head=True needs it", owner)
-    check_resample_options(self.resample_method, self.align_corners, self.antialias, owner)
+    check_resample_options(
+      self.resample_method, self.align_corners, self.antialias, owner, offsets=True
+    )
 
   @nn.compact
   def __call__(self, q: jnp.ndarray, shape: Sequence[int] | None = None) -> jnp.ndarray:

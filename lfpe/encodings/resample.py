@@ -16,7 +16,10 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from lfpe.encodings import geometric
+
 METHODS = {"bilinear": "linear", "bicubic": "cubic", "bicubic_pytorch": "cubic-pytorch"}
+OFFSET_METHODS = ("beit_geometric",)  # for relative-offset tables only (lfpe.encodings.geometric)
 
 
 def check_grid_shape(grid_shape, owner: str, name: str = "grid_shape") -> tuple[int, ...]:
@@ -37,11 +40,17 @@ def check_grid_shape(grid_shape, owner: str, name: str = "grid_shape") -> tuple[
   return tuple(int(s) for s in grid_shape)
 
 
-def check_method(method: str, owner: str, name: str = "resample_method") -> str:
-  """The jax.image kernel name for a resample `method`, or a ValueError listing them."""
-  if not isinstance(method, str) or method not in METHODS:
-    raise ValueError(f"{owner}: unknown `{name}`={method!r}; use one of {', '.join(METHODS)}.")
-  return METHODS[method]
+def check_method(
+  method: str, owner: str, name: str = "resample_method", offsets: bool = False
+) -> str:
+  """The jax.image kernel name for a resample `method` (the method itself for one of
+  `OFFSET_METHODS`, allowed with `offsets`: a relative-offset table), or a ValueError
+  listing them."""
+  known = (*METHODS, *OFFSET_METHODS) if offsets else tuple(METHODS)
+  if not isinstance(method, str) or method not in known:
+    hint = "" if offsets or method not in OFFSET_METHODS else " (it is for relative tables)"
+    raise ValueError(f"{owner}: unknown `{name}`={method!r}{hint}; use one of {', '.join(known)}.")
+  return METHODS.get(method, method)
 
 
 def check_resample_options(
@@ -50,12 +59,19 @@ def check_resample_options(
   antialias: bool | None,
   owner: str,
   method_name: str = "resample_method",
+  offsets: bool = False,
 ) -> None:
   """Validate resampling options before anything compiles; a ValueError names the field and fix.
 
-  `method_name` is how `owner` calls the method field (`method` for `resample` itself).
+  `method_name` is how `owner` calls the method field (`method` for `resample` itself);
+  `offsets`: `owner` resamples relative-offset tables (then `OFFSET_METHODS` are allowed).
   """
-  check_method(method, owner, method_name)
+  check_method(method, owner, method_name, offsets)
+  if method in OFFSET_METHODS and (align_corners or antialias is not None):
+    raise ValueError(
+      f"{owner}: `{method_name}`={method!r} places the offsets itself; leave `align_corners`"
+      f"=False and `antialias`=None (got {align_corners!r}, {antialias!r})."
+    )
   if not isinstance(align_corners, bool):
     raise ValueError(
       f"{owner}: `align_corners` must be True or False, got {align_corners!r}; False for "
@@ -131,8 +147,10 @@ def resample(
     MAE's position-table resizing: a=-0.75, edge values replicated, no widening when
     downsampling. antialias=True raises: in PyTorch it also switches the kernel to a=-0.5,
     which is `bicubic`.
+  * `beit_geometric` (relative-offset tables only: odd axes of 2n-1 offsets, enlarged):
+    BEiT's geometric spline resize (`lfpe.encodings.geometric`).
   """
-  check_resample_options(method, align_corners, antialias, "resample", "method")
+  check_resample_options(method, align_corners, antialias, "resample", "method", offsets=True)
   old_shape = check_grid_shape(tuple(old_shape), "resample", "old_shape")
   new_shape = check_grid_shape(tuple(new_shape), "resample", "new_shape")
   if table.shape[0] != num_prefix + math.prod(old_shape):
@@ -143,6 +161,8 @@ def resample(
     )
   if old_shape == new_shape:
     return table
+  if method in OFFSET_METHODS:
+    return geometric.resize(table, old_shape, new_shape, num_prefix)
   if antialias is None:
     antialias = method != "bicubic_pytorch"
   kernel = METHODS[method]

@@ -5,22 +5,33 @@ import math
 
 import pytest
 
-from experiments.layout import run
+from experiments import sweeps
+from experiments.layout import report, run
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
+from lfpe import encodings
 
 METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "CIDEr_seen", "CIDEr_unseen")
 
 
 @pytest.mark.slow
 def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
-  out = run.main(["--quick", f"--out={tmp_path}"])
+  out = run.main(["--quick", "--tune", f"--out={tmp_path}"])
   runs = {k: v for k, v in out["runs"].items() if k != "provenance"}
   assert set(out["runs"]["provenance"]) >= set(FIELDS)
   for entry in json.loads((tmp_path / "claims.json").read_text()):
     check_claim(entry)
-  assert sorted(r["row"] for r in runs.values()) == sorted(run.ROWS)
-  for key, value in runs.items():
+  defaults = {k: v for k, v in runs.items() if k.count("/") == 1}
+  assert sorted(r["row"] for r in defaults.values()) == sorted(run.ROWS)
+  # --tune: the two quick rows' knobs swept on validation screens, each trained at its choice
+  swept = {k.split("/")[1] for k in runs if k.startswith("sweep/")}
+  assert swept == {"learnable-fourier-mlp-4-1", "sine-4d"}
+  assert all(len(grid) >= 3 for grid in report.sweep(out["runs"]).values())
+  for arm, value in report.chosen(out["runs"]).items():
+    (tuned,) = sweeps.arm_runs(out["runs"], arm, value)
+    assert encodings.knob(tuned["posemb"])[1] == pytest.approx(value)
+  assert "Each row tuned" in (tmp_path / "tables.md").read_text()
+  for key, value in defaults.items():  # (sweep runs score validation screens: none unseen)
     for metric in METRICS:
       assert math.isfinite(value["eval"][metric]), (key, metric)
   assert out["checks"]["embed_4d_held_out"]["passed"]
@@ -30,6 +41,6 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   assert "Table 3" in tables and "Table 4" in tables and "Learnable-Fourier+MLP-4/1" in tables
   assert "| No-position | 1 |" in tables  # the control row
   assert (tmp_path / "screen.png").stat().st_size > 0
-  again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
+  again = run.main(["--quick", "--tune", f"--out={tmp_path}"])  # resumes: nothing retrained
   # Compared as JSON text: a metric may be NaN, and NaN != NaN.
   assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)

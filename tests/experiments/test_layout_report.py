@@ -11,7 +11,9 @@ def _run(row, seed, cider, bleu1=50.0):
 
 def test_control_claim_pits_the_best_row_against_no_position():
   ciders = {"Embed-4D": (80, 84, 82), "Sine-4D": (90, 91, 92), "No-position": (20, 22, 21)}
-  results = {f"{r}/{s}": _run(r, s, c) for r, cs in ciders.items() for s, c in enumerate(cs)}
+  results = {
+    f"{report.slug(r)}/{s}": _run(r, s, c) for r, cs in ciders.items() for s, c in enumerate(cs)
+  }
   claims = report.claims(results)
   assert claims[0]["item"] == "control" and "control" in claims[0]["claim"]
   assert (claims[0]["a"], claims[0]["b"], claims[0]["paper"]) == ("Sine-4D", "No-position", "lfpe")
@@ -34,7 +36,9 @@ def test_fixed_fourier_findings_compare_the_right_rows():
     "Learnable-Fourier+MLP-4/1": (80, 79, 81),  # below fixed: contradicted
   }
   results = {
-    f"{r}/{s}": _run(r, s, c, bleu1=c / 2) for r, cs in ciders.items() for s, c in enumerate(cs)
+    f"{report.slug(r)}/{s}": _run(r, s, c, bleu1=c / 2)
+    for r, cs in ciders.items()
+    for s, c in enumerate(cs)
   }
   found = {(c["a"], c["b"]): c for c in report.claims(results)}
   assert {found[(f"Learnable-Fourier+MLP-{g}", f"Fixed-Fourier+MLP-{g}")]["metric"]
@@ -53,3 +57,31 @@ def test_fixed_fourier_findings_compare_the_right_rows():
     "4/1": "contradicted",
   }
   assert all(c["paired"] and c["n"] == 3 for c in verdicts.values())
+
+
+def test_tuned_claims_read_each_row_at_the_value_its_sweep_chose():
+  """With a sweep (run.py --tune), each finding is checked again with both rows at their
+  chosen knob values: the tuned runs (`<row>/<knob>=<value>/<seed>`), never the sweep's."""
+  best, embed = "Learnable-Fourier+MLP-4/1", "Embed-4D"
+  results = {}
+  for seed in range(3):
+    results[f"learnable-fourier-mlp-4-1/{seed}"] = _run(best, seed, 90 + seed)
+    results[f"embed-4d/{seed}"] = _run(embed, seed, 80 + seed)
+    results[f"learnable-fourier-mlp-4-1/gamma=0.2/{seed}"] = _run(best, seed, 70 + seed)
+    results[f"embed-4d/init_std=0.08/{seed}"] = _run(embed, seed, 95 + seed)
+  for seed in range(2):  # the sweep: validation CIDEr; 0.2 wins for Fourier, 0.08 for Embed
+    for key, cider in {
+      "learnable-fourier-mlp-4-1/gamma=0.05": 10,
+      "learnable-fourier-mlp-4-1/gamma=0.2": 30,
+      "embed-4d/init_std=0.02": 10,
+      "embed-4d/init_std=0.08": 20,
+    }.items():
+      results[f"sweep/{key}/{seed}"] = _run("?", seed, cider)
+  assert report.chosen(results) == {"learnable-fourier-mlp-4-1": 0.2, "embed-4d": 0.08}
+  found = {c["claim"]: c for c in report.claims(results)}
+  key = f"Learnable-Fourier+MLP-4/1 is best: above Embed-4D ({best} vs {embed})"
+  assert found[key]["difference"] == 10.0 and found[key]["tuned"].startswith("none")
+  tuned = found[key + " (each tuned)"]
+  assert tuned["difference"] == -25.0 and tuned["verdict"] == "contradicted"
+  assert tuned["tuned"].startswith(f"{best}, {embed}: each one's knob over 2 values x 2 seeds")
+  assert "Each row tuned" in "\n".join(report.tuned_table(results))
