@@ -43,3 +43,32 @@ def test_grid_and_head_dim_are_checked():
     pos.grid_coords((3, 4))
   with pytest.raises(ValueError, match="head_dim"):
     encodings.create("rope_axial_nd", ndim=3, head_dim=16)
+
+
+def test_mixed_nd_scores_depend_on_the_3d_offset_per_head():
+  pos = encodings.create("rope_mixed_nd", ndim=3, head_dim=24, num_heads=2)
+  params = pos.init(jax.random.key(0), jnp.ones((1, 1, 2, 24)), jnp.zeros((1, 3)))
+  q, k = jax.random.normal(jax.random.key(1), (2, 1, 1, 2, 24))
+  score = lambda p, r: jnp.sum(
+    pos.apply(params, q, jnp.asarray([p], jnp.float32))
+    * pos.apply(params, k, jnp.asarray([r], jnp.float32)),
+    axis=-1,
+  )  # [1, 1, heads]
+  base = score((1, 2, 3), (0, 5, 1))
+  np.testing.assert_allclose(score((4, 7, 0), (3, 10, -2)), base, rtol=1e-4, atol=1e-4)
+  assert float(jnp.abs(score((2, 2, 3), (0, 5, 1)) - base).max()) > 1e-3
+
+
+def test_mixed_nd_init_is_an_orthonormal_basis_per_head_at_axial_magnitudes():
+  freqs = rotary_nd.mixed_nd_freqs_init(10.0)(jax.random.key(3), (3, 4, 12))  # d = 24
+  mag = np.asarray(rotary_nd.nd_magnitudes(24, 3, 10.0))  # 4 pairs per block
+  blocks = np.asarray(freqs).reshape(3, 4, 3, 4) / mag  # [axis, head, block, pair]
+  np.testing.assert_allclose(blocks, blocks[..., :1].repeat(4, -1), rtol=1e-5)  # one direction
+  for h in range(4):
+    basis = blocks[:, h, :, 0]  # [axis, block]
+    np.testing.assert_allclose(basis.T @ basis, np.eye(3), atol=1e-5)
+  assert not np.allclose(blocks[:, 0], blocks[:, 1])  # each head its own basis
+  with pytest.raises(ValueError, match="num_heads"):
+    encodings.create("rope_mixed_nd", ndim=3, head_dim=24).init(
+      jax.random.key(0), jnp.ones((1, 1, 2, 24)), jnp.zeros((1, 3))
+    )
