@@ -11,10 +11,24 @@ their own model and loop gets the same from here, on the core install (jax and f
 
 `draw_size` is a function of (seed, step) only, so every host draws the same size and a
 resumed run draws what the interrupted one would have.
+
+Per-example sizes and aspect ratios in one batch (NaFlex, as SigLIP 2 and timm's NaFlexViT):
+
+  batch = resolution.pack(images, patch=(16, 16), max_tokens=256)  # a list of [H_i, W_i, C]
+  logits = vit.apply(params, batch, train=False)                  # lfpe's ViT takes it whole
+
+`pack` resizes each image that does not fit to `naflex_size` (its aspect ratio kept, at most
+`max_tokens` patches), cuts it into patches in raster order and pads the batch to
+`max_tokens` tokens: `patches [B, L, P²C]`, `index [B, L, 2]` (each token's cell),
+`shape [B, 2]` (each example's grid) and `valid [B, L]`. Absolute encodings give each token
+the row its example's own grid would (`AbsoluteEncoding.packed`: learned tables resampled per
+example, coordinates in the example's own convention), rotary ones rotate by its cell, and
+attention never reads padding.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +54,61 @@ def resize_batch(images: Any, size: int | Sequence[int], method: str = "nearest"
   if images.shape[1:3] == (h, w):
     return images
   return jax.image.resize(images, (images.shape[0], h, w, images.shape[3]), method)
+
+
+def patchify(images: Any, patch: Sequence[int]) -> Any:
+  """`[..., H, W, C]` -> `[..., (H/ph)(W/pw), ph·pw·C]`: raster-order patches, each flattened
+  as (ph, pw, C), as a stride-P conv (the ViT's patch embedding) reads them; numpy or jax."""
+  *lead, h, w, c = images.shape
+  ph, pw = patch
+  x = images.reshape(*lead, h // ph, ph, w // pw, pw, c).swapaxes(-4, -3)  # [.., gh, gw, ph, pw, C]
+  return x.reshape(*lead, (h // ph) * (w // pw), ph * pw * c)
+
+
+def naflex_size(
+  image_hw: Sequence[int], patch: Sequence[int], max_tokens: int, tolerance: float = 1e-5
+) -> tuple[int, int]:
+  """The size NaFlex resizes an image to (timm's `get_image_size_for_seq` rule): the largest
+  scale r, found by bisection on (tolerance/10, 100), whose whole-patch size
+  (ceil(H·r / ph)·ph, ceil(W·r / pw)·pw; at least one patch a side) has at most `max_tokens`
+  patches. Small images are enlarged to fill the budget, large ones shrunk."""
+
+  def size(r: float) -> tuple[int, int]:
+    return tuple(max(p * math.ceil(s * r / p), p) for s, p in zip(image_hw, patch, strict=True))
+
+  fits = lambda r: math.prod(s // p for s, p in zip(size(r), patch, strict=True)) <= max_tokens
+  low, high = tolerance / 10.0, 100.0
+  while high - low >= tolerance:
+    mid = (low + high) / 2.0
+    low, high = (mid, high) if fits(mid) else (low, mid)
+  return size(low)
+
+
+def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[str, np.ndarray]:
+  """A NaFlex batch (module docstring) of `images` (each `[H_i, W_i, C]`): an image whose
+  grid is whole patches and at most `max_tokens` is kept as it is, any other is resized
+  (bilinear, antialiased) to `naflex_size`; padding tokens are zeros at cell (0, 0)."""
+  patch = tuple(patch)
+  out = {
+    "patches": np.zeros((len(images), max_tokens, math.prod(patch) * images[0].shape[-1])),
+    "index": np.zeros((len(images), max_tokens, 2), np.int32),
+    "shape": np.zeros((len(images), 2), np.int32),
+    "valid": np.zeros((len(images), max_tokens), bool),
+  }
+  for b, image in enumerate(images):
+    image = np.asarray(image, np.float32)
+    grid = [s // p for s, p in zip(image.shape[:2], patch, strict=True)]
+    aligned = all(s % p == 0 for s, p in zip(image.shape[:2], patch, strict=True))
+    if not aligned or math.prod(grid) > max_tokens:
+      hw = naflex_size(image.shape[:2], patch, max_tokens)
+      image = np.asarray(jax.image.resize(image, (*hw, image.shape[-1]), "bilinear"))
+      grid = [s // p for s, p in zip(hw, patch, strict=True)]
+    n = math.prod(grid)
+    cells = np.stack(np.meshgrid(*map(np.arange, grid), indexing="ij"), -1).reshape(-1, 2)
+    out["patches"][b, :n] = patchify(image, patch)
+    out["index"][b, :n], out["shape"][b], out["valid"][b, :n] = cells, grid, True
+  out["patches"] = out["patches"].astype(np.float32)
+  return out
 
 
 def train_coords(encoding: Any, shape: Sequence[int], key: jax.Array, **augment: Any) -> jax.Array:

@@ -83,6 +83,31 @@ class AbsoluteEncoding(Checked):
     """The encoding of every cell of a row-major grid, `[prod(shape), D]`."""
     return self(self.grid_coords(shape))
 
+  def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """Per-example grids (NaFlex-style packed batches): `index [B, L, M]` each token's cell,
+    `shape [B, M]` its example's grid, both traced (one compile serves every mix of sizes)
+    -> `[B, L, D]`, what `grid(shape[b])` gives at those cells."""
+    cls, base = type(self), AbsoluteEncoding
+    if (cls.grid is not base.grid and cls.packed is base.packed) or (
+      cls.grid_coords is not base.grid_coords and cls.packed_coords is base.packed_coords
+    ):
+      raise ValueError(
+        f"{cls.__name__}: its grid has its own rule, with no per-example version, so it "
+        "cannot encode packed batches; use a coordinate-based encoding (fourier, sine_2d, "
+        "...) or a learned table (embed_1d, embed_2d)."
+      )
+    return self(self.packed_coords(index, shape))
+
+  def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """The coordinates `grid_coords(shape[b])` gives at the cells `index` (see `packed`)."""
+    shape = jnp.asarray(shape)[:, None, :]  # [B, 1, M]
+    if self.flatten:  # the raster index in the example's own grid
+      flat = index[..., :1] * 0
+      for axis in range(index.shape[-1]):
+        flat = flat * shape[..., axis : axis + 1] + index[..., axis : axis + 1]
+      return coords_lib.values(flat, jnp.prod(shape, axis=-1, keepdims=True), self.coords_mode)
+    return coords_lib.values(index, shape, self.coords_mode)
+
 
 def uniform_init(low: float, high: float):
   """A Flax initializer drawing uniformly from [low, high] (flax's `uniform` starts at 0)."""

@@ -46,6 +46,16 @@ def axis_values(n: int, mode: str) -> np.ndarray:
   return unit if mode == "unit" else 2.0 * unit - 1.0
 
 
+def values(index: jnp.ndarray, n: jnp.ndarray, mode: str) -> jnp.ndarray:
+  """`axis_values(n, mode)[index]` for traced `index` and axis lengths `n` (broadcast): the
+  coordinates of cells of per-example grids (packed batches), float32."""
+  index, n = jnp.asarray(index, jnp.float32), jnp.asarray(n, jnp.float32)
+  if mode == "index":
+    return index
+  unit = index / jnp.maximum(n - 1.0, 1.0)
+  return unit if mode == "unit" else 2.0 * unit - 1.0
+
+
 def grid(shape: Sequence[int], mode: str = "index") -> jnp.ndarray:
   """Row-major grid of coordinates, `[prod(shape), len(shape)]` float32."""
   shape = _check_shape(shape)
@@ -60,8 +70,11 @@ def flat_index(shape: Sequence[int]) -> jnp.ndarray:
   return jnp.arange(math.prod(shape), dtype=jnp.float32)[:, None]
 
 
+DETR_SCALE, DETR_EPS = 2 * math.pi, 1e-6  # DETR's PositionEmbeddingSine defaults
+
+
 def detr(
-  mask: jnp.ndarray, normalize: bool = True, scale: float = 2 * math.pi, eps: float = 1e-6
+  mask: jnp.ndarray, normalize: bool = True, scale: float = DETR_SCALE, eps: float = DETR_EPS
 ) -> jnp.ndarray:
   """DETR positions from a padding mask (True = padding), `[B, H, W, 2]` (y, x).
 

@@ -107,6 +107,10 @@ class _Grouped(AbsoluteEncoding):
     """`[prod(shape), 1, len(shape)]`: one group of every cell's coordinates (G = 1)."""
     return super().grid_coords(shape)[:, None, :]
 
+  def packed_coords(self, index, shape) -> jnp.ndarray:
+    """`[B, L, 1, M]`: per-example cells' coordinates as one group (G = 1)."""
+    return super().packed_coords(index, shape)[..., None, :]
+
   def group_coords(self, x: jnp.ndarray) -> jnp.ndarray:
     """`x [..., G, M]` (or `[..., M]` when G = 1) as float32 `[..., G, M]`, checked."""
     owner, g = type(self).__name__, self.groups

@@ -31,7 +31,12 @@ from lfpe.encodings.base import (
   check_last_dim,
   check_positive,
 )
-from lfpe.encodings.resample import check_grid_shape, check_resample_options, resample
+from lfpe.encodings.resample import (
+  check_grid_shape,
+  check_resample_options,
+  dynamic_weights,
+  resample,
+)
 
 INIT_STD = 0.02
 
@@ -58,6 +63,21 @@ def resample_table(
     align_corners=module.align_corners,
     antialias=module.antialias,
   )
+
+
+def packed_weights(module, index: jnp.ndarray, shape: jnp.ndarray) -> list[jnp.ndarray]:
+  """Per axis a, `[B, L, grid_shape[a]]`: how each token's row of `module`'s table, resampled
+  to its example's grid (`shape [B, M]`), mixes the training grid's rows."""
+  if module.align_corners:
+    raise ValueError(
+      f"{type(module).__name__}: packed batches resample with half-pixel centres only; "
+      "use align_corners=False."
+    )
+  shape = jnp.asarray(shape)[:, None, :]  # [B, 1, M]
+  return [
+    dynamic_weights(n, shape[..., a], index[..., a], module.resample_method, module.antialias)
+    for a, n in enumerate(module.grid_shape)
+  ]
 
 
 def lookup(tables: Sequence[jnp.ndarray], coords: jnp.ndarray) -> jnp.ndarray:
@@ -111,6 +131,15 @@ class Embed1D(AbsoluteEncoding, nn.Module):
     shape = _check_same_ndim(shape, self.grid_shape, type(self).__name__)
     return resample_table(self, self.table, self.grid_shape, shape)
 
+  def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """`grid(shape[b])` at the cells `index` of per-example grids, `[B, L, D]`: the table
+    resampled per example (`AbsoluteEncoding.packed`)."""
+    weights = packed_weights(self, index, shape)
+    out = jnp.einsum("blh,h...->bl...", weights[0], self.table.reshape(*self.grid_shape, -1))
+    for w in weights[1:]:
+      out = jnp.einsum("blh,blh...->bl...", w, out)
+    return out
+
   def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
     """This module's params from those of one trained at `source_grid` (`init_from`): the
     table resampled to `grid_shape` by this module's own policy, as `grid` would."""
@@ -160,6 +189,14 @@ class EmbedND(AbsoluteEncoding, nn.Module):
       for t, o, n in zip(self.tables, self.grid_shape, shape, strict=True)
     ]
     return lookup(tables, coords_lib.grid(shape, "index"))
+
+  def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """`grid(shape[b])` at the cells `index` of per-example grids, `[B, L, D]`: each axis
+    table resampled per example (`AbsoluteEncoding.packed`)."""
+    weights = packed_weights(self, index, shape)
+    return jnp.concatenate(
+      [jnp.einsum("blh,hd->bld", w, t) for w, t in zip(weights, self.tables, strict=True)], -1
+    )
 
   def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
     """This module's params from those of one trained at `source_grid` (`init_from`): each

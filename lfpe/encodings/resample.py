@@ -194,3 +194,43 @@ def _resample(table, old_shape, new_shape, kernel, num_prefix, align_corners, an
   )
   grid = grid.reshape(math.prod(new_shape), *features).astype(table.dtype)  # [N', ...]
   return jnp.concatenate([prefix, grid], axis=0)
+
+
+def _triangle(x: jnp.ndarray) -> jnp.ndarray:
+  return jnp.maximum(0.0, 1.0 - jnp.abs(x))
+
+
+def _keys_cubic(x: jnp.ndarray) -> jnp.ndarray:
+  """Keys' cubic with a = -0.5, as jax.image's `cubic` kernel."""
+  out = ((1.5 * x - 2.5) * x) * x + 1.0
+  out = jnp.where(x >= 1.0, ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0, out)
+  return jnp.where(x >= 2.0, 0.0, out)
+
+
+DYNAMIC_KERNELS = {"bilinear": _triangle, "bicubic": _keys_cubic}
+
+
+def dynamic_weights(
+  n_old: int, size: jnp.ndarray, index: jnp.ndarray, method: str, antialias: bool | None
+) -> jnp.ndarray:
+  """`[..., n_old]`: the weights with which `resample` (half-pixel centres) makes cell
+  `index` of an axis of `n_old` cells resized to `size`, for traced `size` and `index`
+  (broadcast together): jax.image.scale_and_translate's weight computation, one output cell
+  at a time, so a packed batch resamples each example's table to its own grid."""
+  if method not in DYNAMIC_KERNELS:
+    raise ValueError(
+      f"resample_method={method!r} has no per-example version (packed batches); use one "
+      f"of {tuple(DYNAMIC_KERNELS)}."
+    )
+  antialias = True if antialias is None else antialias
+  size, index = jnp.broadcast_arrays(jnp.asarray(size, jnp.float32), jnp.asarray(index))
+  inv_scale = n_old / size
+  kernel_scale = jnp.maximum(inv_scale, 1.0) if antialias else jnp.ones_like(inv_scale)
+  sample = (index.astype(jnp.float32) + 0.5) * inv_scale - 0.5
+  x = jnp.abs(sample[..., None] - jnp.arange(n_old, dtype=jnp.float32)) / kernel_scale[..., None]
+  weights = DYNAMIC_KERNELS[method](x)
+  total = jnp.sum(weights, axis=-1, keepdims=True)
+  tiny = 1000.0 * float(jnp.finfo(jnp.float32).eps)
+  weights = jnp.where(jnp.abs(total) > tiny, weights / jnp.where(total != 0, total, 1.0), 0.0)
+  inside = (sample >= -0.5) & (sample <= n_old - 0.5)
+  return jnp.where(inside[..., None], weights, 0.0)

@@ -111,9 +111,10 @@ def mixed_freqs_init(theta: float):
 
 
 def rope(x: jnp.ndarray, coords: jnp.ndarray, freqs: jnp.ndarray) -> jnp.ndarray:
-  """Rotate `x [B, N, heads, d]` by positions `coords [N, M]` and `freqs [M, heads|1, d/2]`."""
-  c = jnp.asarray(coords, jnp.float32)[:, :, None, None]  # [N, M, 1, 1]
-  angle = jnp.sum(c * freqs[None], axis=1)  # [N, heads|1, d/2]; f32 elementwise, no bf16 matmul
+  """Rotate `x [B, N, heads, d]` by positions `coords [N, M]` (or per example, `[B, N, M]`:
+  packed batches) and `freqs [M, heads|1, d/2]`."""
+  c = jnp.asarray(coords, jnp.float32)[..., None, None]  # [(B,) N, M, 1, 1]
+  angle = jnp.sum(c * freqs, axis=-3)  # [(B,) N, heads|1, d/2]; f32 elementwise, no bf16 matmul
   cos, sin = jnp.cos(angle), jnp.sin(angle)
   pairs = x.astype(jnp.float32).reshape(*x.shape[:-1], -1, 2)  # [B, N, heads, d/2, 2]
   re, im = pairs[..., 0], pairs[..., 1]
@@ -195,6 +196,19 @@ class Rotary2D(Checked, nn.Module):
       return grid
     return grid * jnp.asarray([t / n for t, n in zip(self.grid_shape, shape, strict=True)])
 
+  def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """`grid_coords(shape[b])` at the cells `index [B, L, 2]` of per-example grids
+    (`shape [B, 2]`: packed batches): `none` and `pi` only (NTK and YaRN rescale θ per grid)."""
+    index = jnp.asarray(index, jnp.float32)
+    if self.scaling == "none":
+      return index
+    if self.scaling == "pi":
+      return index * jnp.asarray(self.grid_shape, jnp.float32) / jnp.asarray(shape)[:, None, :]
+    raise ValueError(
+      f"{type(self).__name__}: scaling={self.scaling!r} rescales θ for one grid, so packed "
+      "batches of several grids cannot use it; use scaling='none' or 'pi'."
+    )
+
   @nn.compact
   def __call__(
     self, x: jnp.ndarray, coords: jnp.ndarray, shape: Sequence[int] | None = None
@@ -204,13 +218,14 @@ class Rotary2D(Checked, nn.Module):
     owner = type(self).__name__
     check_last_dim("coords", coords, 2, owner)
     heads = self.num_heads if self.mode == "mixed" else "heads"
-    ok = x.ndim == 4 and coords.ndim == 2 and x.shape[1] == coords.shape[0]
+    ok = x.ndim == 4 and coords.ndim in (2, 3) and x.shape[1] == coords.shape[-2]
+    ok = ok and (coords.ndim == 2 or coords.shape[0] == x.shape[0])
     ok = ok and x.shape[3] == self.head_dim and heads in ("heads", x.shape[2])
     if not ok:
       raise ValueError(
-        f"{owner}: `x` must be [B, N, heads, head_dim] = [B, {coords.shape[0]}, {heads}, "
-        f"{self.head_dim}] for coords [N, 2] = {tuple(coords.shape)}, got {tuple(x.shape)}; "
-        f"pass grid tokens only and one coordinate row per token."
+        f"{owner}: `x` must be [B, N, heads, head_dim] = [B, {coords.shape[-2]}, {heads}, "
+        f"{self.head_dim}] for coords [(B,) N, 2] = {tuple(coords.shape)}, got "
+        f"{tuple(x.shape)}; pass grid tokens only and one coordinate row per token."
       )
     theta = THETA[self.mode] if self.theta is None else self.theta
     if self.mode == "axial" and self.scaling in ("ntk", "yarn"):

@@ -72,6 +72,11 @@ class RotaryAxialND(Checked, nn.Module):
       )
     return coords_lib.grid(tuple(shape), "index")
 
+  def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """Index coordinates of per-example grids' cells (packed batches): `index` itself."""
+    del shape  # index coordinates do not depend on the grid
+    return jnp.asarray(index, jnp.float32)
+
   def __call__(
     self, x: jnp.ndarray, coords: jnp.ndarray, shape: Sequence[int] | None = None
   ) -> jnp.ndarray:

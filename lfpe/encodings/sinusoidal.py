@@ -168,6 +168,16 @@ class Sine1D(_Sine, nn.Module):
     check_last_dim("coords", coords, 1, type(self).__name__)
     return sincos_1d(coords[..., 0], self.dim, self.temperature, self.layout)
 
+  def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """Per-example grids' raster indices (`AbsoluteEncoding.packed`); not with a
+    `resample_method` (a table resized per example)."""
+    if self.resample_method is not None:
+      raise ValueError(
+        f"{type(self).__name__}: resample_method={self.resample_method!r} resizes the "
+        "training grid's table, which packed batches do not; use resample_method=None."
+      )
+    return self(self.packed_coords(index, shape))
+
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
     """`[prod(shape), D]`: the new grid's raster indices, or with `resample_method` the
     training grid's table resampled to `shape`."""
@@ -238,6 +248,15 @@ class DetrSine(AbsoluteEncoding, nn.Module):
     """DETR positions of an unpadded `shape` image, `[prod(shape), 2]`."""
     mask = jnp.zeros((1, *shape), jnp.bool_)
     return coords_lib.detr(mask, normalize=self.normalize).reshape(math.prod(shape), 2)
+
+  def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """`grid_coords(shape[b])` at the cells `index`: the 1-based count, normalised as
+    `coords.detr` normalises an unpadded image's."""
+    count = jnp.asarray(index, jnp.float32) + 1.0
+    if not self.normalize:
+      return count
+    n = jnp.asarray(shape, jnp.float32)[:, None, :]
+    return count / (n + coords_lib.DETR_EPS) * coords_lib.DETR_SCALE
 
 
 class LearnableSinusoidal(_Sine, nn.Module):

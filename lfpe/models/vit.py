@@ -18,13 +18,13 @@ that names the `model.*` field and the fix.
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import flax.linen as nn
 import jax.numpy as jnp
 
+from lfpe import resolution
 from lfpe.checked import Checked
 from lfpe.models.fields import check_dtype
 from lfpe.nn.transformer import Encoder
@@ -144,13 +144,19 @@ class ViT(Checked, nn.Module):
     )
 
   @nn.compact
-  def __call__(self, images: jnp.ndarray, *, train: bool) -> jnp.ndarray:
+  def __call__(self, images: jnp.ndarray | Mapping[str, Any], *, train: bool) -> jnp.ndarray:
+    """`images [B, H, W, C]`, or a packed batch of per-example sizes (`lfpe.resolution.pack`:
+    `patches`, `index`, `shape`, `valid`; NaFlex) -> logits `[B, num_classes]`."""
     dtype, width = jnp.dtype(self.dtype), self.width
-    ph, pw = _pair(self.patch_size, "model.patch_size")
-    grid = grid_shape(images.shape[1:3], (ph, pw), "images [B, H, W, C] spatial size")
-    b, c = images.shape[0], images.shape[-1]
-    x = images.astype(dtype).reshape(b, grid[0], ph, grid[1], pw, c)
-    x = x.transpose(0, 1, 3, 2, 4, 5).reshape(b, math.prod(grid), ph * pw * c)  # [B, N, P²C]
+    patch = _pair(self.patch_size, "model.patch_size")
+    packed, valid = None, None
+    if isinstance(images, Mapping):
+      x, packed, valid = images["patches"], (images["index"], images["shape"]), images["valid"]
+      grid = None
+    else:
+      grid = grid_shape(images.shape[1:3], patch, "images [B, H, W, C] spatial size")
+      x = resolution.patchify(images, patch)  # [B, N, P²C]
+    x, b = x.astype(dtype), x.shape[0]
     # A Dense on flattened (ph, pw, C) patches = a stride-P conv with kernel [ph, pw, C, D].
     x = nn.Dense(
       width,
@@ -166,8 +172,17 @@ class ViT(Checked, nn.Module):
         (1, 1, width),
       )
       x = jnp.concatenate([jnp.broadcast_to(cls.astype(dtype), (b, 1, width)), x], axis=1)
-    x = self._encoder(name="Transformer")(x, grid, deterministic=not train)  # [B, P + N, D]
-    x = x[:, 0] if self.pool == "token" else x.mean(axis=1)  # [B, D]
+    prefix = int(self.pool == "token")
+    padding = None if valid is None else jnp.pad(~valid, ((0, 0), (prefix, 0)))  # [B, P + L]
+    encoder = self._encoder(name="Transformer")
+    x = encoder(x, grid, deterministic=not train, key_padding_mask=padding, packed=packed)
+    if self.pool == "token":
+      x = x[:, 0]  # [B, D]
+    elif valid is None:
+      x = x.mean(axis=1)
+    else:  # the mean over each example's own tokens
+      weights = valid[..., None].astype(x.dtype)
+      x = (x * weights).sum(axis=1) / weights.sum(axis=1)
     head_init = nn.initializers.normal(self.head_init_std) if self.head_init_std else None
     return nn.Dense(
       self.num_classes,

@@ -141,9 +141,18 @@ class PositionSource(Checked, nn.Module):
       self.prefix = self.param("prefix", init, (self.num_prefix, self.encoding.dim))  # [P, D]
 
   def __call__(
-    self, grid_shape: Sequence[int], coords: Array | None = None, *, train: bool = False
+    self,
+    grid_shape: Sequence[int],
+    coords: Array | None = None,
+    *,
+    train: bool = False,
+    packed: tuple[Array, Array] | None = None,
   ) -> dict[str, Any]:
-    """Hooks for a grid of `grid_shape` (or per-example `coords` `[B, N, M]`, absolute only)."""
+    """Hooks for a grid of `grid_shape` (or per-example `coords` `[B, N, M]`, absolute only;
+    or `packed` = (`index [B, L, 2]`, `shape [B, 2]`): each token's cell and its example's
+    grid, a NaFlex-style packed batch)."""
+    if packed is not None:
+      return self._packed(*packed, train=train)
     kind, p = self.encoding.kind, self.num_prefix
     augmenting = train and bool(self.coord_augment)
     if kind == "absolute":
@@ -163,13 +172,39 @@ class PositionSource(Checked, nn.Module):
       return {"rope": rope}
     return {}
 
+  def _packed(self, index: Array, shape: Array, *, train: bool) -> dict[str, Any]:
+    """The hooks of a packed batch (`__call__`): absolute tables and rotary coordinates per
+    example; relative tables, which index one grid's offsets, are refused."""
+    kind, p = self.encoding.kind, self.num_prefix
+    if train and self.coord_augment:
+      raise ValueError(
+        "coord_augment: packed batches (several grids in one batch) are not augmented; set "
+        "model.coord_augment=None."
+      )
+    if kind == "absolute":
+      return self._hooks(self.encoding.packed(index, shape))
+    if kind == "rotary":
+      coords = self.encoding.packed_coords(index, shape)  # [B, L, M]
+      rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], coords)], axis=1)
+      return {"rope": rope}
+    if kind == "none":
+      return {}
+    raise ValueError(
+      f"posemb={encodings.parse(self.posemb)[0]!r} (kind {kind!r}) indexes the offsets of "
+      "one grid, so it cannot take packed batches of several grids; use an absolute or "
+      "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...)."
+    )
+
   def _augment(self, coords: Array, grid_shape: Sequence[int]) -> Array:
     options = encodings.coords.check_augment(self.coord_augment, "coord_augment")
     key = self.make_rng("dropout")
     return encodings.coords.augment(coords, key, **options, num_positions=tuple(grid_shape))
 
   def _absolute(self, grid_shape: tuple[int, ...], coords: Array | None) -> dict[str, Array]:
-    table = self.encoding.grid(grid_shape) if coords is None else self.encoding(coords)
+    return self._hooks(self.encoding.grid(grid_shape) if coords is None else self.encoding(coords))
+
+  def _hooks(self, table: Array) -> dict[str, Array]:
+    """The hooks of an absolute encoding's table `[(B,) N, D]`, with the prefix rows."""
     if self.num_prefix:  # table: [N, D] or [B, N, D]
       prefix = jnp.broadcast_to(self.prefix, (*table.shape[:-2], *self.prefix.shape))
       table = jnp.concatenate([prefix, table], axis=-2)  # [(B,) P + N, D]

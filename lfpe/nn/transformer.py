@@ -220,10 +220,14 @@ class Encoder(Checked, nn.Module):
       name=f"encoderblock_{i}",
     )
 
-  def _layer_hooks(self, injection: str, grid_shape, coords, given, train) -> list[dict[str, Any]]:
+  def _layer_hooks(
+    self, injection: str, grid_shape, coords, given, train, packed
+  ) -> list[dict[str, Any]]:
     """The position hooks of each block: `given`, one shared source, or one per block."""
     count = self.pos_layers or self.depth
-    source = lambda name: self._source(injection, name=name)(grid_shape, coords, train=train)
+    source = lambda name: self._source(injection, name=name)(
+      grid_shape, coords, train=train, packed=packed
+    )
     if given is not None:
       hooks = [given] * count
     elif injection == "stem":
@@ -244,6 +248,7 @@ class Encoder(Checked, nn.Module):
     hooks: dict[str, Any] | None = None,
     key_padding_mask: Array | None = None,
     deterministic: bool = True,
+    packed: tuple[Array, Array] | None = None,
   ) -> Array:
     """`x` `[B, P + prod(grid_shape), D]` -> `[B, P + N, D]` (normalised if pre-LN).
 
@@ -251,10 +256,13 @@ class Encoder(Checked, nn.Module):
     coordinates of absolute encodings per example (e.g. `coords.detr(mask)`). `hooks`
     (what a `PositionSource` returns) are given to every block instead of this encoder's
     own encoding, whose `posemb` must then be `none`: DETR computes one table for its
-    encoder and its decoder's memory keys.
+    encoder and its decoder's memory keys. `packed` = (`index [B, L, M]`, `shape [B, M]`):
+    the L tokens after the prefix are cells of per-example grids (a NaFlex-style packed
+    batch; `key_padding_mask` marks the padding), and `grid_shape` is not read.
     """
     grid_shape = tuple(grid_shape or self.grid_shape)
-    if x.shape[1] != self.num_prefix + math.prod(grid_shape) or x.shape[-1] != self.width:
+    tokens = packed[0].shape[1] if packed is not None else math.prod(grid_shape)
+    if x.shape[1] != self.num_prefix + tokens or x.shape[-1] != self.width:
       raise ValueError(
         f"Encoder: got tokens {tuple(x.shape)}, expected [B, num_prefix={self.num_prefix}"
         f" + prod(grid_shape={grid_shape}), width={self.width}]; pass the grid of the input."
@@ -267,10 +275,11 @@ class Encoder(Checked, nn.Module):
     injection = resolve_injection(self.posemb, self.pos_injection)
     if injection == "stem":
       source = self._source(injection, name="pos")
-      x = _add_table(x, source(grid_shape, coords, train=not deterministic))
+      x = _add_table(x, source(grid_shape, coords, train=not deterministic, packed=packed))
     x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
     train = not deterministic
-    for i, layer_hooks in enumerate(self._layer_hooks(injection, grid_shape, coords, hooks, train)):
+    layers = self._layer_hooks(injection, grid_shape, coords, hooks, train, packed)
+    for i, layer_hooks in enumerate(layers):
       x = _add_table(x, layer_hooks)
       x = self._block(i)(
         x,

@@ -1,0 +1,97 @@
+"""NaFlex-style packed batches: one ViT step over examples of different sizes and aspect
+ratios equals each example's own forward pass, and trains."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from lfpe import resolution
+from lfpe.models import vit
+
+SIZES = [(16, 16), (8, 24), (24, 16), (8, 8)]  # 4x4 grid (training), 2x6, 6x4, 2x2 cells
+PATCH, TOKENS = (4, 4), 36
+
+
+def images(seed=0):
+  rng = np.random.default_rng(seed)
+  return [rng.normal(size=(h, w, 3)).astype(np.float32) for h, w in SIZES]
+
+
+def model(posemb, pool="token"):
+  return vit.ViT(
+    num_classes=5,
+    image_size=16,
+    patch_size=4,
+    width=32,
+    depth=2,
+    num_heads=2,
+    mlp_dim=64,
+    posemb=posemb,
+    pool=pool,
+    head_init_std=0.1,
+  )
+
+
+@pytest.mark.parametrize(
+  ("posemb", "pool"),
+  [
+    ("fourier", "token"),
+    ("embed_1d(resample_method='bicubic')", "token"),
+    ("embed_2d", "gap"),
+    ("sine_2d", "gap"),
+    ("rope_axial", "token"),
+    ("rope_mixed", "gap"),
+    ("none", "token"),
+  ],
+)
+def test_packed_batch_equals_each_examples_own_forward(posemb, pool):
+  net = model(posemb, pool)
+  params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
+  batch = resolution.pack(images(), PATCH, TOKENS)
+  assert batch["valid"].sum(1).tolist() == [16, 12, 24, 4]
+  packed = jax.jit(lambda p, b: net.apply(p, b, train=False))(params, batch)
+  for b, image in enumerate(images()):
+    alone = net.apply(params, image[None], train=False)[0]
+    np.testing.assert_allclose(packed[b], alone, rtol=2e-5, atol=2e-6, err_msg=f"example {b}")
+
+
+def test_a_packed_step_trains():
+  net = model("fourier")
+  params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
+  batch, labels = resolution.pack(images(), PATCH, TOKENS), jnp.arange(4)
+  tx = optax.adam(1e-2)
+
+  @jax.jit
+  def step(params, opt):
+    loss = lambda p: optax.softmax_cross_entropy_with_integer_labels(
+      net.apply(p, batch, train=False), labels
+    ).mean()
+    value, grads = jax.value_and_grad(loss)(params)
+    updates, opt = tx.update(grads, opt, params)
+    return optax.apply_updates(params, updates), opt, value
+
+  opt = tx.init(params)
+  losses = []
+  for _ in range(20):
+    params, opt, value = step(params, opt)
+    losses.append(float(value))
+  assert losses[-1] < 0.5 * losses[0]
+
+
+def test_packing_keeps_fitting_images_and_resizes_the_rest():
+  batch = resolution.pack([np.ones((10, 40, 3)), np.ones((16, 16, 3))], PATCH, 16)
+  assert batch["shape"].tolist()[1] == [4, 4]  # fits: kept
+  h, w = batch["shape"].tolist()[0]  # 10 x 40 is not whole patches: resized to the budget
+  assert h * w <= 16 and w > h
+  assert resolution.naflex_size((10, 40), PATCH, 16) == (h * 4, w * 4)
+  assert resolution.naflex_size((100, 100), (16, 16), 256) == (256, 256)  # enlarged to fit
+  assert resolution.naflex_size((64, 512), (16, 16), 64) == (48, 336)  # 3 x 21 = 63 <= 64
+
+
+def test_relative_encodings_refuse_packed_batches():
+  net = model("rel_bias_2d")
+  params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
+  with pytest.raises(ValueError, match="one grid"):
+    net.apply(params, resolution.pack(images(), PATCH, TOKENS), train=False)
