@@ -1,8 +1,9 @@
-"""The benchmarks' FLOP count and trace reading, against hand-computed values."""
+"""The benchmarks' FLOP count and trace reading, against hand-computed values; the NaFlex
+benchmark's two layouts."""
 
 import pytest
 
-from benchmarks import profile_step, train_step
+from benchmarks import naflex, profile_step, train_step
 
 
 def vit_train_flops(width: int, depth: int, batch: int, tokens: int = 197) -> float:
@@ -31,3 +32,10 @@ def test_device_events_keep_the_accelerator_and_fall_back_to_xla_threads():
   gpu = {"traceEvents": [*events, meta("process_name", 2, "/device:GPU:0")]}
   assert [e["name"] for e in profile_step.device_events(gpu)] == ["gemm"]
   assert [e["name"] for e in profile_step.device_events({"traceEvents": events})] == ["fusion"]
+
+
+def test_the_naflex_benchmark_runs_both_layouts(capsys):
+  naflex.main(["--batch", "8", "--tokens", "32", "--width", "64", "--depth", "1"])
+  out = capsys.readouterr().out
+  assert "| packed (NaFlex, `resolution.pack`) | 32 |" in out
+  assert "| padded to the largest size | 64 |" in out and "padded / packed step time" in out
