@@ -39,11 +39,14 @@ import numpy as np
 from lfpe.encodings import coords as coords_lib
 
 
-def draw_size(sizes: Sequence[int], seed: int, step: int) -> int:
-  """The image size of training batch `step`: uniform over `sizes`, from (seed, step) alone."""
+def draw_size(sizes: Sequence[Any], seed: int, step: int | Sequence[int]) -> Any:
+  """The image size of training batch `step`: uniform over `sizes`, from (seed, step) alone
+  (`step` may be a tuple, e.g. (batch, row): one size per example)."""
   if not sizes:
     raise ValueError("draw_size: give at least one size.")
-  return int(sizes[np.random.default_rng([seed, step]).integers(len(sizes))])
+  steps = list(step) if isinstance(step, Sequence) else [step]
+  chosen = sizes[np.random.default_rng([seed, *steps]).integers(len(sizes))]
+  return int(chosen) if isinstance(chosen, (int, np.integer)) else tuple(chosen)
 
 
 def resize_batch(images: Any, size: int | Sequence[int], method: str = "nearest") -> jax.Array:

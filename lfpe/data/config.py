@@ -17,6 +17,11 @@ Fields of `default_config()`:
   train_sizes: None, or mixed-resolution training: each training batch is resized (nearest)
     to a size drawn uniformly from these (one size per batch, the same on every process);
     evaluation stays at `image_size`. Each size compiles the train step once.
+  naflex: None, or NaFlex packed batches (`lfpe.resolution.pack`, SigLIP 2's): `{patch,
+    max_tokens, sizes}`; each training example is resized (bilinear) to an (h, w) of `sizes`
+    drawn per example from (seed, batch, row), so one batch mixes sizes and aspect ratios,
+    and every batch (evaluation too, at the native size) becomes `image = {patches, index,
+    shape, valid}` of `max_tokens` tokens. One compile serves every mix of sizes.
   cache: decode every record of the split once and keep it in memory (small datasets such
     as digits: the per-example PNG decoding otherwise dominates a tiny model's step); in
     training each process keeps only the records its shard reads. With
@@ -62,6 +67,7 @@ def default_config(name: str = "digits") -> ml_collections.ConfigDict:
       "worker_count": 0,
       "cache": False,
       "train_sizes": config_dict.placeholder(tuple),
+      "naflex": None,
       "detection": _default_detection(name),
     }
   )
@@ -119,6 +125,7 @@ class Resolved:
   cache: bool = False
   detection: detection_ops.Detection | None = None
   train_sizes: tuple[int, ...] | None = None
+  naflex: NaFlex | None = None
 
   def split(self, train: bool) -> str:
     return self.train_split if train else self.eval_split
@@ -176,7 +183,40 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
     cache=bool(data.get("cache", False)),
     detection=detection,
     train_sizes=_train_sizes(data, detection),
+    naflex=_naflex(data, detection),
   )
+
+
+@dataclasses.dataclass(frozen=True)
+class NaFlex:
+  """`data.naflex`, checked: the patch side, tokens per example, training (h, w) sizes."""
+
+  patch: int
+  max_tokens: int
+  sizes: tuple[tuple[int, int], ...]
+
+
+def _naflex(data: ml_collections.ConfigDict, detection) -> NaFlex | None:
+  """`data.naflex` checked (ValueError naming the field and the fix), or None."""
+  given = data.get("naflex")
+  if given is None:
+    return None
+  example = "e.g. data.naflex = dict(patch=8, max_tokens=24, sizes=((32, 32), (16, 48)))"
+  if detection is not None or data.get("train_sizes"):
+    raise ValueError(
+      "`data.naflex` packs classification batches of mixed sizes by itself; unset "
+      "`data.train_sizes` (and use no `data.detection`)."
+    )
+  given = dict(given)
+  positive = lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0
+  if set(given) != {"patch", "max_tokens", "sizes"} or not (
+    positive(given["patch"]) and positive(given["max_tokens"])
+  ):
+    raise ValueError(f"`data.naflex`={given!r} needs positive ints patch, max_tokens; {example}.")
+  sizes = tuple(tuple(s) for s in given["sizes"])
+  if not sizes or any(len(s) != 2 or not all(map(positive, s)) for s in sizes):
+    raise ValueError(f"`data.naflex.sizes`={given['sizes']!r} must be (h, w) pairs; {example}.")
+  return NaFlex(given["patch"], given["max_tokens"], sizes)
 
 
 def _train_sizes(data: ml_collections.ConfigDict, detection) -> tuple[int, ...] | None:

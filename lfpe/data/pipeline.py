@@ -21,6 +21,10 @@ as `jax.Array`s sharded over the mesh's `data` axis.
 Mixed resolution (`data.train_sizes`): each training batch is resized to one size drawn from
 them by (seed, batch index), the same on every process; `TrainIterator` keeps the index.
 
+NaFlex (`data.naflex`): each training example is resized to an (h, w) drawn per example,
+and every batch's images are packed (`lfpe.resolution.pack`) into `image = {patches, index,
+shape, valid}`; evaluation packs the images at their size.
+
 Detection (`data.detection` set): examples are DETR's inputs (`detection_ops.OUTPUT`, with
 the pixel `mask`), each training example at a size drawn from `train_sizes`; evaluation
 passes over the split once per size of `test_sizes`, and marks real examples `valid`.
@@ -174,18 +178,32 @@ class EvalBatches:
 
 
 def to_global(batch: Batch, sharding: jax.sharding.Sharding, global_batch_size: int):
-  """This process's numpy batch -> one global `jax.Array` per field."""
-  return {
-    k: jax.make_array_from_process_local_data(sharding, v, (global_batch_size, *v.shape[1:]))
-    for k, v in batch.items()
-  }
+  """This process's numpy batch -> one global `jax.Array` per field (nested: per leaf)."""
+  return jax.tree.map(
+    lambda v: jax.make_array_from_process_local_data(
+      sharding, v, (global_batch_size, *v.shape[1:])
+    ),
+    batch,
+  )
+
+
+def naflex_batch(batch: Batch, naflex: config.NaFlex, sizes: Sequence | None = None) -> Batch:
+  """`batch` with its images packed (`resolution.pack`), each first resized (bilinear) to
+  its entry of `sizes` (None: packed at their own size)."""
+  images = list(batch["image"])
+  if sizes is not None:
+    images = [image_ops.resize_image(x, s, "bilinear") for x, s in zip(images, sizes, strict=True)]
+  patch = (naflex.patch, naflex.patch)
+  return {**batch, "image": resolution.pack(images, patch, naflex.max_tokens)}
 
 
 class TrainIterator:
   """Global training batches; `get_state` / `set_state` make it checkpointable.
 
   With `sizes` (mixed resolution, `data.train_sizes`), batch i is resized (nearest) to
-  `lfpe.resolution.draw_size(sizes, seed, i)`; the state then also holds i.
+  `lfpe.resolution.draw_size(sizes, seed, i)`; with `naflex` (`data.naflex`), row r of
+  batch i to `draw_size(naflex.sizes, seed, (i, r))` (r: the row in the global batch, from
+  `first_row`), then packed. The state then also holds i.
   """
 
   def __init__(
@@ -195,9 +213,12 @@ class TrainIterator:
     global_batch_size: int,
     sizes: Sequence[int] | None = None,
     seed: int = 0,
+    naflex: config.NaFlex | None = None,
+    first_row: int = 0,
   ):
     self._local, self._sharding, self._batch = local, sharding, global_batch_size
     self._sizes, self._seed, self._index = sizes, seed, 0
+    self._naflex, self._first_row = naflex, first_row
 
   def __iter__(self) -> TrainIterator:
     return self
@@ -210,17 +231,22 @@ class TrainIterator:
       if batch["image"].shape[1:3] != (size, size):
         resize = lambda x: image_ops.resize_image(x, size, "nearest")
         batch = {**batch, "image": np.stack([resize(x) for x in batch["image"]])}
+    if self._naflex:
+      rows = range(self._first_row, self._first_row + len(batch["image"]))
+      draw = lambda r: resolution.draw_size(self._naflex.sizes, self._seed, (self._index, r))
+      batch = naflex_batch(batch, self._naflex, [draw(r) for r in rows])
+      self._index += 1
     return to_global(batch, self._sharding, self._batch)
 
   def get_state(self) -> bytes:
     """Where this process is (JSON bytes): the next batch after a restore is the next one."""
     state = self._local.get_state()
-    if not self._sizes:
+    if not (self._sizes or self._naflex):
       return state
     return json.dumps({"grain": state.decode(), "batch_index": self._index}).encode()
 
   def set_state(self, state: bytes) -> None:
-    if self._sizes:
+    if self._sizes or self._naflex:
       saved = json.loads(state)
       state, self._index = saved["grain"].encode(), saved["batch_index"]
     self._local.set_state(state)
@@ -230,16 +256,25 @@ class TrainIterator:
 
 
 class EvalLoader:
-  """Global eval batches with `mask`; iterate it once per evaluation, `len` batches each."""
+  """Global eval batches with `mask`; iterate it once per evaluation, `len` batches each
+  (with `naflex`, their images packed at their own size)."""
 
-  def __init__(self, local: EvalBatches, sharding, global_batch_size: int):
+  def __init__(
+    self,
+    local: EvalBatches,
+    sharding,
+    global_batch_size: int,
+    naflex: config.NaFlex | None = None,
+  ):
     self._local, self._sharding, self._batch = local, sharding, global_batch_size
+    self._naflex = naflex
 
   def __len__(self) -> int:
     return len(self._local)
 
   def __iter__(self) -> Iterator[dict[str, jax.Array]]:
     for batch in self._local:
+      batch = naflex_batch(batch, self._naflex) if self._naflex else batch
       yield to_global(batch, self._sharding, self._batch)
 
 
@@ -302,10 +337,18 @@ def make_loader(
         worker_count=resolved.worker_count,
         **kwargs,
       )
-    return TrainIterator(local, sharding, global_batch_size, resolved.train_sizes, seed)
+    return TrainIterator(
+      local,
+      sharding,
+      global_batch_size,
+      resolved.train_sizes,
+      seed,
+      naflex=resolved.naflex,
+      first_row=shard_index * kwargs["batch_size"],
+    )
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)
-  return EvalLoader(local, sharding, global_batch_size)
+  return EvalLoader(local, sharding, global_batch_size, resolved.naflex)
 
 
 def check_image_size(resolved: config.Resolved, example: dict) -> None:

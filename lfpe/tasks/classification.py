@@ -78,6 +78,19 @@ class Classification:
       if not 0.0 <= getattr(self, name) <= 1.0:
         raise ValueError(f"config.task.{name} must be in [0, 1], got {getattr(self, name)!r}.")
     model_family(config, "classification")
+    naflex = config.data.get("naflex")
+    if naflex is not None:
+      patch = config.model.get("patch_size")
+      if naflex.get("patch") != patch:
+        raise ValueError(
+          f"config.data.naflex.patch={naflex.get('patch')!r} must be the model's patch "
+          f"(config.model.patch_size={patch!r}): the pipeline cuts the patches."
+        )
+      if self.mixup_alpha or self.cutmix_alpha:
+        raise ValueError(
+          "config.task.mixup_alpha / cutmix_alpha mix whole images, which packed batches "
+          "(config.data.naflex) do not hold; set them to 0."
+        )
     for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
       try:
         self._model(config, (size, size))

@@ -1,0 +1,67 @@
+"""`data.naflex`: training batches mix sizes and aspect ratios per example, packed; the
+trainer trains and evaluates on them."""
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+
+from configs import vit_digits
+from lfpe import resolution
+from lfpe.data import config, pipeline
+from lfpe.train import trainer
+
+SIZES = ((16, 16), (8, 24), (24, 8), (12, 12))
+NAFLEX = dict(patch=2, max_tokens=64, sizes=SIZES)
+
+
+def _train(cfg, mesh, seed=5):
+  return pipeline.make_loader(cfg, global_batch_size=8, seed=seed, train=True, mesh=mesh)
+
+
+def test_each_row_draws_its_size_and_a_restored_iterator_repeats_the_draws(digits_config, mesh):
+  digits_config.image_size, digits_config.naflex = 16, NAFLEX
+  it = _train(digits_config, mesh)
+  first = jax.tree.map(np.asarray, next(it))
+  image = first["image"]
+  assert set(image) == {"patches", "index", "shape", "valid"}
+  assert image["patches"].shape == (8, 64, 2 * 2 * 1)
+  want = [resolution.draw_size(SIZES, 5, (0, row)) for row in range(8)]
+  assert [tuple(s) for s in image["shape"] * 2] == want  # cells x patch = the drawn size
+  assert len(set(want)) > 1  # one batch, several sizes
+  np.testing.assert_array_equal(image["valid"].sum(1), [h * w // 4 for h, w in want])
+  state = it.get_state()
+  expected = jax.tree.map(np.asarray, next(it))
+  restored = _train(digits_config, mesh)
+  restored.set_state(state)
+  got = jax.tree.map(np.asarray, next(restored))
+  jax.tree.map(np.testing.assert_array_equal, got, expected)
+
+
+@pytest.mark.parametrize(
+  ("naflex", "match"),
+  [
+    (dict(patch=0, max_tokens=8, sizes=((8, 8),)), "positive ints"),
+    (dict(patch=2, max_tokens=8, sizes=((8,),)), r"\(h, w\) pairs"),
+    (dict(patch=2, max_tokens=8), "positive ints"),
+  ],
+)
+def test_bad_naflex_fields_are_named(digits_config, naflex, match):
+  digits_config.naflex = naflex
+  with pytest.raises(ValueError, match=match):
+    config.resolve(digits_config)
+
+
+def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir):
+  cfg = vit_digits.get_config("small=1")
+  with cfg.unlocked():
+    cfg.data.data_dir = digits_dir
+    cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
+    cfg.total_steps, cfg.eval_every, cfg.mesh.data = 6, 6, 1
+    cfg.task.label_smoothing = 0.0
+  result = trainer.train_and_evaluate(cfg, str(tmp_path), devices=jax.devices()[:1])
+  assert np.isfinite(result["eval"]["loss"]) and 0 <= result["eval"]["accuracy"] <= 1
+  with cfg.unlocked():
+    cfg.model.patch_size = 4
+  with pytest.raises(ValueError, match="naflex.patch"):
+    trainer.train_and_evaluate(cfg, str(tmp_path / "bad"), devices=jax.devices()[:1])
