@@ -220,3 +220,17 @@ def test_module_resample_options_are_checked():
     EmbedND(dim=4, grid_shape=(3, 4), align_corners="yes")
   with pytest.raises(ValueError, match="init_std"):
     RelativeBias2D(grid_shape=(3, 4), init_std=0.0)
+
+
+def test_video_tables_resample_on_a_3d_grid():
+  """(T, H, W) grids: the full table and the per-axis tables resample along every axis."""
+  full = Embed1D(dim=8, grid_shape=(2, 3, 4))
+  params = full.init(jax.random.key(0), (2, 3, 4), method="grid")
+  assert full.apply(params, (4, 3, 4), method="grid").shape == (48, 8)
+  same = full.apply(params, (2, 3, 4), method="grid")
+  np.testing.assert_array_equal(same, params["params"]["table"])
+  axes = EmbedND(dim=12, grid_shape=(2, 3, 4))
+  params = axes.init(jax.random.key(0), (2, 3, 4), method="grid")
+  table = axes.apply(params, (4, 6, 4), method="grid").reshape(4, 6, 4, 12)  # T, H doubled
+  width = params["params"]["table_2"]  # [4, 4]: W is unchanged, so its rows are kept
+  np.testing.assert_allclose(table[..., 8:], np.broadcast_to(width, (4, 6, 4, 4)), atol=1e-6)
