@@ -92,8 +92,12 @@ def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[s
   grid is whole patches and at most `max_tokens` is kept as it is, any other is resized
   (bilinear, antialiased) to `naflex_size`; padding tokens are zeros at cell (0, 0)."""
   patch = tuple(patch)
+  if not images:
+    raise ValueError("pack: give at least one image.")
   out = {
-    "patches": np.zeros((len(images), max_tokens, math.prod(patch) * images[0].shape[-1])),
+    "patches": np.zeros(
+      (len(images), max_tokens, math.prod(patch) * images[0].shape[-1]), np.float32
+    ),
     "index": np.zeros((len(images), max_tokens, 2), np.int32),
     "shape": np.zeros((len(images), 2), np.int32),
     "valid": np.zeros((len(images), max_tokens), bool),
@@ -110,7 +114,6 @@ def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[s
     cells = np.stack(np.meshgrid(*map(np.arange, grid), indexing="ij"), -1).reshape(-1, 2)
     out["patches"][b, :n] = patchify(image, patch)
     out["index"][b, :n], out["shape"][b], out["valid"][b, :n] = cells, grid, True
-  out["patches"] = out["patches"].astype(np.float32)
   return out
 
 

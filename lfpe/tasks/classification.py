@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lfpe import encodings
 from lfpe.data import get_spec
 from lfpe.tasks import mixing
 from lfpe.tasks.base import model_family
@@ -90,6 +91,16 @@ class Classification:
         raise ValueError(
           "config.task.mixup_alpha / cutmix_alpha mix whole images, which packed batches "
           "(config.data.naflex) do not hold; set them to 0."
+        )
+      if encodings.kind(config.model.posemb) in ("bias", "logits"):
+        raise ValueError(
+          f"config.model.posemb={config.model.posemb!r} indexes one grid's offsets, so it "
+          "cannot take packed batches (config.data.naflex); use an absolute or rotary one."
+        )
+      if config.model.get("coord_augment"):
+        raise ValueError(
+          "config.model.coord_augment is not applied to packed batches (config.data.naflex);"
+          " set it to None."
         )
     for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
       try:

@@ -65,3 +65,21 @@ def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir
     cfg.model.patch_size = 4
   with pytest.raises(ValueError, match="naflex.patch"):
     trainer.train_and_evaluate(cfg, str(tmp_path / "bad"), devices=jax.devices()[:1])
+
+
+@pytest.mark.parametrize(
+  ("field", "value", "match"),
+  [
+    ("model.posemb", "rel_bias_2d", "one grid's offsets"),
+    ("model.coord_augment", {"shift": 0.1}, "coord_augment"),
+    ("task.mixup_alpha", 0.2, "mixup_alpha"),
+  ],
+)
+def test_what_packed_batches_cannot_take_is_refused_before_training(tmp_path, field, value, match):
+  cfg = vit_digits.get_config("small=1")
+  with cfg.unlocked():
+    cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
+    section, name = field.split(".")
+    cfg[section][name] = value
+  with pytest.raises(ValueError, match=match):
+    trainer.train_and_evaluate(cfg, str(tmp_path), devices=jax.devices()[:1])
