@@ -102,10 +102,11 @@ class AbsoluteEncoding(Checked):
     """The coordinates `grid_coords(shape[b])` gives at the cells `index` (see `packed`)."""
     shape = jnp.asarray(shape)[:, None, :]  # [B, 1, M]
     if self.flatten:  # the raster index in the example's own grid
-      flat = index[..., :1] * 0
-      for axis in range(index.shape[-1]):
-        flat = flat * shape[..., axis : axis + 1] + index[..., axis : axis + 1]
-      return coords_lib.values(flat, jnp.prod(shape, axis=-1, keepdims=True), self.coords_mode)
+      flat = index[..., 0]
+      for axis in range(1, index.shape[-1]):
+        flat = flat * shape[..., axis] + index[..., axis]
+      cells = jnp.prod(shape, axis=-1, keepdims=True)  # [B, 1, 1]
+      return coords_lib.values(flat[..., None], cells, self.coords_mode)
     return coords_lib.values(index, shape, self.coords_mode)
 
 

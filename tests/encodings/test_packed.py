@@ -30,3 +30,19 @@ def test_packed_is_the_grid_of_each_example(name):
   for b, s in enumerate(SHAPES):
     want = pos.apply(params, s, method="grid")
     np.testing.assert_allclose(got[b, : len(want)], want, rtol=1e-5, atol=1e-6, err_msg=str(s))
+
+
+@pytest.mark.parametrize(
+  ("spec", "match"),
+  [
+    ("sine_1d(resample_method='bilinear')", "resample_method=None"),
+    ("embed_2d(resample_method='bicubic_pytorch')", "no per-example version"),
+    ("embed_1d(align_corners=True)", "half-pixel centres"),
+  ],
+)
+def test_what_has_no_per_example_version_says_so(spec, match):
+  pos = encodings.build(spec, dim=16, grid_shape=SHAPES[0])
+  params = pos.init(jax.random.key(0), SHAPES[0], method="grid")
+  index, shape = packed_index(SHAPES, 36)
+  with pytest.raises(ValueError, match=match):
+    pos.apply(params, index, shape, method="packed")
