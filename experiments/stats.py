@@ -50,6 +50,23 @@ def minimum_detectable(half_width: float, dof: float, power: float = 0.8) -> flo
   return float((stats.t.ppf(0.975, dof) + stats.t.ppf(power, dof)) * se)
 
 
+def seeds_needed(paired_sd: float, difference: float, power: float = 0.8, most: int = 1000) -> int:
+  """The fewest seeds n (>= 2) whose paired comparison detects `difference` (same units as
+  `paired_sd`, the sd of per-seed differences a pilot measured) with probability `power` at
+  5 % two-sided: the smallest n with `minimum_detectable` = (t_0.975 + t_power)·sd/√n <=
+  `difference` (Student t with n − 1 degrees of freedom). ValueError past `most`."""
+  if paired_sd < 0 or difference <= 0:
+    raise ValueError(f"seeds_needed: paired_sd={paired_sd} >= 0 and difference={difference} > 0.")
+  for n in range(2, most + 1):
+    half = stats.t.ppf(0.975, n - 1) * paired_sd / np.sqrt(n)  # the 95 % half-width at n
+    if minimum_detectable(half, n - 1, power) <= difference:
+      return n
+  raise ValueError(
+    f"seeds_needed: more than {most} seeds for {difference} at paired sd {paired_sd}; "
+    "the task must change, not the seed count."
+  )
+
+
 VERDICTS = ("reproduced", "contradicted", "unresolved")
 
 

@@ -129,3 +129,16 @@ def test_holm_adjusts_directional_claims_step_down_and_leaves_equivalence_alone(
     "reproduced (not adjusted)",
     "unresolved",
   ]
+
+
+def test_seeds_needed_is_the_first_n_whose_detectable_difference_fits():
+  from experiments.stats import minimum_detectable, seeds_needed  # noqa: PLC0415
+
+  n = seeds_needed(paired_sd=3.0, difference=2.0)
+  mdd = lambda k: minimum_detectable(stats.t.ppf(0.975, k - 1) * 3.0 / np.sqrt(k), k - 1)
+  assert mdd(n) <= 2.0 < mdd(n - 1)
+  # the normal approximation (z_0.975 + z_0.8)² sd² / d² = 17.7 is a lower bound
+  assert 18 <= n <= 22
+  assert seeds_needed(paired_sd=0.0, difference=1.0) == 2
+  with pytest.raises(ValueError, match="the task must change"):
+    seeds_needed(paired_sd=30.0, difference=0.1, most=50)
