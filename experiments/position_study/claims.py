@@ -111,6 +111,17 @@ TESTED = (
     paper_value=45.83,
   ),
   _table(
+    "absolute",
+    "rel_attn_2d",
+    "none",
+    "relative attention stays near chance on absolute location (54.02 vs 49.79 %): the arm "
+    "the thesis says fails, against no position",
+    "Table 3",
+    direction=0,
+    control=("absolute/fourier", "absolute/none"),
+    paper_value=4.23,
+  ),
+  _table(
     "color_shift",
     "fourier",
     "sine_2d",
