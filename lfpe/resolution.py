@@ -108,7 +108,7 @@ def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[s
     aligned = all(s % p == 0 for s, p in zip(image.shape[:2], patch, strict=True))
     if not aligned or math.prod(grid) > max_tokens:
       hw = naflex_size(image.shape[:2], patch, max_tokens)
-      image = np.asarray(jax.image.resize(image, (*hw, image.shape[-1]), "bilinear"))
+      image = np.asarray(resize_batch(image[None], hw, "bilinear")[0])
       grid = [s // p for s, p in zip(hw, patch, strict=True)]
     n = math.prod(grid)
     cells = np.stack(np.meshgrid(*map(np.arange, grid), indexing="ij"), -1).reshape(-1, 2)

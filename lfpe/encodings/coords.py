@@ -39,20 +39,19 @@ def axis_values(n: int, mode: str) -> np.ndarray:
   """The `n` coordinate values of one axis in `mode`, float32 `[n]`."""
   if mode not in MODES:
     raise ValueError(f"mode={mode!r} is not a coordinate mode; use one of {MODES}.")
-  idx = np.arange(n, dtype=np.float32)
-  if mode == "index":
-    return idx
-  unit = idx / max(n - 1, 1)
-  return unit if mode == "unit" else 2.0 * unit - 1.0
+  return values(np.arange(n, dtype=np.float32), n, mode)
 
 
-def values(index: jnp.ndarray, n: jnp.ndarray, mode: str) -> jnp.ndarray:
-  """`axis_values(n, mode)[index]` for traced `index` and axis lengths `n` (broadcast): the
-  coordinates of cells of per-example grids (packed batches), float32."""
-  index, n = jnp.asarray(index, jnp.float32), jnp.asarray(n, jnp.float32)
+def values(index, n, mode: str):
+  """The coordinates in `mode` of cells `index` of axes of `n` cells (broadcast), float32:
+  numpy in, numpy out (a static grid, `axis_values`); jax in, jax out (traced per-example
+  grids of packed batches)."""
+  static = all(isinstance(a, (np.ndarray, np.generic, int, float)) for a in (index, n))
+  xp = np if static else jnp
+  index, n = xp.asarray(index, xp.float32), xp.asarray(n, xp.float32)
   if mode == "index":
     return index
-  unit = index / jnp.maximum(n - 1.0, 1.0)
+  unit = index / xp.maximum(n - 1.0, 1.0)
   return unit if mode == "unit" else 2.0 * unit - 1.0
 
 

@@ -176,7 +176,7 @@ class Sine1D(_Sine, nn.Module):
         f"{type(self).__name__}: resample_method={self.resample_method!r} resizes the "
         "training grid's table, which packed batches do not; use resample_method=None."
       )
-    return self(self.packed_coords(index, shape))
+    return super().packed(index, shape)
 
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
     """`[prod(shape), D]`: the new grid's raster indices, or with `resample_method` the

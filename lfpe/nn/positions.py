@@ -167,15 +167,13 @@ class PositionSource(Checked, nn.Module):
     if kind == "rotary":
       grid = self.encoding.grid_coords(grid_shape)  # [N, M]
       grid = self._augment(grid, grid_shape) if augmenting else grid
-      shape = tuple(grid_shape)
-      rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], grid, shape)], axis=1)
-      return {"rope": rope}
+      return self._rope(grid, tuple(grid_shape))
     return {}
 
   def _packed(self, index: Array, shape: Array, *, train: bool) -> dict[str, Any]:
     """The hooks of a packed batch (`__call__`): absolute tables and rotary coordinates per
     example; relative tables, which index one grid's offsets, are refused."""
-    kind, p = self.encoding.kind, self.num_prefix
+    kind = self.encoding.kind
     if train and self.coord_augment:
       raise ValueError(
         "coord_augment: packed batches (several grids in one batch) are not augmented; set "
@@ -184,9 +182,7 @@ class PositionSource(Checked, nn.Module):
     if kind == "absolute":
       return self._hooks(self.encoding.packed(index, shape))
     if kind == "rotary":
-      coords = self.encoding.packed_coords(index, shape)  # [B, L, M]
-      rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], coords)], axis=1)
-      return {"rope": rope}
+      return self._rope(self.encoding.packed_coords(index, shape))  # coords [B, L, M]
     if kind == "none":
       return {}
     raise ValueError(
@@ -194,6 +190,13 @@ class PositionSource(Checked, nn.Module):
       "one grid, so it cannot take packed batches of several grids; use an absolute or "
       "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...)."
     )
+
+  def _rope(self, coords: Array, shape: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """The rotary hook: the grid tokens rotated by `coords` (`[N, M]` or `[B, N, M]`; `shape`
+    the grid, for policies that read its length), the prefix tokens left as they are."""
+    p = self.num_prefix
+    rope = lambda x: jnp.concatenate([x[:, :p], self.encoding(x[:, p:], coords, shape)], axis=1)
+    return {"rope": rope}
 
   def _augment(self, coords: Array, grid_shape: Sequence[int]) -> Array:
     options = encodings.coords.check_augment(self.coord_augment, "coord_augment")
