@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import Any
 
 import jax
 import numpy as np
@@ -40,7 +41,7 @@ from experiments import cli, runs, sweeps
 from experiments.layout import report
 from experiments.layout.report import slug
 from experiments.runs import for_run
-from lfpe import encodings
+from lfpe import encodings, errors
 from lfpe.data import builders, screens
 from lfpe.models import layout, layout_decode
 from lfpe.train import trainer
@@ -119,10 +120,22 @@ def score(run: runs.Run, summary: dict) -> dict:
   }
 
 
+def restored(row: str, args: argparse.Namespace) -> tuple[Any, Any]:
+  """`row` seed 0's program and trained variables. A run whose entry is recorded but whose
+  workdir is not here (the first edition's, trained on another machine) is trained again from
+  its config and seed first, and said so."""
+  config, path = load_config(row, 0, args), workdir(row, 0, args)
+  try:
+    return trainer.restore(config, path)
+  except errors.WorkdirError:
+    print(f"{path}: no checkpoint here; training {row} seed 0 again for the checks", flush=True)
+    trainer.train_and_evaluate(config, path)
+    return trainer.restore(config, path)
+
+
 def box_encoding_params(row: str, args: argparse.Namespace) -> tuple[dict, dict]:
   """`row` seed 0's box-encoding parameters at initialisation and after training."""
-  config = load_config(row, 0, args)
-  prog, trained = trainer.restore(config, workdir(row, 0, args))
+  prog, trained = restored(row, args)
   initial = prog.init_state().variables()  # the trainer's init: same program, same seed
   return tuple(jax.device_get(v["params"]["box_encoding"]) for v in (initial, trained))
 
@@ -157,7 +170,7 @@ def example_caption(args: argparse.Namespace) -> tuple[dict, np.ndarray]:
   """The first unseen test screen, `EXAMPLE_ROW` seed 0's greedy caption of its target and
   the references; and the screen drawn (`screens.render`)."""
   config = load_config(EXAMPLE_ROW, 0, args)
-  prog, variables = trainer.restore(config, workdir(EXAMPLE_ROW, 0, args))
+  prog, variables = restored(EXAMPLE_ROW, args)
   source = builders.data_source(config.data.name, "test", config.data.data_dir)
   index = next(i for i in range(len(source)) if source[i]["unseen"])
   example = source[index]

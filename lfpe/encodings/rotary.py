@@ -41,6 +41,14 @@ chooses how RoPE meets it:
   (1 − γ)·f/s + γ·f, γ = clip((r − alpha)/(beta − alpha), 0, 1) (interpolated where it
   repeats less than alpha times in L, kept where more than beta times), and the rotated q
   and k are multiplied by 0.1·ln(s) + 1 (s: the larger axis factor). `axial` only.
+
+`coords_mode='dinov3'` reads DINOv3's coordinates instead of indices (Siméoni et al. 2025,
+`RopePositionEmbedding`, `normalize_coords='separate'`): pixel centres normalised per axis,
+c = (i + 0.5)/n · 2 − 1 in [−1, 1], times 2π, so that with θ = 100 the angle of pair k is
+DINOv3's 2π·c / 100^(4k/d) (its `base` 100). Every grid then spans the same range, finer
+at a larger size (interpolation by construction), so `scaling` stays `none`. DINOv3 rotates
+halves (`rope_rotate_half`) where Heo and lfpe rotate adjacent pairs: a fixed permutation of
+the head's channels, the same function of the positions.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.base import Registration, check_divisible, check_last_dim, check_positive
 
 MODES = ("axial", "mixed")
+COORDS_MODES = ("index", "dinov3")
 SCALINGS = ("none", "pi", "ntk", "yarn")
 THETA = {"axial": 100.0, "mixed": 10.0}  # Heo et al.'s defaults
 
@@ -110,6 +119,11 @@ def mixed_freqs_init(theta: float):
   return init
 
 
+def dinov3_coords(index: jnp.ndarray, n: jnp.ndarray) -> jnp.ndarray:
+  """DINOv3's coordinates of cells `index` on axes of `n` cells: 2π·((i + 0.5)/n · 2 − 1)."""
+  return 2 * math.pi * ((index + 0.5) / n * 2.0 - 1.0)
+
+
 def rope(x: jnp.ndarray, coords: jnp.ndarray, freqs: jnp.ndarray) -> jnp.ndarray:
   """Rotate `x [B, N, heads, d]` by positions `coords [N, M]` (or per example, `[B, N, M]`:
   packed batches) and `freqs [M, heads|1, d/2]`."""
@@ -127,7 +141,8 @@ class Rotary2D(Checked, nn.Module):
 
   `coords` are (y, x) positions, normally `grid_coords(shape)` (integer indices). `mode` is
   `axial` or `mixed` (needs `num_heads`); `theta` defaults to Heo's 100 / 10. `scaling`
-  (`none`, `pi`, `ntk`) is the policy at a grid other than `grid_shape` (module docstring).
+  (`none`, `pi`, `ntk`, `yarn`) is the policy at a grid other than `grid_shape`;
+  `coords_mode` (`index`, `dinov3`) the coordinates it reads (module docstring).
   """
 
   head_dim: int | None = None
@@ -139,6 +154,7 @@ class Rotary2D(Checked, nn.Module):
   ntk_factor: float | None = None
   yarn_alpha: float = 1.0
   yarn_beta: float = 32.0
+  coords_mode: str = "index"
 
   kind: ClassVar[str] = "rotary"
 
@@ -160,6 +176,15 @@ class Rotary2D(Checked, nn.Module):
       check_positive("theta", self.theta, owner)
     if self.scaling not in SCALINGS:
       raise ValueError(f"{owner}: unknown scaling={self.scaling!r}; use one of {SCALINGS}.")
+    if self.coords_mode not in COORDS_MODES:
+      raise ValueError(
+        f"{owner}: unknown coords_mode={self.coords_mode!r}; use one of {COORDS_MODES}."
+      )
+    if self.coords_mode == "dinov3" and self.scaling != "none":
+      raise ValueError(
+        f"{owner}: coords_mode='dinov3' keeps every grid in [-1, 1] (interpolation by "
+        f"construction); scaling={self.scaling!r} rescales index coordinates. Drop one."
+      )
     if self.scaling in ("ntk", "yarn") and self.mode != "axial":
       raise ValueError(
         f"{owner}: scaling={self.scaling!r} rescales fixed frequencies and mode={self.mode!r} "
@@ -190,8 +215,11 @@ class Rotary2D(Checked, nn.Module):
 
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
     """Index (y, x) coordinates of a row-major grid, `[prod(shape), 2]`; with `scaling='pi'`
-    each axis of length L' is scaled by L / L' (L: the training grid's length)."""
+    each axis of length L' is scaled by L / L' (L: the training grid's length); with
+    `coords_mode='dinov3'`, DINOv3's normalised ones (`dinov3_coords`)."""
     grid = coords_lib.grid(shape, "index")
+    if self.coords_mode == "dinov3":
+      return dinov3_coords(grid, jnp.asarray(shape, jnp.float32))
     if self.scaling != "pi":
       return grid
     return grid * jnp.asarray([t / n for t, n in zip(self.grid_shape, shape, strict=True)])
@@ -200,6 +228,8 @@ class Rotary2D(Checked, nn.Module):
     """`grid_coords(shape[b])` at the cells `index [B, L, 2]` of per-example grids
     (`shape [B, 2]`: packed batches): `none` and `pi` only (NTK and YaRN rescale θ per grid)."""
     index = jnp.asarray(index, jnp.float32)
+    if self.coords_mode == "dinov3":
+      return dinov3_coords(index, jnp.asarray(shape, jnp.float32)[:, None, :])
     if self.scaling == "none":
       return index
     if self.scaling == "pi":

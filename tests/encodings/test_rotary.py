@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from lfpe.encodings import coords as coords_lib
 from lfpe.encodings.rotary import Rotary2D, axial_freqs
 
 HEADS, D = 2, 8
@@ -70,6 +71,37 @@ def test_axial_equals_hand_written_numpy_rotation():
   np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
+def _dinov3_rope(x: np.ndarray, h: int, w: int, base: float = 100.0) -> np.ndarray:
+  """DINOv3's RopePositionEmbedding (separate normalisation, no augmentation) and rope_apply
+  on `x [N, D]`, written from its equations: periods base^(2k/(D/2)), rotate-half layout."""
+  d = x.shape[-1]
+  periods = base ** (2 * np.arange(d // 4) / (d // 2))
+  ch, cw = (np.arange(0.5, h) / h), (np.arange(0.5, w) / w)
+  coords = 2 * np.stack(np.meshgrid(ch, cw, indexing="ij"), -1).reshape(-1, 2) - 1
+  angles = (2 * np.pi * coords[:, :, None] / periods).reshape(len(coords), -1)
+  angles = np.concatenate([angles, angles], -1)
+  half = np.concatenate([-x[:, d // 2 :], x[:, : d // 2]], -1)
+  return x * np.cos(angles) + half * np.sin(angles)
+
+
+def test_dinov3_coords_equal_dinov3_rope_up_to_its_channel_layout():
+  h, w, d = 3, 5, 16
+  x = np.random.default_rng(3).normal(size=(h * w, d))
+  # lfpe's channel c is DINOv3's perm[c]: lfpe pair i (x on the first d/4, y after) is
+  # DINOv3's rotate-half pair (j, j + d/2), j = d/4 + i (x) or i - d/4 (y): y comes first.
+  pairs = [d // 4 + i if i < d // 4 else i - d // 4 for i in range(d // 2)]
+  perm = np.ravel([[j, j + d // 2] for j in pairs])
+  module = Rotary2D(head_dim=d, coords_mode="dinov3")  # theta 100: DINOv3's base
+  got = module.apply({}, jnp.asarray(x[:, perm])[None, :, None], module.grid_coords((h, w)))
+  np.testing.assert_allclose(got[0, :, 0], _dinov3_rope(x, h, w)[:, perm], rtol=1e-5, atol=1e-5)
+  # any grid spans ±2π(1 - 1/n), finer when larger; packed batches read the same coordinates
+  wide = np.asarray(module.grid_coords((6, 10)))
+  np.testing.assert_allclose(wide.max(0), 2 * np.pi * (1 - 1 / np.array([6, 10])), rtol=1e-6)
+  index = coords_lib.grid((h, w), "index")[None]
+  packed = module.packed_coords(index, jnp.asarray([[h, w]]))
+  np.testing.assert_allclose(packed[0], module.grid_coords((h, w)), rtol=1e-6)
+
+
 def test_mixed_with_axial_frequencies_equals_axial():
   x, pos = _random(1, 12, HEADS, D, seed=7), Rotary2D(head_dim=D).grid_coords((3, 4))
   freqs = jnp.broadcast_to(axial_freqs(D, 100.0), (2, HEADS, D // 2))
@@ -111,6 +143,8 @@ def test_grid_coords_are_row_major_indices():
     (dict(head_dim=8, mode="spiral"), "mode.*axial"),
     (dict(head_dim=8, mode="mixed"), "num_heads"),
     (dict(head_dim=8, theta=-1.0), "theta"),
+    (dict(head_dim=8, coords_mode="unit"), "coords_mode.*dinov3"),
+    (dict(head_dim=8, coords_mode="dinov3", scaling="pi", grid_shape=(4, 4)), "Drop one"),
   ],
 )
 def test_bad_config_raises(kwargs, match):

@@ -2,6 +2,7 @@
 
 import json
 import math
+import shutil
 
 import pytest
 
@@ -44,3 +45,9 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   again = run.main(["--quick", "--tune", f"--out={tmp_path}"])  # resumes: nothing retrained
   # Compared as JSON text: a metric may be NaN, and NaN != NaN.
   assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)
+  # A record kept without its workdirs (the first edition's, trained elsewhere): the checks'
+  # seed-0 runs train again from their configs, and check the same.
+  shutil.rmtree(tmp_path / "runs" / report.slug("Embed-4D") / "0")
+  third = run.main(["--quick", "--tune", f"--out={tmp_path}"])
+  assert third["checks"]["embed_4d_held_out"] == out["checks"]["embed_4d_held_out"]
+  assert (tmp_path / "runs" / report.slug("Embed-4D") / "0" / "summary.json").exists()
