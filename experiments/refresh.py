@@ -52,8 +52,8 @@ def _position_study(out: pathlib.Path) -> None:
   report.write(_load(out), str(out))
 
 
-def _resolution(out: pathlib.Path) -> None:
-  from experiments.resolution import report  # noqa: PLC0415
+def _resolution_redgreen(out: pathlib.Path) -> None:
+  from experiments.resolution_redgreen import report  # noqa: PLC0415
 
   report.write(_load(out), str(out))
 
@@ -77,7 +77,7 @@ RECORDS: dict[str, Callable[[pathlib.Path], None]] = {
   "generation": _generation,
   "layout": _layout,
   "position_study": _position_study,
-  "resolution": _resolution,
+  "resolution_redgreen": _resolution_redgreen,
   "similarity": _similarity,
 }
 

@@ -173,8 +173,8 @@ FAMILIES = (
     label=str,
   ),
   Family(
-    "change of resolution (trained 32 px, tested 64 px)",
-    "resolution",
+    "change of resolution (first edition, red-green squares: trained 32 px, tested 64 px)",
+    "resolution_redgreen",
     "accuracy at 64 px (points), `direction`",
     "sine_2d unit",
     _resolution("64"),

@@ -1,8 +1,10 @@
-"""The resolution benchmark's leaderboard, plot and claims.json, from results.json.
+"""The resolution benchmark's leaderboard, sweep, plot and claims.json, from results.json.
 
-Cells are test accuracy (%) as mean ± 95 % Student-t interval over seeds. Claims compare
-accuracy at twice the training size, paired by seed (seed s of every arm shares its data
-order), and the control compares the best arm with `none` at the training size.
+Cells are test accuracy (%) as mean ± 95 % Student-t interval over seeds, read two ways:
+every arm at its defaults, and every arm at the knob value its sweep chose (`run.py`: the
+same budget and rule for each). Claims compare accuracy at 2x and 3x the training size,
+paired by seed (seed s of every arm trains on the same data order), and the control
+compares the best arm with `none` at the training size.
 """
 
 from __future__ import annotations
@@ -13,120 +15,192 @@ import os
 import numpy as np
 
 from experiments import claims as claims_table
-from experiments import stats
+from experiments import stats, sweeps
 from experiments.resolution import plan
+from lfpe import encodings
 
-DOUBLE = str(2 * plan.TRAIN_SIZE)
+RULE = "the best mean validation accuracy at 64 px (the first 2,000 training scenes)"
+READINGS = {"defaults": "every arm at its defaults", "tuned": "every arm at its chosen knob"}
 
-# (paper, item, claim, (arm, policy) a, (arm, policy) b): a keeps more accuracy at 2x than b.
+# (paper, item, claim, (arm, policy) a, (arm, policy) b): a keeps more accuracy than b.
 PUBLISHED = (
   (
     "rope-vit",
     "Heo et al. 2024, Fig. 3",
-    "RoPE-Mixed degrades less than RoPE-Axial when the test size doubles",
+    "RoPE-Mixed extrapolates better than RoPE-Axial",
     ("rope_mixed", "extrapolate"),
     ("rope_axial", "extrapolate"),
   ),
   (
     "rope-vit",
     "Heo et al. 2024, Fig. 3",
-    "RoPE-Mixed degrades less than an interpolated learned table when the test size doubles",
+    "RoPE-Mixed extrapolated beats the interpolated 2-D table (APE, PyTorch bicubic)",
     ("rope_mixed", "extrapolate"),
-    ("embed_2d", "bicubic"),
+    ("embed_1d", "bicubic_pytorch"),
+  ),
+  (
+    "rope-vit",
+    "Heo et al. 2024, Fig. 3",
+    "RoPE-Axial extrapolated beats the interpolated 2-D table (APE, PyTorch bicubic)",
+    ("rope_axial", "extrapolate"),
+    ("embed_1d", "bicubic_pytorch"),
   ),
   (
     "002",
-    "Table 2",
-    "Learnable-Fourier extrapolates better than Embed-2D to an unseen size",
-    ("fourier unit", "extrapolate"),
-    ("embed_2d", "bicubic"),
+    "Table 2 (unseen sizes, raw positions)",
+    "Learnable-Fourier+MLP generalises to unseen sizes better than Embed-2D",
+    ("fourier", "extrapolate"),
+    ("embed_2d", "bicubic_pytorch"),
   ),
   (  # rope-vit extrapolates at a new size; PI per axis is lfpe's (rotary-embedding-torch's)
     "PI",
     "Chen et al. 2023, applied per axis by lfpe",
-    "position interpolation helps RoPE-Axial at twice the size",
+    "position interpolation helps RoPE-Axial",
     ("rope_axial", "pi"),
     ("rope_axial", "extrapolate"),
   ),
   (
-    "DINOv3",
-    "RoPE box jitter",
-    "coordinate augmentation helps RoPE-Axial at twice the size",
-    ("rope_axial +aug", "extrapolate"),
+    "NTK",
+    "bloc97 2023, per axis by lfpe",
+    "NTK-aware scaling helps RoPE-Axial",
+    ("rope_axial", "ntk"),
     ("rope_axial", "extrapolate"),
+  ),
+  (
+    "YaRN",
+    "Peng et al. 2023, per axis by lfpe",
+    "NTK-by-parts with YaRN's temperature helps RoPE-Axial",
+    ("rope_axial", "yarn"),
+    ("rope_axial", "extrapolate"),
+  ),
+  (
+    "DINOv3",
+    "Siméoni et al. 2025, RoPE on normalised coordinates, rescale 2",
+    "DINOv3's RoPE recipe holds up at other sizes better than RoPE-Axial on indices",
+    ("rope_axial dinov3", "extrapolate"),
+    ("rope_axial", "extrapolate"),
+  ),
+  (
+    "lfpe",
+    "mixed-resolution training",
+    "training at mixed sizes (48-96 px) helps RoPE-Mixed",
+    ("rope_mixed mixed-res", "extrapolate"),
+    ("rope_mixed", "extrapolate"),
   ),
 )
 
 
-TUNED = stats.AT_DEFAULTS + " (`fourier index` at γ = 0.25, set by hand), nothing swept"
+def validation_accuracy(entry: dict) -> float:
+  return entry["validation"]
 
 
-def cells(results: dict) -> dict:
-  """`{task: {(arm, policy): {size: [accuracy per seed, in seed order]}}}`."""
-  out = collections.defaultdict(
-    lambda: collections.defaultdict(lambda: collections.defaultdict(dict))
-  )
-  for entry in results["runs"].values():
-    for policy, by_size in entry["scores"].items():
-      for size, acc in by_size.items():
-        out[entry["task"]][(entry["arm"], policy)][size][entry["seed"]] = acc
+def sweep(results: dict) -> dict[str, dict[float, list[float]]]:
+  """{arm slug: {knob value: [validation accuracy per seed]}}."""
+  return sweeps.scores(results, validation_accuracy)
+
+
+def chosen(results: dict) -> dict[str, float]:
+  """The shared rule, per arm swept: the knob value with the best mean validation accuracy."""
+  return sweeps.choose(sweep(results), higher_is_better=True)
+
+
+def cells(results: dict, at: str) -> dict:
+  """`{(arm, policy): {size: [accuracy per seed, in seed order]}}` of the runs `at`
+  "defaults" or "tuned" (`sweeps.runs_at`)."""
+  picks = chosen(results)
+  out = collections.defaultdict(lambda: collections.defaultdict(dict))
+  for arm in plan.arms():
+    for entry in sweeps.runs_at(results, arm.slug, picks, at):
+      for policy, by_size in entry["scores"].items():
+        for size, acc in by_size.items():
+          out[(arm.name, policy)][size][entry["seed"]] = acc
   return {
-    task: {
-      row: {size: [s[k] for k in sorted(s)] for size, s in by_size.items()}
-      for row, by_size in rows.items()
-    }
-    for task, rows in out.items()
+    row: {size: [s[k] for k in sorted(s)] for size, s in by_size.items()}
+    for row, by_size in out.items()
   }
 
 
 def leaderboard(results: dict) -> str:
-  """Markdown: per task, one row per (arm, policy), one column per test size."""
+  """Markdown: per reading, aligned and unaligned sizes apart; one row per (arm, policy)."""
   parts = []
-  for task, rows in cells(results).items():
-    sizes = sorted({int(s) for r in rows.values() for s in r})
+  for at, reading in READINGS.items():
+    rows = cells(results, at)
+    if not rows:
+      continue
     n = max(len(v) for r in rows.values() for v in r.values())
-    head = "| arm | policy | " + " | ".join(f"{s} px" for s in sizes) + " |"
-    lines = [
-      f"### {task} (test accuracy %, mean ± 95 % CI over {n} seeds; trained at "
-      f"{plan.TRAIN_SIZE} px)",
-      "",
-      head,
-      "|---|---|" + "---|" * len(sizes),
-    ]
-    for (arm, policy), by_size in rows.items():
-      values = [
-        stats.fmt(by_size.get(str(s), []), scale=100) if str(s) in by_size else "-" for s in sizes
+    present = {int(size) for by_size in rows.values() for size in by_size}
+    for kind, every in (("aligned", plan.ALIGNED), ("unaligned", plan.UNALIGNED)):
+      sizes = [s for s in every if s in present]
+      if not sizes:
+        continue
+      lines = [
+        f"### {reading}, {kind} sizes (test accuracy %, mean ± 95 % CI over {n} seeds; "
+        f"trained at {plan.TRAIN_SIZE} px)",
+        "",
+        "| arm | policy | " + " | ".join(f"{s} px" for s in sizes) + " |",
+        "|---|---|" + "---|" * len(sizes),
       ]
-      lines.append(f"| {arm} | {policy} | " + " | ".join(values) + " |")
-    parts.append("\n".join(lines))
+      for (arm, policy), by_size in rows.items():
+        values = [
+          stats.fmt(by_size[str(s)], scale=100) if str(s) in by_size else "-" for s in sizes
+        ]
+        lines.append(f"| {arm} | {policy} | " + " | ".join(values) + " |")
+      parts.append("\n".join(lines))
   return "\n\n".join(parts) + "\n"
 
 
+def sweep_table(results: dict) -> str:
+  """The sweep: validation accuracy per knob value, the choice marked (empty without one)."""
+  by_arm = sweep(results)
+  if not by_arm:
+    return ""
+  spec = lambda slug: next(
+    e["posemb"] for k, e in results.items() if k.startswith(f"sweep/{slug}/")
+  )
+  names = {a.slug: a.name for a in plan.arms()}
+  lines = sweeps.table(
+    by_arm,
+    chosen(results),
+    columns=("arm (knob)", "validation accuracy (%)"),
+    name=lambda slug: f"{names[slug]} ({encodings.knob(spec(slug))[0]})",
+    cell=lambda v: stats.fmt(v, scale=100),
+    scale=100,
+    knob="knob",
+  )
+  return f"### The sweep ({RULE})\n\n" + "\n".join(lines) + "\n"
+
+
 def claims(results: dict) -> list[dict]:
-  """claims.json: the control and `PUBLISHED`, per task, where both cells were run."""
+  """claims.json: per reading, the control, then `PUBLISHED` at each of `plan.CLAIM_SIZES`,
+  where both cells were run. The tuned reading is given only where an arm of it was swept."""
   out = []
-  train = str(plan.TRAIN_SIZE)
-  for task, rows in cells(results).items():
-    best = max((r for r in rows if r[0] != "none"), key=lambda r: np.mean(rows[r][train]))
-    tested = [
-      (
-        "lfpe",
-        "control",
-        f"position is needed on `{task}` (the control: the best arm against `none` at {train} px)",
-        best,
-        ("none", "extrapolate"),
-        train,
-      )
-    ]
-    tested += [(p, i, f"{t} (`{task}`)", a, b, DOUBLE) for p, i, t, a, b in PUBLISHED]
+  train, picks, by_arm = str(plan.TRAIN_SIZE), chosen(results), sweep(results)
+  slugs = {a.name: a.slug for a in plan.arms()}
+  for at in READINGS:
+    rows = cells(results, at)
+    scored = [r for r in rows if r[0] != "none" and train in rows[r]]
+    if not scored:
+      continue
+    best = max(scored, key=lambda r: np.mean(rows[r][train]))
+    tested = [("lfpe", "control", "position is needed: the best arm beats `none`", best,
+               ("none", "extrapolate"), train)]  # fmt: skip
+    tested += [(p, i, t, a, b, str(s)) for p, i, t, a, b in PUBLISHED for s in plan.CLAIM_SIZES]
     for paper, item, text, a, b, size in tested:
-      if a not in rows or b not in rows or size not in rows[a] or size not in rows[b]:
+      swept = [name for name, _ in (a, b) if slugs[name] in picks]
+      if at == "tuned" and not swept:
+        continue  # neither arm swept: its tuned reading is its defaults one
+      if size not in rows.get(a, {}) or size not in rows.get(b, {}):
         continue
+      ratio = int(size) / plan.TRAIN_SIZE
+      note = stats.AT_DEFAULTS
+      if at == "tuned":
+        untuned = [name for name, _ in (a, b) if name not in swept]
+        note = sweeps.tuned_note(swept, untuned, by_arm, RULE, knob="each one's knob")
       out.append(
         stats.claim(
           paper=paper,
           item=item,
-          text=text,
+          text=f"{text} at {ratio:g}x ({size} px)" + " (each tuned)" * (at == "tuned"),
           metric=f"test accuracy at {size} px (points)",
           a=" / ".join(a),
           b=" / ".join(b),
@@ -135,7 +209,7 @@ def claims(results: dict) -> list[dict]:
           paired=len(rows[a][size]) == len(rows[b][size]),
           scale=100,
           ceiling=100,
-          tuned=TUNED,
+          tuned=note,
         )
       )
   return out
@@ -145,46 +219,45 @@ def claims(results: dict) -> list[dict]:
 # control, is drawn in every panel).
 FAMILIES = (
   ("learned tables", ("embed_",)),
-  ("sinusoids and Fourier", ("sine_2d", "fourier", "learnable_sine", "mlp", "gabor")),
-  ("relative tables", ("rel_",)),
+  ("sinusoids and Fourier", ("sine_2d", "fourier")),
   ("2-D RoPE", ("rope_",)),
 )
 
 
 def plot(results: dict, path: str) -> None:
-  """Accuracy against test size: a row per task, a panel per family of encodings (the
-  control in each), 95 % bands clipped to [0, 100]."""
+  """Accuracy against test size, each arm tuned: a panel per family of encodings (the control
+  in each), 95 % bands clipped to [0, 100]; aligned sizes marked on the axis."""
   import matplotlib
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
-  tables = cells(results)
-  fig, axes = plt.subplots(
-    len(tables), len(FAMILIES), figsize=(4.2 * len(FAMILIES), 3.6 * len(tables)), squeeze=False
-  )
-  for row, (task, rows) in zip(axes, tables.items(), strict=True):
-    for ax, (family, prefixes) in zip(row, FAMILIES, strict=True):
-      drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
-      for i, (arm, policy) in enumerate(drawn):
-        by_size = rows[arm, policy]
-        sizes = sorted(int(s) for s in by_size)
-        mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
-        mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
-        color = "0.5" if arm == "none" else f"C{i % 10}"
-        style = ":" if arm == "none" else "-" if policy in ("extrapolate", "bicubic") else "--"
-        ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
-        low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
-        ax.fill_between(sizes, low, high, color=color, alpha=0.12)
-      ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
-      ax.set_xscale("log", base=2)
-      ax.set_xticks(plan.TEST_SIZES, [str(s) for s in plan.TEST_SIZES])
-      ax.minorticks_off()
-      ax.set_ylim(0, 101)
-      ax.set_title(f"{task}: {family}", fontsize=9)
-      ax.set_xlabel("test size (px; trained at 32)", fontsize=8)
-      ax.set_ylabel("test accuracy (%)", fontsize=8)
-      ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
+  rows = cells(results, "tuned")
+  fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 3.8), squeeze=False)
+  for ax, (family, prefixes) in zip(axes[0], FAMILIES, strict=True):
+    drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
+    for i, (arm, policy) in enumerate(drawn):
+      by_size = rows[arm, policy]
+      sizes = sorted(int(s) for s in by_size)
+      mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
+      mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
+      color = "0.5" if arm == "none" else f"C{i % 10}"
+      style = (
+        ":" if arm == "none" else "-" if policy in ("extrapolate", "bicubic_pytorch") else "--"
+      )
+      ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
+      ax.fill_between(sizes, np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100),
+                      color=color, alpha=0.12)  # fmt: skip
+    ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
+    ax.set_xscale("log", base=2)
+    labels = [f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES]
+    ax.set_xticks(plan.TEST_SIZES, labels)
+    ax.minorticks_off()
+    ax.set_ylim(0, 101)
+    ax.set_title(f"{family} (each arm tuned)", fontsize=9)
+    ax.set_xlabel(f"test size (px; trained at {plan.TRAIN_SIZE}; (unaligned))", fontsize=8)
+    ax.set_ylabel("test accuracy (%)", fontsize=8)
+    ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
@@ -194,7 +267,7 @@ def write(results: dict, out: str) -> None:
   """leaderboard.md, claims.json and accuracy_vs_size.png into `out` (and the README's
   `leaderboard` and `claims` blocks, when it has them)."""
   entries = claims(results)
-  board = leaderboard(results)
+  board = leaderboard(results) + "\n" + sweep_table(results)
   with open(os.path.join(out, "leaderboard.md"), "w") as f:
     f.write(board + "\n### Claims\n\n" + claims_table.markdown(entries) + "\n")
   claims_table.write(entries, out)

@@ -1,16 +1,20 @@
-"""The resolution benchmark: every encoding trained at 32 px, tested at 16-96 px (issue 23).
+"""The resolution benchmark, second edition: every encoding trained at 64 px on
+`shape_layout`, tested at 32-192 px, every arm tuned by one rule (issue 39).
 
   python -m experiments.resolution.run --quick --out=/tmp/resolution_quick  # CI, < 5 min
   python -m experiments.resolution.run --out=experiments/resolution         # the record
   python -m experiments.resolution.run --status --out=experiments/resolution
 
-Trains each arm of `plan.py` (an encoding with its training-time choices) on each red-green
-task of `--tasks` (`configs/vit_redgreen.py`: the position study's 1-block ViT), `--seeds`
-seeds, through the one trainer (one workdir per run under `--out/runs`; a re-run reads
-finished runs and resumes interrupted ones), and tests every run at each size of
-`plan.TEST_SIZES` under each policy of its arm: named evaluations of the run's config
-(`plan.evals`), run by the trainer at the last step. `report.py` writes
-`results.json` (with provenance), `leaderboard.md`, `accuracy_vs_size.png` and `claims.json`.
+First the sweep: every arm's scale knob (`lfpe.encodings.knob`: a table's init std, a
+sinusoid's temperature, Fourier's γ, RoPE's θ) over `experiments.sweeps.grid`'s values
+(widened past a leading edge by the shared rule), `--sweep-seeds` seeds each, trained on the
+training scenes but the first `plan.VALIDATION` and scored on those at 64 px (never on the
+test split); the best mean chooses. Then the record: every arm of `plan.py`, `--seeds`
+seeds, at its defaults and at its chosen value (one run when the default wins), through the
+one trainer (one workdir per run under `--out/runs`; a re-run reads finished runs and
+resumes interrupted ones), each tested at every size of `plan.TEST_SIZES` under each policy
+of its arm (named evaluations, `plan.evals`). `report.py` writes `results.json` (with
+provenance), `leaderboard.md`, `accuracy_vs_size.png` and `claims.json`.
 """
 
 from __future__ import annotations
@@ -20,55 +24,101 @@ import json
 import os
 import sys
 
-from configs import vit_redgreen
-from experiments import cli, runs
-from experiments.provenance import provenance
+from configs import vit_shape_layout
+from experiments import cli, runs, sweeps
 from experiments.resolution import plan, report
 from lfpe import encodings
-from lfpe.studies import sweep
 from lfpe.train import trainer
 
-
-def slug(text: str) -> str:
-  return text.replace(" ", "_").replace("+", "plus_")
+QUICK_SIZES = (32, 64, 128)
 
 
-def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
-  """configs/vit_redgreen.py for one arm, task and seed, with its evaluations at every test
-  size under each of the arm's policies."""
-  config = vit_redgreen.get_config(f"task={task},small={int(quick)}")
-  runs.for_run(config, seed=seed)
-  posemb = sweep.Config(task, encodings.with_options(arm.posemb, **arm.options)).model_config()
+def load_config(arm: plan.Arm, seed: int, args: argparse.Namespace, value=None, *, sweep=False):
+  """configs/vit_shape_layout.py for one arm and seed, with its encoding's knob at `value`
+  (None: the arm's own); a sweep run trains and scores on the validation split, a record run
+  is tested at every size under each of the arm's policies."""
+  config = vit_shape_layout.get_config(f"small={int(args.quick)}")
+  runs.for_run(config, seed=seed, steps=args.steps)  # warmup: at most a tenth of the run
+  spec = sweeps.at(encodings.with_options(arm.posemb, **arm.options), value)
   with config.unlocked():
-    config.model.posemb = posemb["posemb"]  # with the study's initial scales (POSITION_INIT)
+    config.model.posemb = spec
     config.model.update(arm.model)
     if len(arm.train_sizes) > 1:
       config.data.train_sizes = arm.train_sizes
-    config.evals = plan.evals(arm, config.model.posemb, test_sizes(quick))
+    config.evals = {} if sweep else plan.evals(arm, spec, test_sizes(args.quick))
+  if sweep:
+    runs.on_validation(config, 64 if args.quick else plan.VALIDATION)
   return config
 
 
 def test_sizes(quick: bool) -> tuple[int, ...]:
-  return (16, 32, 64) if quick else plan.TEST_SIZES
+  return QUICK_SIZES if quick else plan.TEST_SIZES
 
 
-def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
-  """Every (run, arm, task), seed-major: a stopped record holds whole seeds."""
-  out = []
-  for seed in range(args.seeds):
-    for task in args.tasks:
-      for arm in plan.arms(args.quick):
-        if args.arms and arm.name not in args.arms:
-          continue
-        key = f"{task}/{arm.name}/{seed}"
-        workdir = os.path.join(args.out, "runs", task, slug(arm.name), str(seed))
-        out.append((runs.Run(key, load_config(arm, task, seed, args.quick), workdir), arm, task))
-  return out
+def arm_config(args: argparse.Namespace, *, sweep: bool = False):
+  """`make(arm slug, value, seed)` of `runs.record_runs` / `runs.sweep_runs`."""
+  arms = plan.by_slug(args.quick)
+  return lambda slug, value, seed: load_config(arms[slug], seed, args, value, sweep=sweep)
 
 
-def _scored(entry: dict, name: str) -> bool:
+def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
+  """The sweep as far as `results` decide it: every arm with a knob over its grid around its
+  own value, on validation scenes, widened past a leading edge."""
+  make = arm_config(args, sweep=True)
+  grids = {slug: sweeps.grid(make(slug, None, 0).model.posemb) for slug in plan.by_slug(args.quick)}
+  return sweeps.plan(
+    lambda g: runs.sweep_runs(g, args.sweep_seeds, make, args.out),
+    {slug: grid for slug, grid in grids.items() if grid},
+    results,
+    report.validation_accuracy,
+    seeds=args.sweep_seeds,
+    higher_is_better=True,
+    widenings=1 if args.quick else sweeps.WIDENINGS,
+  )
+
+
+def planned(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run]:
+  """Every record run, seed-major: each arm at defaults and at its sweep's choice."""
+  slugs = list(plan.by_slug(args.quick))
+  return runs.record_runs(slugs, args.seeds, chosen, arm_config(args), args.out)
+
+
+def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
+  """A sweep run's validation accuracy; a record run's test accuracy at every size under each
+  policy of its arm (the trainer's own evaluation at 64 px, where every policy is the
+  identity). An evaluation the run lacks (a policy or size added later) runs on the trained
+  run; nothing retrains."""
+  slug = run.key.removeprefix("sweep/").split("/")[0]
+  arm = plan.by_slug()[slug]
+  if run.key.startswith("sweep/"):
+    accuracy = summary["eval"]["accuracy"]
+    print(f"{run.key}: validation {100 * accuracy:.1f} %", flush=True)
+    seconds = summary.get("wall_s")
+    return {"arm": arm.name, "seed": run.config.seed, "validation": accuracy, "seconds": seconds}
+  entry = entry or {"arm": arm.name, "seed": run.config.seed, "scores": {}}
+  entry.setdefault("seconds", summary.get("wall_s"))
+  metrics = {split: m for split, m in summary.items() if split.startswith("eval")}
+  missing = [name for name in run.config.evals if not _scored(entry, name, metrics)]
+  if missing:
+    metrics.update(trainer.evaluate_all(_only(run.config, missing), run.workdir))
+    print(f"{run.key}: scored {', '.join(missing)}", flush=True)
+  train = str(plan.TRAIN_SIZE)
+  at_train = metrics.get("eval", {}).get("accuracy")
+  if at_train is None:  # re-scored from its entry: the training size is already there
+    at_train = next(iter(entry["scores"].values()))[train]
+  for policy in arm.policies:
+    entry["scores"].setdefault(policy, {})[train] = at_train
+  for name in run.config.evals:
+    policy, size = name.rsplit("_", 1)
+    found = metrics.get(f"eval/{name}")
+    if found is not None:
+      entry["scores"][policy][size.removesuffix("px")] = found["accuracy"]
+  return entry
+
+
+def _scored(entry: dict, name: str, metrics: dict) -> bool:
   policy, size = name.rsplit("_", 1)
-  return size.removesuffix("px") in entry["scores"].get(policy, {})
+  return f"eval/{name}" in metrics or size.removesuffix("px") in entry["scores"].get(policy, {})
 
 
 def _only(config, names: list[str]):
@@ -84,67 +134,39 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--quick", action="store_true", help="3 arms, a few steps: CI")
   parser.add_argument("--out", default="experiments/resolution")
   parser.add_argument("--seeds", type=int, default=plan.SEEDS)
-  parser.add_argument("--tasks", default=",".join(plan.TASKS))
-  parser.add_argument("--arms", default="", help="comma-separated arm names (default: all)")
+  parser.add_argument("--sweep-seeds", type=int, default=plan.SWEEP_SEEDS)
+  parser.add_argument("--steps", type=int, default=0, help="override the steps (0: the plan's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   runs.settle_mode(args)
-  args.tasks = args.tasks.split(",")
-  args.arms = [a for a in args.arms.split(",") if a]
-  unknown = set(args.arms) - {a.name for a in plan.arms(args.quick)}
-  if unknown:
-    parser.error(f"--arms: unknown {sorted(unknown)}; see experiments/resolution/plan.py")
   if args.quick:
-    args.seeds, args.tasks = 2, args.tasks[:1]
+    args.seeds, args.sweep_seeds = 2, 1
+  args.steps = args.steps or (0 if args.quick else plan.STEPS)
   return args
 
 
 def main(argv: list[str] | None = None) -> dict:
   argv = sys.argv[1:] if argv is None else argv
   args = parse(argv)
-  planned = plan_runs(args)
   path = os.path.join(args.out, "results.json")
-  results = runs.load(path) or {"runs": {}}
+  results = runs.load(path)
+  sweep = planned_sweep(args, results)
+  chosen = lambda: sweeps.choose(report.sweep(results), higher_is_better=True)
   if args.status:
-    runs.status([run for run, _, _ in planned], results["runs"], jobs=args.jobs)
+    runs.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
-  results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
-  sizes = test_sizes(args.quick)
-  arms = {run.key: (arm, task) for run, arm, task in planned}
-
-  def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
-    """The run's accuracy at every size under each policy of its arm, from its summary; an
-    evaluation it lacks (a policy or size added later) runs on the trained run, nothing
-    retrains."""
-    arm, task = arms[run.key]
-    entry = entry or {"task": task, "arm": arm.name, "seed": run.config.seed, "scores": {}}
-    metrics = {split: m for split, m in summary.items() if split.startswith("eval/")}
-    missing = [
-      name
-      for name in run.config.evals
-      if f"eval/{name}" not in metrics and not _scored(entry, name)
-    ]
-    if missing:
-      metrics.update(trainer.evaluate_all(_only(run.config, missing), run.workdir))
-      print(f"{run.key}: scored {', '.join(missing)}", flush=True)
-    for policy in arm.policies:
-      for size in sizes:
-        found = metrics.get(f"eval/{plan.eval_name(policy, size)}")
-        if found is not None:
-          entry["scores"].setdefault(policy, {})[str(size)] = found["accuracy"]
-    return entry
-
-  def save(done: dict) -> None:
-    with open(path, "w") as f:
-      json.dump({**results, "runs": done}, f, indent=1)
-
-  done = runs.execute([run for run, _, _ in planned], results["runs"], score, save, jobs=args.jobs)
-  for run, _, _ in planned:  # policies or sizes added since a run was scored
-    done[run.key] = score(run, {}, done[run.key])
-  results["runs"] = done
-  save(done)
+  save = runs.saver(path)
+  train = lambda plan_now: runs.execute(plan_now, results, score, save, jobs=args.jobs)
+  sweeps.run(lambda: planned_sweep(args, results), train, results)
+  record = planned(args, chosen())
+  train(record)
+  before = json.dumps(results, sort_keys=True)
+  for run in record:  # policies or sizes added since a run was scored
+    results[run.key] = score(run, {}, results[run.key])
+  if json.dumps(results, sort_keys=True) != before:  # a finished record keeps its provenance
+    save(results)
   report.write(results, args.out)
   return results
 

@@ -61,7 +61,7 @@ def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
 
 # Recorded before runs carried their own provenance (experiments/runs.py, `run_provenance`);
 # each leaves this list when it is re-recorded (issue 38: equal tuning budgets).
-BEFORE_PER_RUN_PROVENANCE = {"detection", "generation", "layout", "resolution"}
+BEFORE_PER_RUN_PROVENANCE = {"detection", "generation", "layout", "resolution_redgreen"}
 
 
 @pytest.mark.parametrize("path", CURRENT, ids=[p.parent.name for p in CURRENT])

@@ -1,90 +1,97 @@
-"""The resolution benchmark's wiring: each arm's config carries the study's initial position
-scales, its training choices, and policies that build (no training here)."""
+"""The resolution benchmark's wiring (second edition): each arm's config carries its training
+choices, its knob value, and evaluations that redraw the test scenes at every size under each
+policy (no training here)."""
 
-import jax
-import numpy as np
+import argparse
+
 import pytest
 
+from experiments import sweeps
 from experiments.resolution import plan, run
 from lfpe import encodings
-from lfpe.data import ops, redgreen
-from lfpe.studies import sweep
+from lfpe.encodings import coords
 from lfpe.tasks import classification
-from lfpe.train import evaluation, program, sharding, trainer
 
-ARMS = {a.name: a for a in plan.arms()}
-
-
-def _config(name: str):
-  return run.load_config(ARMS[name], "direction", seed=1, quick=False)
+ARMS = plan.by_slug()
+ARGS = argparse.Namespace(quick=False, steps=plan.STEPS)
 
 
-@pytest.mark.parametrize("name", ["embed_1d", "embed_2d", "fourier unit", "gabor_edge"])
-def test_arms_keep_the_position_studys_initial_scales(name):
-  taken = set(encodings.options(ARMS[name].posemb)) & set(sweep.POSITION_INIT)
-  options = encodings.parse(_config(name).model.posemb)[1]
-  assert taken and all(options[k] == sweep.POSITION_INIT[k] for k in taken)
+def _config(slug: str, value=None, *, sweep=False):
+  return run.load_config(ARMS[slug], 1, ARGS, value, sweep=sweep)
+
+
+def test_sizes_aligned_and_not():
+  for size in plan.ALIGNED:  # test patches nest in training patches, or hold whole ones
+    ratio = size / plan.TRAIN_SIZE
+    assert ratio.is_integer() or (1 / ratio).is_integer()
+  for size in plan.UNALIGNED:
+    ratio = size / plan.TRAIN_SIZE
+    assert not ratio.is_integer() and not (1 / ratio).is_integer()
+  assert 144 in plan.UNALIGNED and set(plan.CLAIM_SIZES) <= set(plan.ALIGNED)  # 2.25x; 2x, 3x
+  assert all(size % plan.PATCH == 0 for size in plan.TEST_SIZES)
 
 
 def test_training_choices_reach_the_config():
-  assert dict(_config("fourier unit +aug").model.coord_augment) == plan.AUGMENT["coord_augment"]
-  assert _config("embed_2d mixed-res").data.train_sizes == plan.MIXED
-  assert _config("rope_axial").data.get("train_sizes") is None
-  assert _config("sine_2d index").seed == 1
+  config = _config("rope_axial-dinov3")
+  assert encodings.parse(config.model.posemb) == ("rope_axial", {"coords_mode": "dinov3"})
+  assert dict(config.model.coord_augment) == coords.DINOV3  # DINOv3's released preset
+  assert _config("rope_mixed-mixed-res").data.train_sizes == plan.MIXED
+  assert _config("rope_mixed").data.get("train_sizes") is None
+  assert encodings.parse(_config("fourier").model.posemb)[1]["coords_mode"] == "index"
+  config = _config("sine_2d")
+  assert (config.seed, config.total_steps, config.schedule.warmup_steps) == (1, 1000, 100)
+  assert config.model.width // config.model.num_heads >= 32 and 2 <= config.model.depth <= 4
 
 
-@pytest.mark.parametrize("name", sorted(ARMS))
-def test_every_policy_of_every_arm_builds_a_model(name):
+def test_a_sweep_run_trains_and_scores_on_validation_at_its_knob_value():
+  config = _config("rope_axial", 400.0, sweep=True)
+  assert encodings.knob(config.model.posemb) == ("theta", 400.0)
+  assert config.data.train_split == f"train[{plan.VALIDATION}:]"
+  assert config.data.eval_split == f"train[:{plan.VALIDATION}]"  # never the test split
+  assert not config.evals
+  tuned = _config("rope_axial", 400.0)  # the record run at the chosen value: every test size
+  assert encodings.knob(tuned.model.posemb) == ("theta", 400.0) and tuned.evals
+  assert all(encodings.knob(e.model.posemb) == ("theta", 400.0) for e in tuned.evals.values())
+
+
+@pytest.mark.parametrize("slug", sorted(ARMS))
+def test_every_policy_of_every_arm_builds_a_model(slug):
   """Each test-time policy is a valid set of options of the arm's encoding (checked when the
   model is built, as the trainer builds each named evaluation's model)."""
-  config = _config(name)
+  config = _config(slug)
   task = classification.Classification()
-  for options in ARMS[name].policies.values():
+  for evaluation in config.evals.values():
     variant = config.copy_and_resolve_references()
     with variant.unlocked():
-      variant.model.posemb = encodings.with_options(config.model.posemb, **options)
+      variant.model.posemb = evaluation.model.posemb
+      variant.data.image_size = evaluation.data.image_size
     task.create_model(variant).check()
+  if encodings.knob(config.model.posemb):  # every arm but the control has a knob to sweep
+    assert len(sweeps.grid(config.model.posemb)) == sweeps.VALUES
+  else:
+    assert slug == "none"
 
 
-def test_each_policy_and_size_is_a_named_evaluation():
+def test_each_policy_and_size_is_a_named_evaluation_that_redraws():
   config = _config("rope_axial")
-  assert set(config.evals) == {
-    plan.eval_name(p, s) for p in plan.ROPE_POLICIES for s in plan.TEST_SIZES
-  }
-  ntk_64 = config.evals[plan.eval_name("ntk", 64)]
-  assert ntk_64.data.image_size == 64
-  assert encodings.parse(ntk_64.model.posemb)[1]["scaling"] == "ntk"
-  assert encodings.parse(ntk_64.model.posemb)[0] == "rope_axial"
+  others = [s for s in plan.TEST_SIZES if s != plan.TRAIN_SIZE]  # 64 px: the trainer's eval
+  larger = [s for s in others if s > plan.TRAIN_SIZE]
+  want = {plan.eval_name(p, s) for p in ("extrapolate", "pi") for s in others}
+  want |= {plan.eval_name(p, s) for p in ("ntk", "yarn") for s in larger}
+  assert set(config.evals) == want
+  ntk = config.evals[plan.eval_name("ntk", 144)]
+  assert ntk.data.image_size == 144 and ntk.data.eval_preprocess == "redraw(144)"
+  assert encodings.parse(ntk.model.posemb) == ("rope_axial", {"scaling": "ntk"})
+  table = _config("embed_1d").evals[plan.eval_name("bicubic_pytorch", 128)]
+  assert encodings.parse(table.model.posemb)[1]["resample_method"] == "bicubic_pytorch"
 
 
-@pytest.mark.parametrize("task", ["direction", "absolute"])
-@pytest.mark.parametrize("size", [16, 24, 48, 96])
-def test_the_resized_test_split_is_the_scene_drawn_natively(task, size):
-  """The evaluations resize the 32 px test split (nearest): exactly the scenes drawn at
-  `size` with squares and grid of `size // 8` pixels, the benchmark's definition."""
-  base = redgreen.generate(redgreen.RedGreenConfig(name="base", task=task), "test")
-  side = size // 8
-  native = redgreen.generate(
-    redgreen.RedGreenConfig(
-      name=f"{size}px", task=task, image_size=size, square_size=side, stride=side
-    ),
-    "test",
-  )
-  resize = ops.parse(
-    _config("none").evals[plan.eval_name("extrapolate", size)].data.eval_preprocess
-  )
-  resized = np.stack([ops.apply(resize, {"image": im})["image"] for im in base["image"]])
-  np.testing.assert_array_equal(resized, native["image"])
-  np.testing.assert_array_equal(base["label"], native["label"])
-
-
-def test_an_evaluation_at_another_size_keeps_the_trained_table():
-  """The evaluations' models are built on the training grid (8x8 tables) and resample to the
-  evaluation's; built on the evaluation's data they would hold 4x4 tables and be refused."""
-  config = run.load_config(ARMS["embed_2d"], "direction", seed=0, quick=True)
-  task, model = trainer.checked_task_and_model(config, 1)
-  prog = program.build(
-    config, sharding.make_mesh(config.mesh, jax.devices()[:1]), task=task, model=model
-  )
-  built = evaluation.build(prog, config, lambda *a, **k: [], prog.data_sharding)
-  assert sorted(e.split for e in built) == ["eval"] + sorted(f"eval/{n}" for n in config.evals)
+def test_score_reads_every_policy_and_size():
+  config = _config("rope_mixed")
+  summary = {"eval": {"accuracy": 0.9}, "wall_s": 70.0}
+  summary |= {f"eval/{name}": {"accuracy": 0.5} for name in config.evals}
+  entry = run.score(run.runs.Run("rope_mixed/1", config, "/nonexistent"), summary)
+  assert set(entry["scores"]) == {"extrapolate", "pi"}
+  for by_size in entry["scores"].values():
+    assert by_size == {str(s): 0.9 if s == plan.TRAIN_SIZE else 0.5 for s in plan.TEST_SIZES}
+  assert entry["seconds"] == 70.0 and entry["arm"] == "rope_mixed" and entry["seed"] == 1

@@ -1,0 +1,202 @@
+"""The resolution benchmark's leaderboard, plot and claims.json, from results.json.
+
+Cells are test accuracy (%) as mean ± 95 % Student-t interval over seeds. Claims compare
+accuracy at twice the training size, paired by seed (seed s of every arm shares its data
+order), and the control compares the best arm with `none` at the training size.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+
+from experiments import claims as claims_table
+from experiments import stats
+from experiments.resolution_redgreen import plan
+
+DOUBLE = str(2 * plan.TRAIN_SIZE)
+
+# (paper, item, claim, (arm, policy) a, (arm, policy) b): a keeps more accuracy at 2x than b.
+PUBLISHED = (
+  (
+    "rope-vit",
+    "Heo et al. 2024, Fig. 3",
+    "RoPE-Mixed degrades less than RoPE-Axial when the test size doubles",
+    ("rope_mixed", "extrapolate"),
+    ("rope_axial", "extrapolate"),
+  ),
+  (
+    "rope-vit",
+    "Heo et al. 2024, Fig. 3",
+    "RoPE-Mixed degrades less than an interpolated learned table when the test size doubles",
+    ("rope_mixed", "extrapolate"),
+    ("embed_2d", "bicubic"),
+  ),
+  (
+    "002",
+    "Table 2",
+    "Learnable-Fourier extrapolates better than Embed-2D to an unseen size",
+    ("fourier unit", "extrapolate"),
+    ("embed_2d", "bicubic"),
+  ),
+  (  # rope-vit extrapolates at a new size; PI per axis is lfpe's (rotary-embedding-torch's)
+    "PI",
+    "Chen et al. 2023, applied per axis by lfpe",
+    "position interpolation helps RoPE-Axial at twice the size",
+    ("rope_axial", "pi"),
+    ("rope_axial", "extrapolate"),
+  ),
+  (
+    "DINOv3",
+    "RoPE box jitter",
+    "coordinate augmentation helps RoPE-Axial at twice the size",
+    ("rope_axial +aug", "extrapolate"),
+    ("rope_axial", "extrapolate"),
+  ),
+)
+
+
+TUNED = stats.AT_DEFAULTS + " (`fourier index` at γ = 0.25, set by hand), nothing swept"
+
+
+def cells(results: dict) -> dict:
+  """`{task: {(arm, policy): {size: [accuracy per seed, in seed order]}}}`."""
+  out = collections.defaultdict(
+    lambda: collections.defaultdict(lambda: collections.defaultdict(dict))
+  )
+  for entry in results["runs"].values():
+    for policy, by_size in entry["scores"].items():
+      for size, acc in by_size.items():
+        out[entry["task"]][(entry["arm"], policy)][size][entry["seed"]] = acc
+  return {
+    task: {
+      row: {size: [s[k] for k in sorted(s)] for size, s in by_size.items()}
+      for row, by_size in rows.items()
+    }
+    for task, rows in out.items()
+  }
+
+
+def leaderboard(results: dict) -> str:
+  """Markdown: per task, one row per (arm, policy), one column per test size."""
+  parts = []
+  for task, rows in cells(results).items():
+    sizes = sorted({int(s) for r in rows.values() for s in r})
+    n = max(len(v) for r in rows.values() for v in r.values())
+    head = "| arm | policy | " + " | ".join(f"{s} px" for s in sizes) + " |"
+    lines = [
+      f"### {task} (test accuracy %, mean ± 95 % CI over {n} seeds; trained at "
+      f"{plan.TRAIN_SIZE} px)",
+      "",
+      head,
+      "|---|---|" + "---|" * len(sizes),
+    ]
+    for (arm, policy), by_size in rows.items():
+      values = [
+        stats.fmt(by_size.get(str(s), []), scale=100) if str(s) in by_size else "-" for s in sizes
+      ]
+      lines.append(f"| {arm} | {policy} | " + " | ".join(values) + " |")
+    parts.append("\n".join(lines))
+  return "\n\n".join(parts) + "\n"
+
+
+def claims(results: dict) -> list[dict]:
+  """claims.json: the control and `PUBLISHED`, per task, where both cells were run."""
+  out = []
+  train = str(plan.TRAIN_SIZE)
+  for task, rows in cells(results).items():
+    best = max((r for r in rows if r[0] != "none"), key=lambda r: np.mean(rows[r][train]))
+    tested = [
+      (
+        "lfpe",
+        "control",
+        f"position is needed on `{task}` (the control: the best arm against `none` at {train} px)",
+        best,
+        ("none", "extrapolate"),
+        train,
+      )
+    ]
+    tested += [(p, i, f"{t} (`{task}`)", a, b, DOUBLE) for p, i, t, a, b in PUBLISHED]
+    for paper, item, text, a, b, size in tested:
+      if a not in rows or b not in rows or size not in rows[a] or size not in rows[b]:
+        continue
+      out.append(
+        stats.claim(
+          paper=paper,
+          item=item,
+          text=text,
+          metric=f"test accuracy at {size} px (points)",
+          a=" / ".join(a),
+          b=" / ".join(b),
+          a_values=rows[a][size],
+          b_values=rows[b][size],
+          paired=len(rows[a][size]) == len(rows[b][size]),
+          scale=100,
+          ceiling=100,
+          tuned=TUNED,
+        )
+      )
+  return out
+
+
+# Panels of the plot: arms whose name starts with one of these prefixes (`none`, the
+# control, is drawn in every panel).
+FAMILIES = (
+  ("learned tables", ("embed_",)),
+  ("sinusoids and Fourier", ("sine_2d", "fourier", "learnable_sine", "mlp", "gabor")),
+  ("relative tables", ("rel_",)),
+  ("2-D RoPE", ("rope_",)),
+)
+
+
+def plot(results: dict, path: str) -> None:
+  """Accuracy against test size: a row per task, a panel per family of encodings (the
+  control in each), 95 % bands clipped to [0, 100]."""
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  tables = cells(results)
+  fig, axes = plt.subplots(
+    len(tables), len(FAMILIES), figsize=(4.2 * len(FAMILIES), 3.6 * len(tables)), squeeze=False
+  )
+  for row, (task, rows) in zip(axes, tables.items(), strict=True):
+    for ax, (family, prefixes) in zip(row, FAMILIES, strict=True):
+      drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
+      for i, (arm, policy) in enumerate(drawn):
+        by_size = rows[arm, policy]
+        sizes = sorted(int(s) for s in by_size)
+        mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
+        mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
+        color = "0.5" if arm == "none" else f"C{i % 10}"
+        style = ":" if arm == "none" else "-" if policy in ("extrapolate", "bicubic") else "--"
+        ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
+        low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
+        ax.fill_between(sizes, low, high, color=color, alpha=0.12)
+      ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
+      ax.set_xscale("log", base=2)
+      ax.set_xticks(plan.TEST_SIZES, [str(s) for s in plan.TEST_SIZES])
+      ax.minorticks_off()
+      ax.set_ylim(0, 101)
+      ax.set_title(f"{task}: {family}", fontsize=9)
+      ax.set_xlabel("test size (px; trained at 32)", fontsize=8)
+      ax.set_ylabel("test accuracy (%)", fontsize=8)
+      ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
+def write(results: dict, out: str) -> None:
+  """leaderboard.md, claims.json and accuracy_vs_size.png into `out` (and the README's
+  `leaderboard` and `claims` blocks, when it has them)."""
+  entries = claims(results)
+  board = leaderboard(results)
+  with open(os.path.join(out, "leaderboard.md"), "w") as f:
+    f.write(board + "\n### Claims\n\n" + claims_table.markdown(entries) + "\n")
+  claims_table.write(entries, out)
+  claims_table.update_readme(out, {"leaderboard": board})
+  plot(results, os.path.join(out, "accuracy_vs_size.png"))
