@@ -7,6 +7,7 @@ number can be traced to the code and machine that made it (tests/experiments che
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import importlib.metadata
 import os
 import platform
@@ -32,7 +33,18 @@ def _commit() -> str:
     )
   except (OSError, subprocess.CalledProcessError):
     return "unknown"
-  return out.stdout.strip() + ("+uncommitted changes" if dirty.stdout.strip() else "")
+  return out.stdout.strip() + ("+uncommitted changes" if code_changes(dirty.stdout) else "")
+
+
+# What a running record writes as it goes: another record's progress does not make the code
+# this one runs any different.
+RECORD_DATA = ("experiments/*/results.json", "experiments/*/checks.json")
+
+
+def code_changes(porcelain: str) -> list[str]:
+  """The changed paths of `git status --porcelain` output, but records' data (`RECORD_DATA`)."""
+  paths = [line[3:].split(" -> ")[-1] for line in porcelain.splitlines() if line.strip()]
+  return [p for p in paths if not any(fnmatch.fnmatch(p, pattern) for pattern in RECORD_DATA)]
 
 
 def machine() -> dict:

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from configs import reformer_digits, vit_digits
+from experiments import provenance
 from experiments import runs as runs_lib
 from experiments.runs import Run, execute, for_run
 from lfpe.errors import ConfigError
@@ -225,3 +226,13 @@ def test_run_provenance_is_the_commit_the_process_started_with(monkeypatch, fres
   monkeypatch.setattr(runs_lib, "provenance", fake)
   assert runs_lib.run_provenance()["commit"] == "aaa"
   assert runs_lib.run_provenance()["commit"] == "aaa"  # not "bbb...", committed later
+
+
+def test_another_records_progress_does_not_make_the_tree_dirty():
+  """Two records running in one tree: the other's results.json changing is data, not code."""
+  porcelain = (
+    " M experiments/layout/results.json\n M experiments/layout/checks.json\n"
+    " M lfpe/encodings/rotary.py\nR  experiments/a/run.py -> experiments/b/run.py\n"
+  )
+  assert provenance.code_changes(porcelain) == ["lfpe/encodings/rotary.py", "experiments/b/run.py"]
+  assert provenance.code_changes(" M experiments/resolution/results.json\n") == []
