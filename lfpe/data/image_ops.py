@@ -2,8 +2,8 @@
 
 `resize_image` is the pure function: nearest or (antialiased) bilinear resampling with
 half-pixel centres, the same as `jax.image.resize(method='nearest' | 'linear')` (to 5e-5 on
-a 0-255 scale; Pillow resamples each channel in float32, about a millisecond per ImageNet
-image: benchmarks/input_pipeline.py). The ops are grain transforms (`Map` deterministic,
+a 0-255 scale for float input; within one level for uint8 RGB or gray, which Pillow
+resamples in fixed point: benchmarks/input_pipeline.py). The ops are grain transforms (`Map` deterministic,
 `RandomMap` random: grain hands each record its own seeded `np.random.Generator`, so
 augmentation is reproducible).
 """
@@ -18,6 +18,7 @@ import numpy as np
 import PIL.Image
 
 METHODS = ("nearest", "bilinear")
+PIL_MODES = {1: "L", 3: "RGB"}  # uint8 images Pillow resizes whole, in fixed point
 
 
 def _pair(size) -> tuple[int, int]:
@@ -28,7 +29,11 @@ def resize_image(image: np.ndarray, size, method: str = "bilinear") -> np.ndarra
   """Resizes `image [H, W, C]` to `size` (int or `(h, w)`).
 
   `nearest` keeps the dtype (exact pixel blocks when upsampling by an integer factor);
-  `bilinear` returns float32 in the input's value range.
+  `bilinear` returns float32 in the input's value range. A uint8 image of 1 or 3 channels is
+  resampled by Pillow's uint8 filter (the same weights in fixed point, each of its two
+  separable passes rounded to whole levels, as torchvision's PIL path: within one level of
+  the float32 result, and faster, benchmarks/README.md); other images per channel in
+  float32.
   """
   h, w = _pair(size)
   if method not in METHODS:
@@ -39,6 +44,11 @@ def resize_image(image: np.ndarray, size, method: str = "bilinear") -> np.ndarra
     rows = np.floor((np.arange(h) + 0.5) * image.shape[0] / h).astype(int)
     cols = np.floor((np.arange(w) + 0.5) * image.shape[1] / w).astype(int)
     return image[rows][:, cols]
+  if image.dtype == np.uint8 and image.shape[2] in PIL_MODES:  # Pillow's uint8 filter
+    mode = PIL_MODES[image.shape[2]]
+    resized = PIL.Image.fromarray(image[..., 0] if mode == "L" else image, mode)
+    out = np.asarray(resized.resize((w, h), PIL.Image.BILINEAR), np.float32)
+    return out.reshape(h, w, image.shape[2])
   channels = image.astype(np.float32).transpose(2, 0, 1)
   resized = [PIL.Image.fromarray(c).resize((w, h), PIL.Image.BILINEAR) for c in channels]
   return np.stack([np.asarray(c) for c in resized], axis=-1)
