@@ -54,6 +54,15 @@ def on_validation(config: Any, held: int) -> Any:
   return config
 
 
+def only_evals(config: Any, names: Iterable[str]) -> Any:
+  """A copy of `config` with only its named evaluations `names` (to score what a finished
+  run lacks, `trainer.evaluate_all`, without running the others again)."""
+  config = config.copy_and_resolve_references()
+  with config.unlocked():
+    config.evals = {name: config.evals[name] for name in names}
+  return config
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
   """One run of a record: its key in results.json, its config and its trainer workdir."""

@@ -68,15 +68,16 @@ class Arm:
   """One trained model family and the test-time policies that apply to it.
 
   `options`: the encoding's options at training; `model`: other `config.model` fields set
-  at training (e.g. coordinate augmentation); `train_sizes`: sizes trained on (mixed
-  resolution when more than one); `policies`: {policy: encoding options at test time}.
+  at training (e.g. coordinate augmentation); `train_sizes`: sizes trained on, a batch at
+  one of them each (mixed resolution; empty: the plan's training size alone); `policies`:
+  {policy: encoding options at test time}. The first edition's plan uses it too.
   """
 
   name: str
   posemb: str
   options: dict = dataclasses.field(default_factory=dict)
   model: dict = dataclasses.field(default_factory=dict)
-  train_sizes: tuple[int, ...] = (TRAIN_SIZE,)
+  train_sizes: tuple[int, ...] = ()
   policies: dict = dataclasses.field(default_factory=lambda: {"extrapolate": {}})
 
   @property

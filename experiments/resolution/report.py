@@ -224,6 +224,23 @@ FAMILIES = (
 )
 
 
+def draw_curves(ax, rows: dict, prefixes: tuple[str, ...], *, solid: tuple[str, ...]) -> None:
+  """One panel: accuracy (%) against test size of the `(arm, policy)` rows whose arm starts
+  with one of `prefixes`, and the control (`none`, dotted grey); the policies of `solid`
+  drawn solid, the others dashed; 95 % bands clipped to [0, 100]. Both editions' plots."""
+  drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
+  for i, (arm, policy) in enumerate(drawn):
+    by_size = rows[arm, policy]
+    sizes = sorted(int(s) for s in by_size)
+    mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
+    mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
+    color = "0.5" if arm == "none" else f"C{i % 10}"
+    style = ":" if arm == "none" else "-" if policy in solid else "--"
+    ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
+    low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
+    ax.fill_between(sizes, low, high, color=color, alpha=0.12)
+
+
 def plot(results: dict, path: str) -> None:
   """Accuracy against test size, each arm tuned: a panel per family of encodings (the control
   in each), 95 % bands clipped to [0, 100]; aligned sizes marked on the axis."""
@@ -235,19 +252,7 @@ def plot(results: dict, path: str) -> None:
   rows = cells(results, "tuned")
   fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 3.8), squeeze=False)
   for ax, (family, prefixes) in zip(axes[0], FAMILIES, strict=True):
-    drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
-    for i, (arm, policy) in enumerate(drawn):
-      by_size = rows[arm, policy]
-      sizes = sorted(int(s) for s in by_size)
-      mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
-      mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
-      color = "0.5" if arm == "none" else f"C{i % 10}"
-      style = (
-        ":" if arm == "none" else "-" if policy in ("extrapolate", "bicubic_pytorch") else "--"
-      )
-      ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
-      ax.fill_between(sizes, np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100),
-                      color=color, alpha=0.12)  # fmt: skip
+    draw_curves(ax, rows, prefixes, solid=("extrapolate", "bicubic_pytorch"))
     ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
     ax.set_xscale("log", base=2)
     labels = [f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES]

@@ -43,7 +43,7 @@ def load_config(arm: plan.Arm, seed: int, args: argparse.Namespace, value=None, 
   with config.unlocked():
     config.model.posemb = spec
     config.model.update(arm.model)
-    if len(arm.train_sizes) > 1:
+    if arm.train_sizes:
       config.data.train_sizes = arm.train_sizes
     config.evals = {} if sweep else plan.evals(arm, spec, test_sizes(args.quick))
   if sweep:
@@ -100,7 +100,7 @@ def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
   metrics = {split: m for split, m in summary.items() if split.startswith("eval")}
   missing = [name for name in run.config.evals if not _scored(entry, name, metrics)]
   if missing:
-    metrics.update(trainer.evaluate_all(_only(run.config, missing), run.workdir))
+    metrics.update(trainer.evaluate_all(runs.only_evals(run.config, missing), run.workdir))
     print(f"{run.key}: scored {', '.join(missing)}", flush=True)
   train = str(plan.TRAIN_SIZE)
   at_train = metrics.get("eval", {}).get("accuracy")
@@ -119,14 +119,6 @@ def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
 def _scored(entry: dict, name: str, metrics: dict) -> bool:
   policy, size = name.rsplit("_", 1)
   return f"eval/{name}" in metrics or size.removesuffix("px") in entry["scores"].get(policy, {})
-
-
-def _only(config, names: list[str]):
-  """`config` with only the evaluations `names`."""
-  config = config.copy_and_resolve_references()
-  with config.unlocked():
-    config.evals = {name: config.evals[name] for name in names}
-  return config
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -22,8 +22,7 @@ Policies (docs/encodings.md, "Changing resolution"):
 
 from __future__ import annotations
 
-import dataclasses
-
+from experiments.resolution.plan import Arm  # the one arm type of both editions
 from lfpe import encodings
 
 TRAIN_SIZE = 32
@@ -39,23 +38,6 @@ ROPE_POLICIES = {
   "pi": {"scaling": "pi"},  # the model gives RoPE its training grid
   "ntk": {"scaling": "ntk"},
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Arm:
-  """One trained model family and the test-time policies that apply to it.
-
-  `options`: the encoding's options at training; `model`: other `config.model` fields set
-  at training (e.g. coordinate augmentation); `train_sizes`: sizes trained on (mixed
-  resolution when more than one); `policies`: {policy: encoding options at test time}.
-  """
-
-  name: str
-  posemb: str
-  options: dict = dataclasses.field(default_factory=dict)
-  model: dict = dataclasses.field(default_factory=dict)
-  train_sizes: tuple[int, ...] = (TRAIN_SIZE,)
-  policies: dict = dataclasses.field(default_factory=lambda: {"extrapolate": {}})
 
 
 # DINOv3's three perturbations at lfpe's values, on lfpe's `extent` convention (DINOv3's

@@ -14,6 +14,7 @@ import numpy as np
 
 from experiments import claims as claims_table
 from experiments import stats
+from experiments.resolution.report import draw_curves
 from experiments.resolution_redgreen import plan
 
 DOUBLE = str(2 * plan.TRAIN_SIZE)
@@ -165,17 +166,7 @@ def plot(results: dict, path: str) -> None:
   )
   for row, (task, rows) in zip(axes, tables.items(), strict=True):
     for ax, (family, prefixes) in zip(row, FAMILIES, strict=True):
-      drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
-      for i, (arm, policy) in enumerate(drawn):
-        by_size = rows[arm, policy]
-        sizes = sorted(int(s) for s in by_size)
-        mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
-        mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
-        color = "0.5" if arm == "none" else f"C{i % 10}"
-        style = ":" if arm == "none" else "-" if policy in ("extrapolate", "bicubic") else "--"
-        ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
-        low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
-        ax.fill_between(sizes, low, high, color=color, alpha=0.12)
+      draw_curves(ax, rows, prefixes, solid=("extrapolate", "bicubic"))
       ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
       ax.set_xscale("log", base=2)
       ax.set_xticks(plan.TEST_SIZES, [str(s) for s in plan.TEST_SIZES])

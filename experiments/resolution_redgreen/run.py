@@ -42,7 +42,7 @@ def load_config(arm: plan.Arm, task: str, seed: int, quick: bool):
   with config.unlocked():
     config.model.posemb = posemb["posemb"]  # with the study's initial scales (POSITION_INIT)
     config.model.update(arm.model)
-    if len(arm.train_sizes) > 1:
+    if arm.train_sizes:
       config.data.train_sizes = arm.train_sizes
     config.evals = plan.evals(arm, config.model.posemb, test_sizes(quick))
   return config
@@ -69,14 +69,6 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
 def _scored(entry: dict, name: str) -> bool:
   policy, size = name.rsplit("_", 1)
   return size.removesuffix("px") in entry["scores"].get(policy, {})
-
-
-def _only(config, names: list[str]):
-  """`config` with only the evaluations `names`."""
-  config = config.copy_and_resolve_references()
-  with config.unlocked():
-    config.evals = {name: config.evals[name] for name in names}
-  return config
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -127,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict:
       if f"eval/{name}" not in metrics and not _scored(entry, name)
     ]
     if missing:
-      metrics.update(trainer.evaluate_all(_only(run.config, missing), run.workdir))
+      metrics.update(trainer.evaluate_all(runs.only_evals(run.config, missing), run.workdir))
       print(f"{run.key}: scored {', '.join(missing)}", flush=True)
     for policy in arm.policies:
       for size in sizes:
