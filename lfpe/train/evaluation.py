@@ -12,12 +12,15 @@ named "" (metrics split `eval`); each entry of `config.evals` adds one (split `e
 `model` fields of `config.model` that leave the parameters as they are (e.g. an encoding's
 resampling policy): the same trained parameters are evaluated. `every` is the period in steps
 (0: `config.eval_every`); every evaluation also runs at the last step. The trainer runs them
-while training; `evaluate` runs all of them on a trained workdir.
+while training; `evaluate` runs all of them on a trained workdir. Evaluations of the same data
+(e.g. one test size under several resampling policies) share one loader and one pass of it
+(`run_all`): each batch is read and preprocessed once and scored by each of their models.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -88,11 +91,12 @@ def period(config: Any, name: str) -> int:
 
 
 def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> list[Evaluation]:
-  """Every evaluation of `config` for the program `prog`: loaders made once, and one jitted eval
-  step per model variant (a variant whose parameters differ is a ConfigError). A variant's
-  model is built from the training data (its tables sized by the training grid) and meets
-  the evaluation's data as the trained model does (e.g. resampling a table)."""
-  out = []
+  """Every evaluation of `config` for the program `prog`: loaders made once (one per distinct
+  data config, shared by the evaluations that read it), and one jitted eval step per model
+  variant (a variant whose parameters differ is a ConfigError). A variant's model is built
+  from the training data (its tables sized by the training grid) and meets the evaluation's
+  data as the trained model does (e.g. resampling a table)."""
+  out, loaders = [], {}
   for name, variant in configs(config).items():
     eval_step = prog.eval_step
     if name and variant.model.to_dict() != config.model.to_dict():
@@ -104,13 +108,16 @@ def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> 
       eval_step = program.jit_eval_step(
         prog.task, model, prog.state_shardings, data_sharding, prog.num_seeds
       )
-    loader = make_loader(
-      variant.data,
-      global_batch_size=config.get("eval_batch_size", config.batch_size),
-      seed=config.seed,
-      train=False,
-      mesh=data_sharding,
-    )
+    key = json.dumps(variant.data.to_dict(), sort_keys=True, default=repr)
+    if key not in loaders:
+      loaders[key] = make_loader(
+        variant.data,
+        global_batch_size=config.get("eval_batch_size", config.batch_size),
+        seed=config.seed,
+        train=False,
+        mesh=data_sharding,
+      )
+    loader = loaders[key]
     out.append(Evaluation(split(name), period(config, name), loader, eval_step, prog.num_seeds))
   return out
 
@@ -128,22 +135,32 @@ def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
     )
 
 
-def run(task: Any, evaluation: Evaluation, variables: dict[str, Any]) -> dict[str, Any]:
-  """The task's metrics of `variables` over one pass of the evaluation's data, on the host;
-  with seeds, `[S]` arrays (each seed finalised on its own).
+def run_all(task: Any, evaluations: list[Evaluation], variables: dict[str, Any]) -> dict:
+  """`{split: metrics}` of each of `evaluations`, on the host: one pass over each loader,
+  every evaluation reading it scored on each batch; with seeds, `[S]` arrays (each seed
+  finalised on its own).
 
   Scalars of `eval_sums` are added up over batches; arrays (per-example outputs such as
   detections, `[B, ...]`) are concatenated along the batch axis.
   """
-  parts: dict[str, list] = {}
-  for batch in evaluation.data:
-    for k, v in jax.device_get(evaluation.eval_step(variables, batch)).items():
-      parts.setdefault(k, []).append(np.asarray(v))
-  if not evaluation.num_seeds:
+  parts: dict[str, dict[str, list]] = {ev.split: {} for ev in evaluations}
+  by_loader: dict[int, list[Evaluation]] = {}
+  for ev in evaluations:
+    by_loader.setdefault(id(ev.data), []).append(ev)
+  for group in by_loader.values():
+    for batch in group[0].data:
+      for ev in group:
+        for k, v in jax.device_get(ev.eval_step(variables, batch)).items():
+          parts[ev.split].setdefault(k, []).append(np.asarray(v))
+  return {ev.split: _finalize(task, parts[ev.split], ev.num_seeds) for ev in evaluations}
+
+
+def _finalize(task: Any, parts: dict[str, list], num_seeds: int) -> dict[str, Any]:
+  if not num_seeds:
     return task.finalize(_totals(parts))
   per_seed = [
     task.finalize(_totals({k: [p[i] for p in v] for k, v in parts.items()}))
-    for i in range(evaluation.num_seeds)
+    for i in range(num_seeds)
   ]
   return {k: np.asarray([m[k] for m in per_seed]) for k in per_seed[0]}
 

@@ -139,12 +139,11 @@ def train_and_evaluate(
             values = writer.write(step, "train", metrics)
             _check_finite(values, step, manager)
             writer.advance(step, loss=values["loss"])
-          for ev in evaluations:
-            if step % ev.every == 0 or last:
-              scores = evaluation.run(prog.task, ev, state.eval_variables())
-              values = writer.write(step, ev.split, scores)
-              if ev.split == "eval":
-                writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
+          due = [ev for ev in evaluations if step % ev.every == 0 or last]
+          for split, scores in evaluation.run_all(prog.task, due, state.eval_variables()).items():
+            values = writer.write(step, split, scores)
+            if split == "eval":
+              writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
           if saving:
             checkpoint.save(manager, step, state, train_iter)
           writer.advance(step)
@@ -245,7 +244,7 @@ def evaluate_all(
   prog, variables = restore(config, workdir, devices=devices, check_data=make_loader is None)
   variables = (edit or (lambda v: v))(variables)
   evaluations = evaluation.build(prog, config, make_loader or default_loader, prog.data_sharding)
-  return {ev.split: evaluation.run(prog.task, ev, variables) for ev in evaluations}
+  return evaluation.run_all(prog.task, evaluations, variables)
 
 
 def restore(

@@ -152,6 +152,34 @@ def test_evaluate_all_scores_every_named_evaluation_with_one_restore(single):
   assert scores["eval"]["count"] == 40 and scores["eval/fewer"]["count"] == 24
 
 
+def test_evaluations_of_the_same_data_share_one_loader_and_one_pass(single):
+  """Evaluations whose data is equal (here the config's own and `same`; a resampling policy
+  at one test size in the resolution benchmark) read one loader once and score each batch
+  with each model: the scores are those of separate passes."""
+  workdir, summary = single
+  config = tiny_config(**{"mesh.data": 1})
+  with config.unlocked():
+    config.evals = {"same": {}, "fewer": {"data": {"num_test": 24}}}
+  passes = []
+
+  class Counted:
+    def __init__(self, loader):
+      self.loader = loader
+
+    def __iter__(self):
+      passes.append(self)
+      return iter(self.loader)
+
+  loader = lambda *a, **k: Counted(make_array_loader(*a, **k))
+  scores = trainer.evaluate_all(config, str(workdir), make_loader=loader, devices=jax.devices()[:1])
+  assert len(passes) == len(set(map(id, passes))) == 2  # {eval, same} once, fewer once
+  assert (
+    scores["eval/same"] == scores["eval"]
+    and scores["eval"]["accuracy"] == summary["eval"]["accuracy"]
+  )
+  assert scores["eval/fewer"]["count"] == 24
+
+
 def test_named_evaluations_run_while_training_at_their_own_period(tmp_path):
   """Each `config.evals` entry is its own metrics split, `eval/NAME`, at its `every` (0: the
   config's eval_every) and at the last step; the summary holds each."""
