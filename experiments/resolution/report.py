@@ -170,6 +170,40 @@ def sweep_table(results: dict) -> str:
   return f"### The sweep ({RULE})\n\n" + "\n".join(lines) + "\n"
 
 
+POWER_TARGET = 2.0  # points: the difference the issue asks the record to be able to detect
+
+
+def power_table(results: dict) -> str:
+  """Markdown: for each published comparison at each claim size (both arms at defaults), the
+  paired sd of the per-seed differences, the minimum detectable difference at this record's
+  seeds, and the seeds a paired test would need for `POWER_TARGET` points (80 % power, 5 %
+  two-sided; `stats.seeds_needed`)."""
+  rows = cells(results, "defaults")
+  lines = []
+  for _, _, text, a, b in PUBLISHED:
+    for size in map(str, plan.CLAIM_SIZES):
+      va, vb = rows.get(a, {}).get(size), rows.get(b, {}).get(size)
+      if not va or not vb or len(va) != len(vb) or len(va) < 2:
+        continue
+      sd = float(np.std(100 * (np.asarray(va) - np.asarray(vb)), ddof=1))
+      half = stats.paired_difference(va, vb, scale=100)[1]
+      try:
+        needed = str(stats.seeds_needed(sd, POWER_TARGET)) if sd > 0 else "2"
+      except ValueError:
+        needed = "> 1000"
+      mdd = stats.minimum_detectable(half, len(va) - 1)
+      lines.append(f"| {text} | {size} px | {len(va)} | {sd:.1f} | {mdd:.1f} | {needed} |")
+  if not lines:
+    return ""
+  head = [
+    f"### Power (at defaults; seeds for a {POWER_TARGET:g}-point difference, 80 %, paired)",
+    "",
+    "| comparison | size | seeds | paired sd (points) | detectable now (points) | seeds needed |",
+    "|---|---|---|---|---|---|",
+  ]
+  return "\n".join(head + lines) + "\n"
+
+
 def claims(results: dict) -> list[dict]:
   """claims.json: per reading, the control, then `PUBLISHED` at each of `plan.CLAIM_SIZES`,
   where both cells were run. The tuned reading is given only where an arm of it was swept."""
@@ -272,7 +306,9 @@ def write(results: dict, out: str) -> None:
   """leaderboard.md, claims.json and accuracy_vs_size.png into `out` (and the README's
   `leaderboard` and `claims` blocks, when it has them)."""
   entries = claims(results)
-  board = leaderboard(results) + "\n" + sweep_table(results)
+  board = "\n".join(
+    p for p in (leaderboard(results), sweep_table(results), power_table(results)) if p
+  )
   with open(os.path.join(out, "leaderboard.md"), "w") as f:
     f.write(board + "\n### Claims\n\n" + claims_table.markdown(entries) + "\n")
   claims_table.write(entries, out)

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from experiments import sweeps
-from experiments.resolution import plan, run
+from experiments import stats, sweeps
+from experiments.resolution import plan, report, run
 from lfpe import encodings
 from lfpe.encodings import coords
 from lfpe.tasks import classification
@@ -95,3 +95,19 @@ def test_score_reads_every_policy_and_size():
   for by_size in entry["scores"].values():
     assert by_size == {str(s): 0.9 if s == plan.TRAIN_SIZE else 0.5 for s in plan.TEST_SIZES}
   assert entry["seconds"] == 70.0 and entry["arm"] == "rope_mixed" and entry["seed"] == 1
+
+
+def test_power_table_reads_the_paired_sd_and_the_seeds_a_two_point_difference_needs():
+  """Per-seed differences PI - extrapolate of 4, 8, 12 points: sd 4, so 2 points need
+  `stats.seeds_needed(4, 2)` seeds; the table says so beside the current seeds."""
+  results = {
+    f"rope_axial/{seed}": {
+      "arm": "rope_axial",
+      "seed": seed,
+      "scores": {"extrapolate": {"128": 0.5}, "pi": {"128": 0.5 + d}},
+    }
+    for seed, d in enumerate((0.04, 0.08, 0.12))
+  }
+  table = report.power_table(results)
+  row = next(line for line in table.splitlines() if "position interpolation" in line)
+  assert "| 128 px | 3 | 4.0 | " in row and row.endswith(f"| {stats.seeds_needed(4.0, 2.0)} |")

@@ -31,7 +31,7 @@ def test_quick_resolution_benchmark_runs_end_to_end(tmp_path, capsys):
     check_claim(entry)
   board = (tmp_path / "leaderboard.md").read_text()
   assert "| none | extrapolate |" in board and "at its chosen knob" in board
-  assert "The sweep" in board
+  assert "The sweep" in board and "### Power" in board
   assert (tmp_path / "accuracy_vs_size.png").stat().st_size > 0
 
   capsys.readouterr()
