@@ -12,8 +12,8 @@ it (`sweep.POSITION_INIT`). AdamW (lr 1e-3, weight decay 1e-4), 10 epochs of bat
       --workdir=/tmp/redgreen
 
 Expected: about a minute on 2 CPU cores. Every encoding but `none` solves `direction` and
-`absolute` at 32 px (experiments/position_study); `experiments/resolution_redgreen` tests these models
-at other image sizes.
+`absolute` at 32 px (experiments/position_study); `experiments/resolution_redgreen` tests
+these models at other image sizes.
 
 Arguments: task=direction|direction4|absolute|color_shift; posemb=NAME (an encoding spec);
 small=1 (CI: a few steps).

@@ -3,8 +3,8 @@
 `resize_image` is the pure function: nearest or (antialiased) bilinear resampling with
 half-pixel centres, the same as `jax.image.resize(method='nearest' | 'linear')` (to 5e-5 on
 a 0-255 scale for float input; within one level for uint8 RGB or gray, which Pillow
-resamples in fixed point: benchmarks/input_pipeline.py). The ops are grain transforms (`Map` deterministic,
-`RandomMap` random: grain hands each record its own seeded `np.random.Generator`, so
+resamples in fixed point: benchmarks/input_pipeline.py). The ops are grain transforms (`Map`
+deterministic, `RandomMap` random: grain hands each record its own seeded `np.random.Generator`, so
 augmentation is reproducible).
 """
 
