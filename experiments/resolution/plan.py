@@ -9,8 +9,9 @@ under each *policy* that applies to it: the encoding options used at test time (
 parameters are the same).
 
 Each (policy, size) is a named evaluation of the run's config (`evals`,
-lfpe.train.evaluation): the 10,000 test scenes drawn again at that size (`redraw(S)`: the
-shapes renderer at S px, nothing resized), scored by the classification task's own eval. At
+lfpe.train.evaluation): the 10,000 test scenes drawn natively at that size by the shapes
+renderer (nothing resized), stored once per size as `shape_layout/colour_test_S` (what
+`redraw(S)` draws), scored by the classification task's own eval. At
 the training size every policy is the identity (a table resampled to its own grid, RoPE's
 factors at 1), so the trainer's own test evaluation scores them all there.
 
@@ -138,13 +139,15 @@ def tested(arm: Arm, sizes) -> list[tuple[str, int]]:
   ]
 
 
-def evals(arm: Arm, posemb: str, sizes) -> dict:
-  """`config.evals` testing a run of `arm` (trained with the encoding spec `posemb`) at each
-  of `sizes` under each of its policies (`tested`): the test scenes drawn again at the size,
-  with the policy's encoding options, run at the last step."""
+def evals(arm: Arm, posemb: str, sizes, dataset: str) -> dict:
+  """`config.evals` testing a run of `arm` (trained with the encoding spec `posemb` on
+  `dataset`) at each of `sizes` under each of its policies (`tested`), run at the last step:
+  the policy's encoding options on `dataset`'s test scenes drawn at the size, as stored once
+  (`shape_layout.at_size`: `<dataset>_test_<size>`, equal to `redraw(size)`), read in one
+  pass per size for all policies (not cached: each run reads them once)."""
   return {
     eval_name(policy, size): {
-      "data": {"image_size": size, "eval_preprocess": f"redraw({size})"},
+      "data": {"name": f"{dataset}_test_{size}", "image_size": size, "cache": False},
       "model": {"posemb": encodings.with_options(posemb, **arm.policies[policy])},
     }
     for policy, size in tested(arm, sizes)

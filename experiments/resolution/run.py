@@ -45,7 +45,8 @@ def load_config(arm: plan.Arm, seed: int, args: argparse.Namespace, value=None, 
     config.model.update(arm.model)
     if arm.train_sizes:
       config.data.train_sizes = arm.train_sizes
-    config.evals = {} if sweep else plan.evals(arm, spec, test_sizes(args.quick))
+    sizes, dataset = test_sizes(args.quick), config.data.name
+    config.evals = {} if sweep else plan.evals(arm, spec, sizes, dataset)
   if sweep:
     runs.on_validation(config, 64 if args.quick else plan.VALIDATION)
   return config

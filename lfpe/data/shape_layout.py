@@ -18,7 +18,9 @@ scene again at S pixels, so an evaluation at any size needs no stored image of t
 Every example draws from its own generator, `numpy.random.default_rng([seed, split, row])`:
 train and test are disjoint draws (`scene_key` hashes a scene; tests check that no test
 scene occurs in training). Configs: `full` (20,000 train / 10,000 test), `colour` (the same
-with each class in its own hue: content easy, so that position is what is hard) and `small`.
+with each class in its own hue: content easy, so that position is what is hard) and `small`;
+`colour_test_S` and `small_test_S` hold their test scenes drawn at each size S of
+`TEST_SIZES` (`at_size`), which the resolution benchmark's evaluations read.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class ShapeLayoutConfig(tfds.core.BuilderConfig):
   max_overlap: float = 0.2
   class_colours: bool = False  # each class its own hue (content easy; position stays hard)
   seed: int = 0
+  splits: tuple[str, ...] = SPLITS  # a test set at another size holds "test" alone
 
   def __post_init__(self):
     lo, hi = self.objects
@@ -117,6 +120,31 @@ class Redraw(grain.transforms.Map):
     return {**element, "image": shapes.render(scene, self.size)}
 
 
+TEST_SIZES = (32, 48, 96, 128, 144, 192)  # the resolution benchmark's other test sizes
+FULL = ShapeLayoutConfig(name="full", description="20,000 train / 10,000 test scenes at 64 px.")
+COLOUR = ShapeLayoutConfig(
+  name="colour",
+  description="As `full`, each class drawn in its own hue (content easy).",
+  class_colours=True,
+)
+SMALL = ShapeLayoutConfig(
+  name="small", description="512 / 256 scenes (tests, CI).", num_train=512, num_test=256
+)
+
+
+def at_size(config: ShapeLayoutConfig, size: int) -> ShapeLayoutConfig:
+  """`<name>_test_<size>`: the test scenes of `config` drawn at `size` px and stored (a scene
+  depends on the seed and row, never on the size), so a record's evaluations at that size read
+  them instead of drawing them again each time (`redraw(size)` gives the same images)."""
+  return dataclasses.replace(
+    config,
+    name=f"{config.name}_test_{size}",
+    description=f"The test scenes of `{config.name}` drawn at {size} px (no training split).",
+    size=size,
+    splits=("test",),
+  )
+
+
 class ShapeLayout(base.ArrayBuilder):
   """TFDS builder of the shape-layout scenes; one config per dataset size (module doc)."""
 
@@ -124,15 +152,10 @@ class ShapeLayout(base.ArrayBuilder):
   RELEASE_NOTES = {"1.0.0": "3-5 shapes of distinct classes; the left-most one's class."}
   DESCRIPTION = __doc__
   BUILDER_CONFIGS = [
-    ShapeLayoutConfig(name="full", description="20,000 train / 10,000 test scenes at 64 px."),
-    ShapeLayoutConfig(
-      name="colour",
-      description="As `full`, each class drawn in its own hue (content easy).",
-      class_colours=True,
-    ),
-    ShapeLayoutConfig(
-      name="small", description="512 / 256 scenes (tests, CI).", num_train=512, num_test=256
-    ),
+    FULL,
+    COLOUR,
+    SMALL,
+    *(at_size(config, size) for config in (COLOUR, SMALL) for size in TEST_SIZES),
   ]
 
   def _features(self):
@@ -151,7 +174,7 @@ class ShapeLayout(base.ArrayBuilder):
 
   def _load_arrays(self):
     out = {}
-    for split in SPLITS:
+    for split in self.builder_config.splits:
       scenes = generate(self.builder_config, split)
       out[split] = {
         "image": shapes.Rendered(scenes, self.builder_config.size),

@@ -53,6 +53,21 @@ def test_redraw_draws_the_stored_scene_again_at_any_size(small_dir):
     ops.parse("redraw(4)")
 
 
+def test_a_stored_test_set_at_another_size_is_the_redrawn_test_split(small_dir):
+  """`small_test_96` holds `small`'s test scenes drawn at 96 px, in the same order: reading it
+  scores what `redraw(96)` would, without drawing again."""
+  data_lib.prepare("shape_layout/small_test_96", small_dir)
+  stored = tfds.data_source("shape_layout/small_test_96", split="test", data_dir=small_dir)
+  source = tfds.data_source("shape_layout/small", split="test", data_dir=small_dir)
+  assert len(stored) == len(source) == 256
+  (redraw,) = ops.parse("redraw(96)")
+  for i in (0, 7, 255):
+    assert stored[i]["label"] == source[i]["label"]
+    np.testing.assert_array_equal(stored[i]["image"], redraw.map(source[i])["image"])
+  with pytest.raises(ValueError, match="train"):
+    tfds.data_source("shape_layout/small_test_96", split="train", data_dir=small_dir)
+
+
 def test_trains_and_evaluates_redrawn_at_another_size(small_dir, tmp_path):
   config = vit_shape_layout.get_config("small=1,posemb=rope_axial")
   with config.unlocked():

@@ -9,6 +9,7 @@ import pytest
 from experiments import stats, sweeps
 from experiments.resolution import plan, report, run
 from lfpe import encodings
+from lfpe.data import shape_layout
 from lfpe.encodings import coords
 from lfpe.tasks import classification
 
@@ -72,7 +73,7 @@ def test_every_policy_of_every_arm_builds_a_model(slug):
     assert slug == "none"
 
 
-def test_each_policy_and_size_is_a_named_evaluation_that_redraws():
+def test_each_policy_and_size_is_a_named_evaluation_of_the_scenes_drawn_at_that_size():
   config = _config("rope_axial")
   others = [s for s in plan.TEST_SIZES if s != plan.TRAIN_SIZE]  # 64 px: the trainer's eval
   larger = [s for s in others if s > plan.TRAIN_SIZE]
@@ -80,7 +81,8 @@ def test_each_policy_and_size_is_a_named_evaluation_that_redraws():
   want |= {plan.eval_name(p, s) for p in ("ntk", "yarn") for s in larger}
   assert set(config.evals) == want
   ntk = config.evals[plan.eval_name("ntk", 144)]
-  assert ntk.data.image_size == 144 and ntk.data.eval_preprocess == "redraw(144)"
+  assert ntk.data.image_size == 144 and ntk.data.name == "shape_layout/colour_test_144"
+  assert set(plan.TEST_SIZES) - {plan.TRAIN_SIZE} == set(shape_layout.TEST_SIZES)  # all stored
   assert encodings.parse(ntk.model.posemb) == ("rope_axial", {"scaling": "ntk"})
   table = _config("embed_1d").evals[plan.eval_name("bicubic_pytorch", 128)]
   assert encodings.parse(table.model.posemb)[1]["resample_method"] == "bicubic_pytorch"
