@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -230,23 +231,28 @@ def claims(results: dict) -> list[dict]:
       if at == "tuned":
         untuned = [name for name, _ in (a, b) if name not in swept]
         note = sweeps.tuned_note(swept, untuned, by_arm, RULE, knob="each one's knob")
-      out.append(
-        stats.claim(
-          paper=paper,
-          item=item,
-          text=f"{text} at {ratio:g}x ({size} px)" + " (each tuned)" * (at == "tuned"),
-          metric=f"test accuracy at {size} px (points)",
-          a=" / ".join(a),
-          b=" / ".join(b),
-          a_values=rows[a][size],
-          b_values=rows[b][size],
-          paired=len(rows[a][size]) == len(rows[b][size]),
-          scale=100,
-          ceiling=100,
-          tuned=note,
-        )
-      )
+      text = f"{text} at {ratio:g}x ({size} px)" + " (each tuned)" * (at == "tuned")
+      out.append(accuracy_claim(paper, item, text, rows, a, b, size, tuned=note))
   return out
+
+
+def accuracy_claim(paper, item, text, rows: dict, a, b, size: str, *, tuned: str) -> dict:
+  """`stats.claim` that `(arm, policy)` `a` scores a higher test accuracy than `b` at `size`
+  px, paired by seed where both ran the same seeds (both editions' claims)."""
+  return stats.claim(
+    paper=paper,
+    item=item,
+    text=text,
+    metric=f"test accuracy at {size} px (points)",
+    a=" / ".join(a),
+    b=" / ".join(b),
+    a_values=rows[a][size],
+    b_values=rows[b][size],
+    paired=len(rows[a][size]) == len(rows[b][size]),
+    scale=100,
+    ceiling=100,
+    tuned=tuned,
+  )
 
 
 # Panels of the plot: arms whose name starts with one of these prefixes (`none`, the
@@ -258,10 +264,13 @@ FAMILIES = (
 )
 
 
-def draw_curves(ax, rows: dict, prefixes: tuple[str, ...], *, solid: tuple[str, ...]) -> None:
+def draw_curves(
+  ax, rows: dict, prefixes: tuple[str, ...], *, solid: tuple[str, ...], **axis
+) -> None:
   """One panel: accuracy (%) against test size of the `(arm, policy)` rows whose arm starts
   with one of `prefixes`, and the control (`none`, dotted grey); the policies of `solid`
-  drawn solid, the others dashed; 95 % bands clipped to [0, 100]. Both editions' plots."""
+  drawn solid, the others dashed; 95 % bands clipped to [0, 100]; then the axis (`axis`:
+  `train_size`, `ticks` {size: label}, `title`, `xlabel`). Both editions' plots."""
   drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
   for i, (arm, policy) in enumerate(drawn):
     by_size = rows[arm, policy]
@@ -273,6 +282,15 @@ def draw_curves(ax, rows: dict, prefixes: tuple[str, ...], *, solid: tuple[str, 
     ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
     low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
     ax.fill_between(sizes, low, high, color=color, alpha=0.12)
+  ax.axvline(axis["train_size"], color="k", lw=0.5)
+  ax.set_xscale("log", base=2)
+  ax.set_xticks(list(axis["ticks"]), list(axis["ticks"].values()))
+  ax.minorticks_off()
+  ax.set_ylim(0, 101)
+  ax.set_title(axis["title"], fontsize=9)
+  ax.set_xlabel(axis["xlabel"], fontsize=8)
+  ax.set_ylabel("test accuracy (%)", fontsize=8)
+  ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
 
 
 def plot(results: dict, path: str) -> None:
@@ -286,31 +304,36 @@ def plot(results: dict, path: str) -> None:
   rows = cells(results, "tuned")
   fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 3.8), squeeze=False)
   for ax, (family, prefixes) in zip(axes[0], FAMILIES, strict=True):
-    draw_curves(ax, rows, prefixes, solid=("extrapolate", "bicubic_pytorch"))
-    ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
-    ax.set_xscale("log", base=2)
-    labels = [f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES]
-    ax.set_xticks(plan.TEST_SIZES, labels)
-    ax.minorticks_off()
-    ax.set_ylim(0, 101)
-    ax.set_title(f"{family} (each arm tuned)", fontsize=9)
-    ax.set_xlabel(f"test size (px; trained at {plan.TRAIN_SIZE}; (unaligned))", fontsize=8)
-    ax.set_ylabel("test accuracy (%)", fontsize=8)
-    ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
+    draw_curves(
+      ax,
+      rows,
+      prefixes,
+      solid=("extrapolate", "bicubic_pytorch"),
+      train_size=plan.TRAIN_SIZE,
+      ticks={s: f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES},
+      title=f"{family} (each arm tuned)",
+      xlabel=f"test size (px; trained at {plan.TRAIN_SIZE}; (unaligned))",
+    )
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
 
 
 def write(results: dict, out: str) -> None:
-  """leaderboard.md, claims.json and accuracy_vs_size.png into `out` (and the README's
-  `leaderboard` and `claims` blocks, when it has them)."""
-  entries = claims(results)
+  """leaderboard.md (the leaderboard, the sweep, the power table), claims.json and
+  accuracy_vs_size.png into `out`, and the README's blocks."""
   board = "\n".join(
     p for p in (leaderboard(results), sweep_table(results), power_table(results)) if p
   )
+  write_files(out, claims(results), board, lambda path: plot(results, path))
+
+
+def write_files(out: str, entries: list[dict], board: str, draw: Callable[[str], None]) -> None:
+  """leaderboard.md (`board` and the claims' table), claims.json and accuracy_vs_size.png
+  (`draw(path)`) into `out`, and its README's `leaderboard` and `claims` blocks, when it
+  has them (both editions)."""
   with open(os.path.join(out, "leaderboard.md"), "w") as f:
     f.write(board + "\n### Claims\n\n" + claims_table.markdown(entries) + "\n")
   claims_table.write(entries, out)
   claims_table.update_readme(out, {"leaderboard": board})
-  plot(results, os.path.join(out, "accuracy_vs_size.png"))
+  draw(os.path.join(out, "accuracy_vs_size.png"))

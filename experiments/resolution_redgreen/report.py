@@ -8,13 +8,11 @@ order), and the control compares the best arm with `none` at the training size.
 from __future__ import annotations
 
 import collections
-import os
 
 import numpy as np
 
-from experiments import claims as claims_table
 from experiments import stats
-from experiments.resolution.report import draw_curves
+from experiments.resolution.report import accuracy_claim, draw_curves, write_files
 from experiments.resolution_redgreen import plan
 
 DOUBLE = str(2 * plan.TRAIN_SIZE)
@@ -123,22 +121,7 @@ def claims(results: dict) -> list[dict]:
     for paper, item, text, a, b, size in tested:
       if a not in rows or b not in rows or size not in rows[a] or size not in rows[b]:
         continue
-      out.append(
-        stats.claim(
-          paper=paper,
-          item=item,
-          text=text,
-          metric=f"test accuracy at {size} px (points)",
-          a=" / ".join(a),
-          b=" / ".join(b),
-          a_values=rows[a][size],
-          b_values=rows[b][size],
-          paired=len(rows[a][size]) == len(rows[b][size]),
-          scale=100,
-          ceiling=100,
-          tuned=TUNED,
-        )
-      )
+      out.append(accuracy_claim(paper, item, text, rows, a, b, size, tuned=TUNED))
   return out
 
 
@@ -166,16 +149,16 @@ def plot(results: dict, path: str) -> None:
   )
   for row, (task, rows) in zip(axes, tables.items(), strict=True):
     for ax, (family, prefixes) in zip(row, FAMILIES, strict=True):
-      draw_curves(ax, rows, prefixes, solid=("extrapolate", "bicubic"))
-      ax.axvline(plan.TRAIN_SIZE, color="k", lw=0.5)
-      ax.set_xscale("log", base=2)
-      ax.set_xticks(plan.TEST_SIZES, [str(s) for s in plan.TEST_SIZES])
-      ax.minorticks_off()
-      ax.set_ylim(0, 101)
-      ax.set_title(f"{task}: {family}", fontsize=9)
-      ax.set_xlabel("test size (px; trained at 32)", fontsize=8)
-      ax.set_ylabel("test accuracy (%)", fontsize=8)
-      ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
+      draw_curves(
+        ax,
+        rows,
+        prefixes,
+        solid=("extrapolate", "bicubic"),
+        train_size=plan.TRAIN_SIZE,
+        ticks={s: str(s) for s in plan.TEST_SIZES},
+        title=f"{task}: {family}",
+        xlabel="test size (px; trained at 32)",
+      )
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)
@@ -184,10 +167,4 @@ def plot(results: dict, path: str) -> None:
 def write(results: dict, out: str) -> None:
   """leaderboard.md, claims.json and accuracy_vs_size.png into `out` (and the README's
   `leaderboard` and `claims` blocks, when it has them)."""
-  entries = claims(results)
-  board = leaderboard(results)
-  with open(os.path.join(out, "leaderboard.md"), "w") as f:
-    f.write(board + "\n### Claims\n\n" + claims_table.markdown(entries) + "\n")
-  claims_table.write(entries, out)
-  claims_table.update_readme(out, {"leaderboard": board})
-  plot(results, os.path.join(out, "accuracy_vs_size.png"))
+  write_files(out, claims(results), leaderboard(results), lambda path: plot(results, path))
