@@ -270,7 +270,7 @@ def draw_curves(
   """One panel: accuracy (%) against test size of the `(arm, policy)` rows whose arm starts
   with one of `prefixes`, and the control (`none`, dotted grey); the policies of `solid`
   drawn solid, the others dashed; 95 % bands clipped to [0, 100]; then the axis (`axis`:
-  `train_size`, `ticks` {size: label}, `title`, `xlabel`). Both editions' plots."""
+  `train_size`, `ticks` {size: label}, `tick_style`, `title`, `xlabel`). Both editions' plots."""
   drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
   for i, (arm, policy) in enumerate(drawn):
     by_size = rows[arm, policy]
@@ -284,7 +284,7 @@ def draw_curves(
     ax.fill_between(sizes, low, high, color=color, alpha=0.12)
   ax.axvline(axis["train_size"], color="k", lw=0.5)
   ax.set_xscale("log", base=2)
-  ax.set_xticks(list(axis["ticks"]), list(axis["ticks"].values()))
+  ax.set_xticks(list(axis["ticks"]), list(axis["ticks"].values()), **axis.get("tick_style", {}))
   ax.minorticks_off()
   ax.set_ylim(0, 101)
   ax.set_title(axis["title"], fontsize=9)
@@ -311,8 +311,9 @@ def plot(results: dict, path: str) -> None:
       solid=("extrapolate", "bicubic_pytorch"),
       train_size=plan.TRAIN_SIZE,
       ticks={s: f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES},
+      tick_style={"fontsize": 7, "rotation": 45},
       title=f"{family} (each arm tuned)",
-      xlabel=f"test size (px; trained at {plan.TRAIN_SIZE}; (unaligned))",
+      xlabel=f"test size (px; trained at {plan.TRAIN_SIZE}; unaligned sizes in parentheses)",
     )
   fig.tight_layout()
   fig.savefig(path, dpi=110)
