@@ -74,12 +74,26 @@ def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[di
   return (lambda r: collect(r, False)), (lambda r: collect(r, True)), swept
 
 
-def _layout(results: dict) -> dict:
-  out: dict = {}
-  for key, entry in results.items():
-    if key != "provenance":
-      out.setdefault(entry["row"], {})[entry["seed"]] = entry["eval"]["CIDEr"]
-  return out
+def _layout(at: str) -> Callable[[dict], dict]:
+  """Test CIDEr per row and seed of the record runs `at` "defaults" or "tuned" (each row at
+  its sweep's choice, `sweeps.runs_at`); sweep runs, scored on validation, are never read."""
+
+  def scores(results: dict) -> dict:
+    from experiments.layout import report  # noqa: PLC0415
+
+    chosen = report.chosen(results)
+    rows = {e["row"] for k, e in results.items() if k != "provenance" and "eval" in e}
+    runs = lambda row: sweeps.runs_at(results, report.slug(row), chosen, at)
+    return {row: {r["seed"]: r["eval"]["CIDEr"] for r in runs(row)} for row in rows}
+
+  return scores
+
+
+def _layout_swept(results: dict) -> set[str]:
+  from experiments.layout import report  # noqa: PLC0415
+
+  chosen = report.chosen(results)
+  return {e["row"] for k, e in results.items() if "row" in e and report.slug(e["row"]) in chosen}
 
 
 def _digits(part: str) -> Callable[[dict], dict]:
@@ -169,7 +183,9 @@ FAMILIES = (
     "layout",
     "CIDEr",
     "Sine-4D",
-    _layout,
+    _layout("defaults"),
+    tuned_scores=_layout("tuned"),
+    swept=_layout_swept,
     label=str,
   ),
   Family(

@@ -44,3 +44,22 @@ def test_effects_pair_seeds_and_sign_lower_is_better_metrics():
   (row,) = which_encoding.effects(family)
   assert row["arm"] == "x" and row["n"] == 3  # seed 3 has no reference: not paired
   assert abs(row["difference"] - (0.1 + 0.2 + 0.1) / 3) < 1e-12  # lower bpd: positive
+
+
+def test_layout_reads_record_runs_at_defaults_and_as_tuned_never_the_sweep():
+  """A layout sweep run (validation CIDEr, seed 0) must not stand in for a defaults run; a
+  tuned run is read only as tuned."""
+  family = next(f for f in which_encoding.FAMILIES if f.record == "layout")
+  entry = lambda seed, cider, posemb: {"row": "MLP", "seed": seed, "eval": {"CIDEr": cider},
+                                       "posemb": posemb}  # fmt: skip
+  results = {
+    "mlp/0": entry(0, 10.0, "mlp"),
+    "mlp/1": entry(1, 11.0, "mlp"),
+    "sweep/mlp/input_scale=4/0": {**entry(0, 99.0, "mlp(input_scale=4.0)"), "validation": True},
+    "sweep/mlp/input_scale=1/0": {**entry(0, 50.0, "mlp"), "validation": True},
+    "mlp/input_scale=4/0": entry(0, 20.0, "mlp(input_scale=4.0)"),
+    "mlp/input_scale=4/1": entry(1, 21.0, "mlp(input_scale=4.0)"),
+  }
+  assert family.scores(results) == {"MLP": {0: 10.0, 1: 11.0}}
+  assert family.tuned_scores(results) == {"MLP": {0: 20.0, 1: 21.0}}
+  assert family.swept(results) == {"MLP"}
