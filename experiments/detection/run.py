@@ -35,7 +35,7 @@ import os
 from typing import Any
 
 from configs import detr_shapes
-from experiments import cli, runs, sweeps
+from experiments import cli, progress, runs, sweeps
 from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.train import trainer
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.status:
     sweep = planned_sweep(args, results)
     chosen = report.chosen(runs.chosen(sweep, results))
-    runs.status(sweep + record_runs(args, chosen), results, jobs=args.jobs)
+    progress.status(sweep + record_runs(args, chosen), results, jobs=args.jobs)
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)

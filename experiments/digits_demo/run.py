@@ -41,7 +41,7 @@ import re
 import sys
 
 from configs import vit_digits
-from experiments import cli, runs, sweeps
+from experiments import cli, progress, runs, sweeps
 from experiments.digits_demo import report
 
 ENCODINGS = ("embed_1d", "sine_2d", "fourier")
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> dict:
   sweep = planned_sweep(args, setting, results) if args.tune else []
   chosen = lambda: report.chosen(runs.chosen(sweep, results)) if args.tune else {}
   if args.status:
-    runs.status(sweep + planned(args, setting, chosen()), results, jobs=args.jobs)
+    progress.status(sweep + planned(args, setting, chosen()), results, jobs=args.jobs)
     return results
   print(f"{setting}: {args.seeds} seeds per encoding", flush=True)
   scored, save = score(setting, this), runs.saver(path)

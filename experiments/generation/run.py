@@ -36,7 +36,7 @@ import jax
 import numpy as np
 
 from configs import reformer_digits
-from experiments import cli, runs, sweeps
+from experiments import cli, progress, runs, sweeps
 from experiments.generation import report
 from experiments.runs import for_run
 from lfpe.data import digit_images
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.status:
     sweep = planned_sweep(args, results)
     record = planned(args, report.chosen(runs.chosen(sweep, results)))
-    runs.status(sweep + record, results, jobs=args.jobs)
+    progress.status(sweep + record, results, jobs=args.jobs)
     return {}
   save = runs.saver(path)
   train = lambda planned: runs.execute(planned, results, score, save, jobs=args.jobs)

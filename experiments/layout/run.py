@@ -37,7 +37,7 @@ import jax
 import numpy as np
 
 from configs import layout_synthetic
-from experiments import cli, runs, sweeps
+from experiments import cli, progress, runs, sweeps
 from experiments.layout import report
 from experiments.layout.report import slug
 from experiments.runs import for_run
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict:
   sweep = planned_sweep(args, results) if args.tune else []
   chosen = lambda: report.chosen(runs.chosen(sweep, results))
   if args.status:
-    runs.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
+    progress.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)

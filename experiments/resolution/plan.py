@@ -128,6 +128,12 @@ def eval_name(policy: str, size: int) -> str:
   return f"{policy}_{size}px"
 
 
+def policy_and_size(name: str) -> tuple[str, str]:
+  """`eval_name`'s inverse: `("pi", "128")` from `"pi_128px"` (the size as results keys it)."""
+  policy, size = name.rsplit("_", 1)
+  return policy, size.removesuffix("px")
+
+
 def tested(arm: Arm, sizes) -> list[tuple[str, int]]:
   """Every (policy, size) of `arm` that needs its own evaluation: not the training size
   (the trainer's test evaluation), NTK and YaRN above it only."""

@@ -25,7 +25,7 @@ import os
 import sys
 
 from configs import vit_shape_layout
-from experiments import cli, runs, sweeps
+from experiments import cli, progress, runs, sweeps
 from experiments.resolution import plan, report
 from lfpe import encodings
 from lfpe.train import trainer
@@ -110,16 +110,16 @@ def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
   for policy in arm.policies:
     entry["scores"].setdefault(policy, {})[train] = at_train
   for name in run.config.evals:
-    policy, size = name.rsplit("_", 1)
+    policy, size = plan.policy_and_size(name)
     found = metrics.get(f"eval/{name}")
     if found is not None:
-      entry["scores"][policy][size.removesuffix("px")] = found["accuracy"]
+      entry["scores"][policy][size] = found["accuracy"]
   return entry
 
 
 def _scored(entry: dict, name: str, metrics: dict) -> bool:
-  policy, size = name.rsplit("_", 1)
-  return f"eval/{name}" in metrics or size.removesuffix("px") in entry["scores"].get(policy, {})
+  policy, size = plan.policy_and_size(name)
+  return f"eval/{name}" in metrics or size in entry["scores"].get(policy, {})
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -145,9 +145,9 @@ def main(argv: list[str] | None = None) -> dict:
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
   sweep = planned_sweep(args, results)
-  chosen = lambda: sweeps.choose(report.sweep(results), higher_is_better=True)
+  chosen = lambda: report.chosen(results)
   if args.status:
-    runs.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
+    progress.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)

@@ -22,7 +22,7 @@ Policies (docs/encodings.md, "Changing resolution"):
 
 from __future__ import annotations
 
-from experiments.resolution.plan import Arm  # the one arm type of both editions
+from experiments.resolution.plan import Arm, eval_name  # one arm type, one name, both editions
 from lfpe import encodings
 
 TRAIN_SIZE = 32
@@ -80,10 +80,6 @@ def arms(quick: bool = False) -> tuple[Arm, ...]:
     quick_arms = ("none", "embed_2d mixed-res", "rope_axial +aug")
     return tuple(a for a in every if a.name in quick_arms)
   return every
-
-
-def eval_name(policy: str, size: int) -> str:
-  return f"{policy}_{size}px"
 
 
 def evals(arm: Arm, posemb: str, sizes) -> dict:

@@ -21,8 +21,9 @@ import os
 import sys
 
 from configs import vit_redgreen
-from experiments import cli, runs
+from experiments import cli, progress, runs
 from experiments.provenance import provenance
+from experiments.resolution.plan import policy_and_size
 from experiments.resolution_redgreen import plan, report
 from lfpe import encodings
 from lfpe.studies import sweep
@@ -67,8 +68,8 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[runs.Run, plan.Arm, str]]:
 
 
 def _scored(entry: dict, name: str) -> bool:
-  policy, size = name.rsplit("_", 1)
-  return size.removesuffix("px") in entry["scores"].get(policy, {})
+  policy, size = policy_and_size(name)
+  return size in entry["scores"].get(policy, {})
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> dict:
   path = os.path.join(args.out, "results.json")
   results = runs.load(path) or {"runs": {}}
   if args.status:
-    runs.status([run for run, _, _ in planned], results["runs"], jobs=args.jobs)
+    progress.status([run for run, _, _ in planned], results["runs"], jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])

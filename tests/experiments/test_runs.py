@@ -11,7 +11,7 @@ import time
 import pytest
 
 from configs import reformer_digits, vit_digits
-from experiments import provenance
+from experiments import progress, provenance
 from experiments import runs as runs_lib
 from experiments.runs import Run, execute, for_run
 from lfpe.errors import ConfigError
@@ -71,12 +71,12 @@ def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
   os.makedirs(os.path.join(partway.workdir, "checkpoints", "40"))
   planned, results = [done, slow, fast, partway, fresh, recorded], {"recorded": {}}
   out = io.StringIO()
-  counts = runs_lib.status(planned, results, out)
+  counts = progress.status(planned, results, out)
   assert counts == {"runs": 6, "done": 4, "partial": 1, "pending": 1}
   assert "part-way: partway at step 40 of 100" in out.getvalue()
   assert "160 steps left: about 2 min" in out.getvalue()  # 160 x 0.6 s = 96 s
   out = io.StringIO()
-  runs_lib.status(planned, results, out, jobs=2)
+  progress.status(planned, results, out, jobs=2)
   assert "160 steps left: about 1 min" in out.getvalue()  # two runs at once: 48 s
 
 
@@ -86,7 +86,7 @@ def test_status_times_a_recorded_run_whose_workdir_is_gone_from_its_seconds(tmp_
   config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
   gone, fresh = (Run(k, config(), str(tmp_path / k)) for k in ("gone", "fresh"))
   out = io.StringIO()
-  runs_lib.status([gone, fresh], {"gone": {"seconds": 200.0}}, out)
+  progress.status([gone, fresh], {"gone": {"seconds": 200.0}}, out)
   assert "1 of 2 runs done" in out.getvalue()
   assert "100 steps left: about 3 min" in out.getvalue()  # 100 x 2 s
 

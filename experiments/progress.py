@@ -1,0 +1,97 @@
+"""Where a record stands, without training or compiling anything: which of its runs are
+done, which are part-way and which have not started, and the time left estimated from the
+speed of the runs already trained (each record's `--status`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+import sys
+from collections.abc import Iterable
+
+from experiments.runs import Run
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+  """Where one run stands: `steps_done` of `total_steps`, and the seconds per step it took
+  (from its summary; None while unfinished or if the summary lacks its wall time)."""
+
+  steps_done: int
+  total_steps: int
+  seconds_per_step: float | None = None
+
+  @property
+  def done(self) -> bool:
+    return self.steps_done >= self.total_steps
+
+
+def read(run: Run) -> Progress:
+  """Reads `run.workdir`: the summary of a finished run, else its newest checkpoint step."""
+  total = int(run.config.total_steps)
+  path = os.path.join(run.workdir, "summary.json")
+  if os.path.exists(path):
+    with open(path) as f:
+      summary = json.load(f)
+    if summary.get("step", 0) >= total:
+      trained = summary["step"] - summary.get("start_step", 0)
+      rate = summary["wall_s"] / trained if "wall_s" in summary and trained > 0 else None
+      return Progress(summary["step"], total, rate)
+  checkpoints = os.path.join(run.workdir, "checkpoints")
+  steps = (
+    [int(d) for d in os.listdir(checkpoints) if d.isdigit()] if os.path.isdir(checkpoints) else []
+  )
+  return Progress(min(max(steps, default=0), total), total)
+
+
+def status(
+  runs: Iterable[Run], results: dict | None = None, out=None, *, jobs: int = 1
+) -> dict[str, int]:
+  """Prints done / part-way / not started, each part-way run, and an ETA (to `out`, default
+  the current `sys.stdout`); returns the counts. A run recorded in `results` (results.json)
+  is done even where its workdir is gone (`execute` reads it back, never retrains it), and
+  its recorded `seconds` still give its speed.
+
+  The ETA is the steps left times the median seconds per step of the finished runs (the
+  median, so that a few runs slowed by other work on the machine do not move it), over `jobs`
+  runs at once (each run's seconds per step were measured beside the other jobs): a guess
+  from this machine's speed.
+  """
+  runs, out, results = list(runs), out or sys.stdout, results or {}
+  states = {run.key: read(run) for run in runs}
+  for run in runs:
+    if run.key in results and not states[run.key].done:
+      total, entry = states[run.key].total_steps, results[run.key]
+      rate = entry["seconds"] / total if entry.get("seconds") else None
+      states[run.key] = Progress(total, total, rate)
+  done = [k for k, p in states.items() if p.done]
+  partial = [k for k, p in states.items() if 0 < p.steps_done < p.total_steps]
+  counts = {"runs": len(runs), "done": len(done), "partial": len(partial)}
+  counts["pending"] = counts["runs"] - counts["done"] - counts["partial"]
+  print(
+    f"{counts['done']} of {counts['runs']} runs done, {counts['partial']} part-way, "
+    f"{counts['pending']} not started.",
+    file=out,
+  )
+  for key in partial:
+    print(
+      f"  part-way: {key} at step {states[key].steps_done} of {states[key].total_steps}", file=out
+    )
+  rates = [p.seconds_per_step for p in states.values() if p.done and p.seconds_per_step]
+  left = sum(p.total_steps - p.steps_done for p in states.values())
+  if left and rates:
+    seconds = left * statistics.median(rates) / max(jobs, 1)
+    print(
+      f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far.", file=out
+    )
+  elif left:
+    print(f"  {left} steps left; no finished run yet to estimate the time from.", file=out)
+  return counts
+
+
+def _duration(seconds: float) -> str:
+  hours, minutes = divmod(round(seconds / 60), 60)
+  return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
