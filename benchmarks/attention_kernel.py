@@ -5,7 +5,8 @@
 
 For each `--pad` (0: `lfpe.nn.attention.fused_attention` as the models call it, cuDNN where
 it takes the call, else the padded cuDNN call, else XLA; N: padded to a multiple of N with
-the true lengths, `pad_multiple=N`) and for XLA's einsum-softmax-einsum (`xla`), compiles
+the true lengths, `pad_multiple=N`), for cuDNN padded to 64 (its refusal printed, if any)
+and for XLA's einsum-softmax-einsum (`xla`), compiles
 the forward and backward of `sum(attention(q, k, v))` and prints whether the compiled
 program calls cuDNN's fused attention (a `__cudnn$fmha` custom call) and the median time.
 ViT-B/16 at 224 px is the default: 197 tokens, which cuDNN refuses unpadded.
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
   print("| call | cuDNN fused attention | ms (median) |\n|---|---|---|")
   pads = [int(p) for p in args.pad.split(",")]
   rows = [(f"pad to {p}" if p else "as the models call it", p or None, None) for p in pads]
+  rows.append(("cuDNN, padded to 64 (refusal shown)", 64, "cudnn"))
   rows.append(("XLA", None, "xla"))
   for name, pad, implementation in rows:
     fn = step(pad, implementation)

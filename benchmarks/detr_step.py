@@ -42,7 +42,7 @@ def _config(matcher: str, batch: int, groups: int = 1):
   return config
 
 
-def _batch(prog, batch: int, rng: np.random.Generator) -> dict:
+def random_batch(prog, batch: int, rng: np.random.Generator) -> dict:
   """A random batch of the task's shapes with 1-8 valid targets per image."""
   example = prog.task.example_batch(prog.config)
   out = {k: np.repeat(v, batch, axis=0) for k, v in example.items()}
@@ -63,7 +63,7 @@ def time_step(
   config = _config(matcher, batch, groups)
   mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
   prog = program.build(config, mesh)
-  state, data = prog.init_state(), _batch(prog, batch, np.random.default_rng(0))
+  state, data = prog.init_state(), random_batch(prog, batch, np.random.default_rng(0))
   state, metrics = prog.train_step(state, data)  # compile
   jax.block_until_ready(metrics)
   start = time.perf_counter()
