@@ -42,6 +42,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from lfpe.nn.attention import IMPLEMENTATIONS, fused_attention
+
 Array = jnp.ndarray
 ATTENTIONS = ("lsh", "full_shared", "full")
 MASK_VALUE = -1e9  # a key the query may not see
@@ -238,6 +240,11 @@ class CausalSelfAttention(nn.Module):
     num_heads: number of heads; the input width must be a multiple of it.
     attention: one of `ATTENTIONS`: 'lsh' (shared QK, `lsh_self_attention`), 'full_shared'
       (shared QK, dense) or 'full' (separate q and k, dense).
+    implementation: 'full' only, one of `lfpe.nn.attention.IMPLEMENTATIONS`: None (fused:
+      cuDNN's causal kernel on a GPU, any length, else XLA's), 'xla', 'cudnn', or 'explicit'
+      (`full_self_attention`, which writes the `[B, h, L, L]` weights). A `mask` goes in as a
+      bias (cuDNN's slower path). 'full_shared' has no fused path: its keys are the queries,
+      and a query may see itself only as a last resort, which a fused kernel cannot express.
     chunk_len, n_buckets, n_hashes: the LSH settings (`lsh_self_attention`).
     causal: whether a position may only attend to positions <= its own.
     strictly_causal: LSH only: the sliding window that keeps the output at t independent of
@@ -260,6 +267,7 @@ class CausalSelfAttention(nn.Module):
   rounds_at_once: bool = False
   dropout: float = 0.0
   dtype: jnp.dtype | None = None
+  implementation: str | None = None
 
   def _proj(self, name: str, x: Array, head_dim: int) -> Array:
     return nn.DenseGeneral(
@@ -274,6 +282,11 @@ class CausalSelfAttention(nn.Module):
     if self.attention not in ATTENTIONS:
       raise ValueError(
         f"CausalSelfAttention: attention={self.attention!r} is unknown; use one of {ATTENTIONS}."
+      )
+    if self.implementation not in IMPLEMENTATIONS:
+      raise ValueError(
+        f"CausalSelfAttention: implementation={self.implementation!r} is unknown; use one of "
+        f"{IMPLEMENTATIONS}."
       )
     _check_lsh(
       self.chunk_len,
@@ -312,7 +325,13 @@ class CausalSelfAttention(nn.Module):
     v = self._proj("value", x, head_dim)
     if self.attention == "full":
       q, k = self._proj("query", x, head_dim), self._proj("key", x, head_dim)
-      out = full_self_attention(q, k, v, causal=self.causal, mask=mask)
+      if self.implementation == "explicit":
+        out = full_self_attention(q, k, v, causal=self.causal, mask=mask)
+      else:
+        keys = None if mask is None else mask.astype(bool)[:, None, None, :]
+        out = fused_attention(
+          q, k, v, mask=keys, is_causal=self.causal, implementation=self.implementation
+        )
     elif self.attention == "full_shared":
       qk = self._proj("qk", x, head_dim)
       out = full_self_attention(qk, None, v, causal=self.causal, shared_qk=True, mask=mask)
