@@ -207,7 +207,7 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=0, help="timed steps (0: 10, 2 on --cpu)")
   parser.add_argument("--only", default="", help="comma-separated families to run")
   parser.add_argument("--xla-flags", default="", help="add a ViT row compiled with these")
-  parser.add_argument("--rows", default="", help="comma-separated row numbers (1-based)")
+  parser.add_argument("--rows", default="", help="row numbers (1-based), run in this order")
   parser.add_argument("--budget", type=float, default=450, help="seconds for all rows")
   parser.add_argument("--out", default=os.environ.get("OUT", ""), help="folder for the log")
   parser.add_argument("--one", help=argparse.SUPPRESS)  # family:posemb:attention, in-process
@@ -224,18 +224,20 @@ def main() -> None:
     return
   if args.cpu and not importlib.util.find_spec("torch"):
     print("torch is not installed: the PyTorch peers' rows say so, lfpe's run.")
-  # This process never starts JAX: it would hold most of the GPU's memory from its children.
-  peaks = run("benchmarks.gpu_suite --one peaks", 120, args.cpu)
-  families = set(args.only.split(",")) - {""} or {f for f, *_ in GPU_RUNS}
-  logs: list[str] = []
-  numbers = {int(n) for n in args.rows.split(",") if n} or range(1, len(GPU_RUNS) + 2)
-  rows, start = [], time.perf_counter()
   runs = GPU_RUNS
   if args.xla_flags:
     flagged = f"lfpe, embed_1d, {args.xla_flags}"
     runs += (("vit", flagged, GPU_RUNS[0][2], 120, args.xla_flags),)
-  for number, (family, label, argv, timeout, xla_flags) in enumerate(runs, 1):
-    if family not in families or number not in numbers:
+  order = [int(n) for n in args.rows.split(",") if n] or range(1, len(runs) + 1)
+  if bad := [n for n in order if not 1 <= n <= len(runs)]:
+    parser.error(f"--rows: no row {bad[0]}; the rows are 1-{len(runs)}")
+  # This process never starts JAX: it would hold most of the GPU's memory from its children.
+  peaks = run("benchmarks.gpu_suite --one peaks", 120, args.cpu)
+  families = set(args.only.split(",")) - {""} or {f for f, *_ in GPU_RUNS}
+  logs: list[str] = []
+  rows, start = [], time.perf_counter()
+  for family, label, argv, timeout, xla_flags in (runs[n - 1] for n in order):
+    if family not in families:
       continue
     left = args.budget - (time.perf_counter() - start)
     if left < 30:

@@ -45,6 +45,13 @@ def test_a_failing_or_silent_process_becomes_an_error_row(tmp_path, monkeypatch)
   assert gpu_suite.run("slow", timeout=1, cpu=False) == {"error": "timed out after 1 s"}
 
 
+def test_a_row_number_out_of_range_is_refused_before_anything_runs():
+  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "4,9"]
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+  assert proc.returncode == 2 and "--rows: no row 9; the rows are 1-8" in proc.stderr
+  assert "Traceback" not in proc.stderr
+
+
 @pytest.mark.slow
 def test_the_cpu_suite_prints_a_row_for_every_measurement(tmp_path):
   cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--out", str(tmp_path)]
