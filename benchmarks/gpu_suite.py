@@ -41,7 +41,6 @@ import sys
 import time
 
 RESULT = "RESULT "
-CONFIGS = os.path.join(os.path.dirname(__file__), "..", "configs")
 
 # (family, implementation label, argv after `python -m`, full-scale timeout in seconds, XLA
 # flags), in order of importance: rows past the time budget are skipped.
@@ -59,13 +58,6 @@ PEERS = {"vit": "timm, torch.compile", "detr": "PyTorch DETR, eager"}
 PEERS["reformer"] = "reformer-pytorch, eager"
 
 
-def _load_config(name: str, arg: str):
-  spec = importlib.util.spec_from_file_location(name, os.path.join(CONFIGS, f"{name}.py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config(arg)
-
-
 def family_config(family: str, posemb: str, cpu: bool):
   """The config of one family's step: full scale, or its CI-sized `small` version."""
   small = ",small=True" if cpu else ""
@@ -74,8 +66,10 @@ def family_config(family: str, posemb: str, cpu: bool):
 
     variant, batch = ("Ti/16", 2) if cpu else ("B/16", 256)
     return train_step.vit_config(variant, posemb, batch, "float32" if cpu else "bfloat16")
-  name, batch = {"detr": ("detr_coco", 8), "reformer": ("reformer_imagenet64", 4)}[family]
-  config = _load_config(name, f"posemb={posemb}{small}")
+  from configs import detr_coco, reformer_imagenet64
+
+  module, batch = {"detr": (detr_coco, 8), "reformer": (reformer_imagenet64, 4)}[family]
+  config = module.get_config(f"posemb={posemb}{small}")
   with config.unlocked():
     config.batch_size = 2 if cpu else batch
     config.mesh.data = 1
@@ -98,7 +92,7 @@ def measure_lfpe(family: str, posemb: str, attention: str, steps: int, cpu: bool
     batch = detr_step.random_batch(prog, config.batch_size, np.random.default_rng(0))
   else:
     batch = train_step.random_batch(prog, config.batch_size)
-  times = step_times(lambda s: compiled(s, batch), prog.init_state(), steps)
+  times = train_step.step_times(compiled, prog.init_state(), batch, steps, warmups=2)
   stats = device.memory_stats() or {}
   text = compiled.as_text()
   return dict(
@@ -112,22 +106,6 @@ def measure_lfpe(family: str, posemb: str, attention: str, steps: int, cpu: bool
     device=device.device_kind,
     versions=f"jax {jax.__version__}",
   )
-
-
-def step_times(step, state, steps: int) -> list[float]:
-  """Seconds of each synchronised call of `state, metrics = step(state)` after two warm-ups."""
-  import jax
-
-  for _ in range(2):
-    state, metrics = step(state)
-  jax.block_until_ready(metrics)
-  times = []
-  for _ in range(steps):
-    start = time.perf_counter()
-    state, metrics = step(state)
-    jax.block_until_ready(metrics)
-    times.append(time.perf_counter() - start)
-  return times
 
 
 def matmul_peaks(cpu: bool) -> dict:

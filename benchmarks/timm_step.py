@@ -21,6 +21,8 @@ import json
 import statistics
 import time
 
+from benchmarks.torch_peers import time_steps
+
 
 def step_times(model, batch: int, steps: int, device: str = "cuda") -> list[float]:
   """Seconds of each synchronised train step after three warm-up steps."""
@@ -32,7 +34,6 @@ def step_times(model, batch: int, steps: int, device: str = "cuda") -> list[floa
   optimizer = torch.optim.AdamW(
     model.parameters(), lr=1e-3, betas=(0.9, 0.999), weight_decay=0.1, fused=device == "cuda"
   )
-  sync = torch.cuda.synchronize if device == "cuda" else lambda: None
 
   def step():
     with torch.autocast(device, dtype=torch.bfloat16):
@@ -42,16 +43,7 @@ def step_times(model, batch: int, steps: int, device: str = "cuda") -> list[floa
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 
-  for _ in range(3):
-    step()
-  sync()
-  times = []
-  for _ in range(steps):
-    t0 = time.perf_counter()
-    step()
-    sync()
-    times.append(time.perf_counter() - t0)
-  return times
+  return time_steps(step, steps, cuda=device == "cuda")
 
 
 def main() -> None:

@@ -123,10 +123,10 @@ def step_flops(config) -> float:
     return float(lowered.cost_analysis()["flops"])
 
 
-def best_step_time(prog: program_lib.Program, compiled, batch: dict, steps: int) -> float:
-  """Best seconds per step of the compiled train step, after one warm-up step."""
-  state = prog.init_state()
-  state, metrics = compiled(state, batch)
+def step_times(compiled, state, batch: dict, steps: int, warmups: int = 1) -> list[float]:
+  """Seconds of each synchronised call of the compiled train step, after `warmups` calls."""
+  for _ in range(warmups):
+    state, metrics = compiled(state, batch)
   jax.block_until_ready(metrics)
   times = []
   for _ in range(steps):
@@ -134,7 +134,12 @@ def best_step_time(prog: program_lib.Program, compiled, batch: dict, steps: int)
     state, metrics = compiled(state, batch)
     jax.block_until_ready(metrics)
     times.append(time.perf_counter() - t0)
-  return min(times)
+  return times
+
+
+def best_step_time(prog: program_lib.Program, compiled, batch: dict, steps: int) -> float:
+  """Best seconds per step of the compiled train step, after one warm-up step."""
+  return min(step_times(compiled, prog.init_state(), batch, steps))
 
 
 def measure_paths(config, mesh, paths: list[str], steps: int) -> tuple[float, list[tuple]]:
