@@ -3,8 +3,9 @@
   python -m benchmarks.gpu_suite [--out DIR] [--budget 450] [--rows 4,5,6,7] [--xla-flags F]
   python -m benchmarks.gpu_suite --cpu              # tiny shapes on the CPU (CI runs this)
 
-On an H100 the eight rows take about 9 minutes, most of it compiling (about 70 s per lfpe
-ViT-B/16 step); rows past `--budget` seconds are skipped and say so, in order of importance.
+On an H100 the nine rows take about 12 minutes, most of it compiling (about 60 s per lfpe
+ViT-B/16 step, 170 s per DETR-R50 step); rows past `--budget` seconds are skipped and say
+so, in order of importance.
 `--xla-flags F` adds a row: lfpe's ViT step compiled with XLA_FLAGS=F (one change at a time).
 
 Families and peers (full shapes; `--cpu` shrinks each to seconds):
@@ -13,7 +14,8 @@ Families and peers (full shapes; `--cpu` shrinks each to seconds):
   eager and under `torch.compile` (`benchmarks/timm_step.py`).
 * DETR-R50 (configs/detr_coco.py: 6 + 6 post-norm layers, 100 queries, auxiliary losses),
   800 px canvas, batch 8, float32 (TF32 matmuls in both), against torchvision's ResNet-50 with
-  DETR's transformer and scipy matching (`benchmarks/torch_peers.py detr`).
+  DETR's transformer and scipy matching (`benchmarks/torch_peers.py detr`). lfpe's config
+  matches with `auto` (scipy on a GPU); the last row is its in-graph `optax` matcher.
 * The Reformer-style generator (configs/reformer_imagenet64.py: 12,288 tokens, LSH with
   2 hashes and chunks of 128, reversible, 6 layers of width 1024), batch 4, bfloat16,
   against reformer-pytorch's `ReformerLM` (`benchmarks/torch_peers.py reformer`).
@@ -44,22 +46,34 @@ RESULT = "RESULT "
 
 # (family, implementation label, argv after `python -m`, full-scale timeout in seconds, XLA
 # flags), in order of importance: rows past the time budget are skipped.
+_DETR = "benchmarks.gpu_suite --one detr:detr_sine:auto"
 GPU_RUNS = (
   ("vit", "lfpe, embed_1d", "benchmarks.gpu_suite --one vit:embed_1d:auto", 120, ""),
   ("vit", "timm, torch.compile", "benchmarks.timm_step --modes compile --result", 150, ""),
   ("vit", "lfpe, fourier", "benchmarks.gpu_suite --one vit:fourier:auto", 120, ""),
-  ("detr", "lfpe, detr_sine", "benchmarks.gpu_suite --one detr:detr_sine:auto", 240, ""),
+  ("detr", "lfpe, detr_sine", _DETR, 240, ""),
   ("detr", "PyTorch DETR, eager", "benchmarks.torch_peers detr", 120, ""),
   ("reformer", "lfpe, fourier, lsh", "benchmarks.gpu_suite --one reformer:fourier:auto", 180, ""),
   ("reformer", "reformer-pytorch, eager", "benchmarks.torch_peers reformer", 120, ""),
   ("vit", "timm, eager", "benchmarks.timm_step --modes eager --result", 90, ""),
+  ("detr", "lfpe, detr_sine, optax matcher", f"{_DETR} task.matcher=optax", 240, ""),
 )
 PEERS = {"vit": "timm, torch.compile", "detr": "PyTorch DETR, eager"}
 PEERS["reformer"] = "reformer-pytorch, eager"
 
 
-def family_config(family: str, posemb: str, cpu: bool):
-  """The config of one family's step: full scale, or its CI-sized `small` version."""
+def family_config(family: str, posemb: str, cpu: bool, overrides: tuple[str, ...] = ()):
+  """The config of one family's step: full scale, or its CI-sized `small` version, with
+  `overrides` ('dotted.path=value', as the trainer's --config.path=value) applied."""
+  config = _family_config(family, posemb, cpu)
+  from lfpe.train import config_cli
+
+  for override in overrides:
+    config_cli.set_field(config, *override.split("=", 1))
+  return config
+
+
+def _family_config(family: str, posemb: str, cpu: bool):
   small = ",small=True" if cpu else ""
   if family == "vit":
     from benchmarks import train_step
@@ -76,7 +90,9 @@ def family_config(family: str, posemb: str, cpu: bool):
   return config
 
 
-def measure_lfpe(family: str, posemb: str, attention: str, steps: int, cpu: bool) -> dict:
+def measure_lfpe(
+  family: str, posemb: str, attention: str, steps: int, cpu: bool, overrides: tuple[str, ...] = ()
+) -> dict:
   """One lfpe family's compiled train step: times, peak memory, FLOPs, attention kernel."""
   import jax
   import numpy as np
@@ -84,7 +100,7 @@ def measure_lfpe(family: str, posemb: str, attention: str, steps: int, cpu: bool
   from benchmarks import detr_step, train_step
   from lfpe.train import sharding
 
-  config = family_config(family, posemb, cpu)
+  config = family_config(family, posemb, cpu, overrides)
   device = jax.devices()[0]
   mesh = sharding.make_mesh(config.mesh, [device])
   prog, compiled = train_step.compile_step(config, mesh, attention)
@@ -188,7 +204,9 @@ def main() -> None:
   parser.add_argument("--rows", default="", help="row numbers (1-based), run in this order")
   parser.add_argument("--budget", type=float, default=450, help="seconds for all rows")
   parser.add_argument("--out", default=os.environ.get("OUT", ""), help="folder for the log")
-  parser.add_argument("--one", help=argparse.SUPPRESS)  # family:posemb:attention, in-process
+  # --one family:posemb:attention [path=value ...]: one lfpe row, in this process
+  parser.add_argument("--one", help=argparse.SUPPRESS)
+  parser.add_argument("overrides", nargs="*", help=argparse.SUPPRESS)
   args = parser.parse_args()
   steps = args.steps or (2 if args.cpu else 10)
   if args.cpu:
@@ -198,7 +216,8 @@ def main() -> None:
     return
   if args.one:
     family, posemb, attention = args.one.split(":")
-    print(RESULT + json.dumps(measure_lfpe(family, posemb, attention, steps, args.cpu)))
+    row = measure_lfpe(family, posemb, attention, steps, args.cpu, tuple(args.overrides))
+    print(RESULT + json.dumps(row))
     return
   if args.cpu and not importlib.util.find_spec("torch"):
     print("torch is not installed: the PyTorch peers' rows say so, lfpe's run.")

@@ -1,9 +1,13 @@
-"""Where a ViT train step's device time goes: kernels of a traced step, grouped by name.
+"""Where a train step's device time goes: kernels of a traced step, grouped by name.
 
   python -m benchmarks.profile_step [--variant B/16] [--posemb embed_1d] [--batch 256]
       [--dtype bfloat16] [--attention auto] [--out /tmp/profile]
+  python -m benchmarks.profile_step --family detr --posemb detr_sine [task.matcher=scipy]
 
-Compiles `Program.train_step` as benchmarks/train_step.py does, runs three warm-up steps,
+`--family vit` (the default) is the ViT step of benchmarks/train_step.py at the given
+variant, batch and dtype; `detr` and `reformer` are benchmarks/gpu_suite.py's full-scale
+steps, with trainer overrides (path=value) applied. Compiles `Program.train_step`, runs
+three warm-up steps,
 then traces three steps with `jax.profiler` (a Perfetto trace under `--out`) and prints the
 kernels that took the most device time, with their share, and the step time the trace
 shows. On a GPU the events are the accelerator's kernels; on CPU, the XLA ops of the host.
@@ -18,8 +22,9 @@ import json
 import pathlib
 
 import jax
+import numpy as np
 
-from benchmarks import train_step
+from benchmarks import detr_step, gpu_suite, train_step
 from lfpe.train import sharding
 
 TRACED_STEPS = 3
@@ -43,6 +48,8 @@ def device_events(trace: dict) -> list[dict]:
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--family", default="vit", choices=("vit", "detr", "reformer"))
+  parser.add_argument("overrides", nargs="*", help="path=value trainer overrides")
   parser.add_argument("--variant", default="B/16")
   parser.add_argument("--posemb", default="embed_1d")
   parser.add_argument("--batch", type=int, default=256)
@@ -52,10 +59,16 @@ def main() -> None:
   parser.add_argument("--out", default="/tmp/profile")
   args = parser.parse_args()
 
-  config = train_step.vit_config(args.variant, args.posemb, args.batch, args.dtype)
+  if args.family == "vit":
+    config = train_step.vit_config(args.variant, args.posemb, args.batch, args.dtype)
+  else:
+    config = gpu_suite.family_config(args.family, args.posemb, False, tuple(args.overrides))
   mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
   prog, compiled = train_step.compile_step(config, mesh, args.attention)
-  batch = train_step.random_batch(prog, args.batch)
+  if args.family == "detr":
+    batch = detr_step.random_batch(prog, config.batch_size, np.random.default_rng(0))
+  else:
+    batch = train_step.random_batch(prog, config.batch_size)
   state = prog.init_state()
   for _ in range(3):
     state, metrics = compiled(state, batch)
@@ -72,9 +85,10 @@ def main() -> None:
     by_name[e["name"]] += e["dur"]
     count[e["name"]] += 1
   total = sum(by_name.values())
+  what = f"ViT-{args.variant}" if args.family == "vit" else f"{args.family} {args.overrides}"
   span = max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)
   print(
-    f"ViT-{args.variant} `{args.posemb}` batch {args.batch} {args.dtype}, attention "
+    f"{what} `{args.posemb}` batch {config.batch_size} {config.compute_dtype}, attention "
     f"{args.attention}: {span / TRACED_STEPS / 1e3:.1f} ms per step in the trace, "
     f"kernels busy {total / TRACED_STEPS / 1e3:.1f} ms ({path})\n\n"
     "| kernel | ms per step | share | calls per step |\n|---|---|---|---|"

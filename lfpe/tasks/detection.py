@@ -42,7 +42,7 @@ from lfpe.tasks.detection_ops import (
   set_loss,
 )
 
-MATCHERS = ("scipy", "optax")
+MATCHERS = ("auto", "scipy", "optax")  # auto: scipy on a GPU, else optax
 LOSS_KEYS = ("loss_ce", "loss_bbox", "loss_giou")
 TARGETS = ("labels", "boxes", "target_valid")
 

@@ -16,7 +16,7 @@ import optax
 from lfpe.extras import require
 
 EPS = 1e-7  # floor of the denominators of IoU and GIoU: zero-area boxes give 0, not NaN
-METHODS = ("scipy", "optax")
+METHODS = ("auto", "scipy", "optax")
 
 
 def box_cxcywh_to_xyxy(boxes: jax.Array) -> jax.Array:
@@ -150,6 +150,20 @@ def _optax_match_one(cost: jax.Array, valid: jax.Array) -> jax.Array:
   return jnp.where(valid[jnp.maximum(match, 0)] & (match >= 0), match, -1)
 
 
+def resolve_method(method: str, backend: str | None = None) -> str:
+  """ "auto" -> "scipy" on a GPU, else "optax"; other methods unchanged.
+
+  Why: optax's solver is a `while_loop` of small steps. On a GPU each iteration waits on
+  the host for its predicate, and the loop dominates a DETR-R50 step (H100, 2026-11-27:
+  871 ms with optax, 88 ms with scipy, PyTorch DETR 84 ms; benchmarks/README.md). On a
+  CPU the in-graph solver ties scipy on a quiet host and wins on a loaded one, and on a
+  TPU it avoids a host round trip (gathering every shard's costs to one host).
+  """
+  if method != "auto":
+    return method
+  return "scipy" if (backend or jax.default_backend()) == "gpu" else "optax"
+
+
 def hungarian_match(cost: jax.Array, target_valid: jax.Array, method: str = "scipy") -> jax.Array:
   """Optimal one-to-one matching `[B, Q]` int32: the target of each query, -1 for none.
 
@@ -158,11 +172,12 @@ def hungarian_match(cost: jax.Array, target_valid: jax.Array, method: str = "sci
   padded targets never match. `method`: "scipy" runs `linear_sum_assignment` per image on
   the host through `jax.pure_callback` (on a sharded batch XLA gathers the costs to one
   device for it); "optax" runs `optax.assignment.hungarian_algorithm` inside the compiled
-  program (float32 potentials). Both work under jit and vmap and reach the optimal total
-  cost (up to float32 rounding for optax).
+  program (float32 potentials); "auto" picks by the backend (`resolve_method`). Both work
+  under jit and vmap and reach the optimal total cost (up to float32 rounding for optax).
   """
   if method not in METHODS:
     raise ValueError(f"hungarian_match: method={method!r} is not one of {METHODS}.")
+  method = resolve_method(method)
   target_valid = jnp.asarray(target_valid, bool)
   cost = _sanitize(jnp.asarray(cost, jnp.float32), target_valid)
   if method == "scipy":

@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from benchmarks import gpu_suite
+from lfpe.errors import ConfigError
 
 PEAKS = {"measured_bfloat16": 500e12, "spec_bfloat16": 1000e12, "measured_float32": 250e12}
 
@@ -46,10 +47,18 @@ def test_a_failing_or_silent_process_becomes_an_error_row(tmp_path, monkeypatch)
 
 
 def test_a_row_number_out_of_range_is_refused_before_anything_runs():
-  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "4,9"]
+  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "4,10"]
   proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-  assert proc.returncode == 2 and "--rows: no row 9; the rows are 1-8" in proc.stderr
+  assert proc.returncode == 2 and "--rows: no row 10; the rows are 1-9" in proc.stderr
   assert "Traceback" not in proc.stderr
+
+
+def test_family_config_applies_trainer_overrides_and_names_a_wrong_field():
+  config = gpu_suite.family_config("detr", "detr_sine", True, ("task.matcher=optax",))
+  assert config.task.matcher == "optax" and config.batch_size == 2
+  assert gpu_suite.family_config("detr", "detr_sine", False).task.matcher == "auto"
+  with pytest.raises(ConfigError, match="did you mean 'matcher'"):
+    gpu_suite.family_config("detr", "detr_sine", True, ("task.matchr=optax",))
 
 
 @pytest.mark.slow

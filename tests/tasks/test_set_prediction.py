@@ -16,6 +16,7 @@ from lfpe.tasks.detection_ops import (
   hungarian_match,
   matching_cost,
   postprocess,
+  resolve_method,
   set_loss,
 )
 
@@ -125,6 +126,19 @@ def test_hungarian_under_vmap_and_all_padding(method):
   for i in range(3):
     np.testing.assert_array_equal(batched[i], hungarian_match(cost[i], valid[i], "scipy"))
   assert np.all(np.asarray(batched[0, 0]) == -1)
+
+
+@pytest.mark.parametrize(
+  "backend, method", [("gpu", "scipy"), ("cpu", "optax"), ("tpu", "optax"), (None, "optax")]
+)
+def test_auto_method_is_scipy_on_a_gpu_only(backend, method):
+  """`auto`: the host solver on a GPU (the in-graph loop syncs per iteration there), else
+  optax; on this CPU the compiled program has optax's while loop and no host callback."""
+  assert resolve_method("auto", backend) == method
+  assert resolve_method("scipy", "tpu") == "scipy" and resolve_method("optax", "gpu") == "optax"
+  cost, valid = jnp.zeros((2, 4, 3)), jnp.ones((2, 3), bool)
+  jaxpr = str(jax.make_jaxpr(functools.partial(hungarian_match, method="auto"))(cost, valid))
+  assert "while" in jaxpr and "pure_callback" not in jaxpr
 
 
 def test_hungarian_rejects_unknown_method():
