@@ -4,8 +4,10 @@
 
 Fabricates JPEGs of ImageNet's typical size (375x500, quality 90, natural-looking
 content) and times, per image on one core, decode + crop + resize by:
-* `lfpe`: Pillow's full decode (what `tfds.data_source` does without TensorFlow), then
-  lfpe's `InceptionCrop` (train) or `ResizeSmall(256)` + `CentralCrop(224)` (eval);
+* `lfpe`: what lfpe's loader does. Train: `inception_crop` on the undecoded JPEG, decoding
+  only its window (TurboJPEG, lfpe/data/jpeg.py); eval: Pillow's full decode (what
+  `tfds.data_source` does without TensorFlow), `ResizeSmall(256)` + `CentralCrop(224)`;
+* `lfpe_full_decode`: the same ops on Pillow's full decode (lfpe's train path before);
 * `pil_numpy`: Pillow decode, crop and bilinear resize in C, then `np.asarray`;
 * `pil_draft`: the same, with Pillow's `draft` decoding the JPEG at a reduced DCT scale
   that still covers the crop (the trick of decoders that decode at reduced scale);
@@ -29,7 +31,7 @@ import numpy as np
 import PIL.Image
 
 from benchmarks.timing import machine
-from lfpe.data import image_ops
+from lfpe.data import image_ops, jpeg
 
 SHAPE = (375, 500)
 
@@ -60,8 +62,10 @@ def crop_box(height: int, width: int, rng: np.random.Generator) -> tuple[int, in
   return 0, 0, height, width
 
 
-def lfpe_train(data: bytes, rng: np.random.Generator, size: int) -> np.ndarray:
-  image = np.asarray(PIL.Image.open(io.BytesIO(data)).convert("RGB"))
+def lfpe_train(data: bytes, rng: np.random.Generator, size: int, crop_decode: bool = True):
+  """`inception_crop` as the loader runs it: on the encoded JPEG (decoding only the crop
+  window, lfpe/data/jpeg.py), or with `crop_decode=False` on Pillow's full decode."""
+  image = jpeg.Encoded(data) if crop_decode else np.asarray(PIL.Image.open(io.BytesIO(data)))
   return image_ops.InceptionCrop(size).random_map({"image": image}, rng)["image"]
 
 
@@ -135,6 +139,9 @@ def tf_data_rate(files: list[bytes], size: int, train: bool) -> float | None:
 
 PATHS: dict[str, Callable] = {
   "lfpe": lambda d, r, s, train: (lfpe_train if train else lfpe_eval)(d, r, s),
+  "lfpe_full_decode": lambda d, r, s, train: (
+    lfpe_train(d, r, s, crop_decode=False) if train else lfpe_eval(d, r, s)
+  ),
   "pil_numpy": lambda d, r, s, train: _pil(d, r, s, draft=False, train=train),
   "pil_draft": lambda d, r, s, train: _pil(d, r, s, draft=True, train=train),
 }
@@ -159,7 +166,8 @@ def main() -> None:
   parser.add_argument("--size", type=int, default=224)
   args = parser.parse_args()
   files = fabricate(args.images)
-  print(f"{datetime.date.today()}; {machine()}; Pillow {PIL.__version__}")
+  crop = "TurboJPEG" if jpeg.available() else "none: Pillow decodes whole images"
+  print(f"{datetime.date.today()}; {machine()}; Pillow {PIL.__version__}; crop decode: {crop}")
   print(f"{args.images} JPEGs {SHAPE[0]}x{SHAPE[1]} (quality 90) -> {args.size}, one core\n")
   print("| path | train (Inception crop) img/s | eval (resize + central crop) img/s |")
   print("|---|---|---|")

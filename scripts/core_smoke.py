@@ -18,6 +18,7 @@ EXTRA_PACKAGES = (
   "matplotlib",
   "ml_collections",
   "tensorboardX",
+  "turbojpeg",
 )
 
 

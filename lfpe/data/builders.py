@@ -24,6 +24,7 @@ from lfpe.data import (
   detection_ops,
   digit_images,
   digits,
+  jpeg,
   redgreen,
   screens,
   shape_layout,
@@ -134,14 +135,23 @@ def prepare(name: str, data_dir: str) -> str:
   return version
 
 
-def data_source(name: str, split: str, data_dir: str):
+def data_source(name: str, split: str, data_dir: str, encoded_images: bool = False):
   """`tfds.data_source` over `split` of `name` (prepared first if it is local).
 
-  Returns a random-access source (`len`, `source[i]` -> dict of numpy features).
+  Returns a random-access source (`len`, `source[i]` -> dict of numpy features). With
+  `encoded_images`, an image feature stays undecoded: rows carry `jpeg.Encoded` images for
+  an op that decodes only what it keeps (`inception_crop`).
   """
   version = prepare(name, data_dir)
   try:
-    return tfds.data_source(f"{name}:{version}", split=split, data_dir=data_dir)
+    source = tfds.data_source(f"{name}:{version}", split=split, data_dir=data_dir)
+    features = source.dataset_info.features
+    feature = features["image"] if encoded_images and "image" in features else None
+    if isinstance(feature, tfds.features.Image):
+      skip = {"image": tfds.decode.SkipDecoding()}
+      raw = tfds.data_source(f"{name}:{version}", split=split, data_dir=data_dir, decoders=skip)
+      source = jpeg.EncodedImages(raw, channels=feature.shape[-1])
+    return source
   except ValueError as e:  # TFDS names the splits there are.
     raise ValueError(
       f"{name!r}: {e} Set `data.train_split` / `data.eval_split` to one of them (TFDS "

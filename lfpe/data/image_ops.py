@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import grain
 import numpy as np
 import PIL.Image
+
+from lfpe.data import jpeg
 
 METHODS = ("nearest", "bilinear")
 PIL_MODES = {1: "L", 3: "RGB"}  # uint8 images Pillow resizes whole, in fixed point
@@ -122,16 +125,19 @@ class InceptionCrop(grain.transforms.RandomMap):
 
   The crop covers a uniform fraction of the image area in `[area_min, area_max]` with a
   log-uniform aspect ratio in [3/4, 4/3] (10 tries; else the whole image), then is resized
-  bilinearly to `size`. This is the Inception / ViT ImageNet training crop.
+  bilinearly to `size`. This is the Inception / ViT ImageNet training crop. As the first op
+  it gets the image still encoded (`jpeg.Encoded`) and decodes only the crop window.
   """
 
   size: int | tuple[int, int]
   area_min: float = 0.05
   area_max: float = 1.0
+  TAKES_ENCODED: ClassVar[bool] = True  # the loader may hand it the undecoded image
 
   def random_map(self, element, rng: np.random.Generator):
     image = element["image"]
-    height, width = image.shape[:2]
+    encoded = isinstance(image, jpeg.Encoded)
+    height, width = jpeg.size(image) if encoded else image.shape[:2]
     top, left, h, w = 0, 0, height, width
     for _ in range(10):
       area = rng.uniform(self.area_min, self.area_max) * height * width
@@ -141,7 +147,8 @@ class InceptionCrop(grain.transforms.RandomMap):
         top, left = rng.integers(0, height - ch + 1), rng.integers(0, width - cw + 1)
         h, w = ch, cw
         break
-    return {**element, "image": resize_image(crop(image, top, left, h, w), self.size)}
+    window = (jpeg.decode_crop if encoded else crop)(image, top, left, h, w)
+    return {**element, "image": resize_image(window, self.size)}
 
 
 @dataclasses.dataclass

@@ -117,6 +117,13 @@ def is_random(op) -> bool:
   return isinstance(op, grain.transforms.RandomMap)
 
 
+def takes_encoded(transforms) -> bool:
+  """Whether the first op past field selection decodes the image itself (`TAKES_ENCODED`),
+  so the source may hand it the undecoded image."""
+  first = next((op for op in transforms if not isinstance(op, Keep)), None)
+  return getattr(first, "TAKES_ENCODED", False)
+
+
 def _parse_op(text: str):
   try:
     node = ast.parse(text, mode="eval").body

@@ -278,7 +278,7 @@ class EvalLoader:
       yield to_global(batch, self._sharding, self._batch)
 
 
-def _data_source(name: str, split: str, data_dir: str):
+def _data_source(name: str, split: str, data_dir: str, encoded_images: bool):
   """`builders.data_source`; with several processes, process 0 builds a local dataset first.
 
   The others wait for it: building at the same time, they would collide in `data_dir`.
@@ -287,7 +287,7 @@ def _data_source(name: str, split: str, data_dir: str):
     if jax.process_index() == 0:
       builders.prepare(name, data_dir)
     multihost_utils.sync_global_devices(f"lfpe.data: {name} is prepared")
-  return builders.data_source(name, split, data_dir)
+  return builders.data_source(name, split, data_dir, encoded_images)
 
 
 def make_loader(
@@ -310,7 +310,9 @@ def make_loader(
   sharding = batch_sharding(mesh)
   config.check_batch(global_batch_size, sharding.mesh if hasattr(sharding, "mesh") else None)
   split = split or resolved.split(train)
-  source = _data_source(resolved.spec.name, split, resolved.data_dir)
+  transforms = resolved.ops(train)
+  encoded = ops.takes_encoded(transforms)  # inception_crop first: decode its window only
+  source = _data_source(resolved.spec.name, split, resolved.data_dir, encoded)
   shard_index, shard_count = process_shard(sharding, global_batch_size)
   rows = range(len(source))
   if resolved.cache:  # Decode once; later reads are lookups. Training: this process's rows.
@@ -319,7 +321,6 @@ def make_loader(
   if resolved.detection and not train:
     source = detection_ops.AtSizes(source, resolved.detection.test_sizes)
   source = NamedSource(source, f"{resolved.spec.name}:{split}")
-  transforms = resolved.ops(train)
   first = source[rows.start]
   check_image_size(resolved, ops.apply(transforms, first, np.random.default_rng(seed)))
   kwargs = dict(
