@@ -95,6 +95,12 @@ def test_inception_crop_of_the_encoded_image_is_the_crop_of_the_decoded_one():
     decoded = op.random_map({"image": _pillow(data)}, np.random.default_rng(seed))["image"]
     assert encoded.shape == decoded.shape == (32, 32, 3)
     np.testing.assert_array_equal(encoded, decoded)
+  # A crop already of the output size is not resized: uint8 pixels on both paths.
+  data = _encode(_photo(32, 32), quality=92)
+  op = image_ops.InceptionCrop(32, area_min=1.0)  # the whole image
+  encoded = op.random_map({"image": jpeg.Encoded(data)}, np.random.default_rng(0))["image"]
+  assert encoded.dtype == np.uint8 and encoded.shape == (32, 32, 3)
+  np.testing.assert_array_equal(encoded, _pillow(data))
 
 
 class FakeImagenet(base.ArrayBuilder, skip_registration=True):
