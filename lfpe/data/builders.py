@@ -12,11 +12,11 @@ Adding a local dataset: write `lfpe/data/NAME.py` with an `ArrayBuilder` and a `
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
+from etils import epath
 
 from lfpe.data import (
   base,
@@ -161,7 +161,7 @@ def data_source(name: str, split: str, data_dir: str, encoded_images: bool = Fal
 
 def missing_message(spec: base.DatasetSpec, data_dir: str) -> str:
   """Why `spec` cannot be read from `data_dir`, and the exact commands that fix it."""
-  root = os.path.join(data_dir, spec.name)
+  root = epath.Path(data_dir) / spec.name
   text = (
     f"Dataset {spec.name!r} is not prepared as array_record in {root}.\n"
     "Prepare it once (TensorFlow is needed only for this preparation step; lfpe reads "
@@ -181,19 +181,22 @@ def missing_message(spec: base.DatasetSpec, data_dir: str) -> str:
 
 
 def _version_dirs(name: str, data_dir: str) -> list[str]:
-  root = os.path.join(data_dir, name)
-  if not os.path.isdir(root):
+  """The versions of `name` in `data_dir` that have a dataset_info.json. Through `epath`, so a
+  remote data_dir (gs://, s3://: whatever TFDS reads) is searched as a local one."""
+  root = epath.Path(data_dir) / name
+  if not root.is_dir():
     return []
   return [
-    v
-    for v in os.listdir(root)
-    if re.fullmatch(r"\d+\.\d+\.\d+", v)
-    and os.path.exists(os.path.join(root, v, "dataset_info.json"))
+    v.name
+    for v in root.iterdir()
+    if re.fullmatch(r"\d+\.\d+\.\d+", v.name) and (v / "dataset_info.json").exists()
   ]
 
 
 def _has_files(name: str, data_dir: str, version: str, file_format: str) -> bool:
-  return any(f".{file_format}-" in f for f in os.listdir(os.path.join(data_dir, name, version)))
+  return any(
+    f".{file_format}-" in f.name for f in (epath.Path(data_dir) / name / version).iterdir()
+  )
 
 
 def _version_key(version: str) -> Sequence[int]:

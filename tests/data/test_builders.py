@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
+from etils.epath import testing as epath_testing
 
 from lfpe import data as data_lib
 from lfpe.data import base, builders, config, pipeline
@@ -115,6 +116,20 @@ def test_prepared_catalog_dataset_is_read_the_same_way(tmp_path, mesh):
   labels = np.asarray(batches[0]["label"])[np.asarray(batches[0]["mask"])]
   assert sorted(labels.tolist()) == list(range(6))
   assert batches[0]["image"].shape == (8, 32, 32, 3)
+
+
+def test_a_remote_data_dir_is_searched_through_epath(tmp_path):
+  """gs:// data dirs are found as local ones (epath; here gs://bucket is mocked onto
+  tmp_path), not reported missing; a missing one names its remote path."""
+  FakeCifar10(data_dir=str(tmp_path)).download_and_prepare()
+  local = lambda path: str(path).replace("gs://bucket", str(tmp_path))
+  to_local = lambda fn, path, *a, **k: fn(local(path), *a, **k)
+  calls = dict(exists=to_local, isdir=to_local, listdir=to_local, glob=to_local)
+  with epath_testing.mock_epath(**calls):
+    assert builders.prepared_version("cifar10", "gs://bucket") == "3.0.2"
+    assert builders.prepare("cifar10", "gs://bucket") == "3.0.2"
+    with pytest.raises(FileNotFoundError, match="in gs://bucket/nowhere/cifar10"):
+      builders.prepare("cifar10", "gs://bucket/nowhere")
 
 
 def test_prepared_coco_gives_detr_inputs(tmp_path, mesh):
