@@ -81,6 +81,17 @@ def test_png_and_a_missing_library_fall_back_to_pillow_exactly(monkeypatch):
   assert jpeg.available()
 
 
+def test_progressive_and_cmyk_jpegs_give_pillows_pixels():
+  """Progressive: TurboJPEG's partial decode; CMYK (which it cannot turn into RGB): Pillow."""
+  progressive = _encode(_photo(75, 100), quality=90, progressive=True)
+  buffer = io.BytesIO()
+  PIL.Image.fromarray(_photo(75, 100)).convert("CMYK").save(buffer, "JPEG", quality=90)
+  for data in (progressive, buffer.getvalue()):
+    for top, left, h, w in WINDOWS:
+      window = jpeg.decode_crop(jpeg.Encoded(data), top, left, h, w)
+      np.testing.assert_array_equal(window, _pillow(data)[top : top + h, left : left + w])
+
+
 @pytest.mark.parametrize("window", [(-1, 0, 5, 5), (0, 0, 31, 5), (0, 38, 5, 3), (0, 0, 0, 4)])
 def test_a_window_outside_the_image_is_refused(window):
   with pytest.raises(ValueError, match="outside the 30x40 image"):
