@@ -113,39 +113,45 @@ class Detection:
     outputs = model.apply(variables, batch["image"], batch["mask"], train=train, rngs=rngs)
     return split_groups(outputs, model.query_groups) if train else outputs
 
-  def layer_losses(self, outputs: dict[str, jax.Array], batch: dict[str, jax.Array]) -> list:
-    """`set_loss` of each decoder layer (the last one only without `aux_loss`)."""
-    layers = range(outputs["logits"].shape[0]) if self.aux_loss else [-1]
-    groups = outputs["logits"].shape[1] // batch["labels"].shape[0]  # G·B rows: `split_groups`
+  def layer_losses(self, outputs: dict[str, jax.Array], batch: dict[str, jax.Array]) -> dict:
+    """`set_loss` of each decoder layer (the last one only without `aux_loss`): `[L]` per key.
+
+    Vmapped over the layers, so every layer is matched in one call: with the scipy matcher
+    one host callback per step instead of one per layer (on a GPU each is a round trip).
+    """
+    logits, boxes = outputs["logits"], outputs["boxes"]
+    if not self.aux_loss:
+      logits, boxes = logits[-1:], boxes[-1:]
+    groups = logits.shape[1] // batch["labels"].shape[0]  # G·B rows: `split_groups`
     targets = {k: jnp.tile(batch[k], (groups,) + (1,) * (batch[k].ndim - 1)) for k in TARGETS}
     num_boxes = jnp.maximum(jnp.sum(targets["target_valid"]), 1)
-    return [
-      set_loss(
-        outputs["logits"][i].astype(jnp.float32),
-        outputs["boxes"][i].astype(jnp.float32),
-        targets["labels"],
-        targets["boxes"],
-        targets["target_valid"],
-        eos_coef=self.eos_coef,
-        class_weight=self.class_weight,
-        bbox_weight=self.bbox_weight,
-        giou_weight=self.giou_weight,
-        method=self.matcher,
-        num_boxes=num_boxes,
-      )
-      for i in layers
-    ]
+    weights = dict(
+      eos_coef=self.eos_coef,
+      class_weight=self.class_weight,
+      bbox_weight=self.bbox_weight,
+      giou_weight=self.giou_weight,
+      method=self.matcher,
+      num_boxes=num_boxes,
+    )
+    one_layer = lambda lg, bx: set_loss(
+      lg.astype(jnp.float32),
+      bx.astype(jnp.float32),
+      targets["labels"],
+      targets["boxes"],
+      targets["target_valid"],
+      **weights,
+    )
+    return jax.vmap(one_layer)(logits, boxes)
 
   def loss(self, outputs, batch) -> tuple[jax.Array, dict[str, jax.Array]]:
     losses = self.layer_losses(outputs, batch)
-    total = sum(layer["loss"] for layer in losses)
-    return total, {k: losses[-1][k] for k in LOSS_KEYS}
+    return jnp.sum(losses["loss"]), {k: losses[k][-1] for k in LOSS_KEYS}
 
   def eval_sums(self, outputs, batch) -> dict[str, jax.Array]:
     """Loss sums and the last layer's detections (per example, for COCO evaluation)."""
     valid = batch.get("valid", jnp.ones(batch["image"].shape[:1], jnp.bool_))
     last = {"logits": outputs["logits"][-1:], "boxes": outputs["boxes"][-1:]}
-    losses = dataclasses.replace(self, aux_loss=False).layer_losses(last, batch)[-1]
+    losses = {k: v[-1] for k, v in self.layer_losses(last, batch).items()}
     scores, labels, boxes = postprocess(
       outputs["logits"][-1].astype(jnp.float32),
       outputs["boxes"][-1].astype(jnp.float32),

@@ -115,3 +115,28 @@ def test_group_loss_is_the_mean_over_groups_each_matched_to_its_image():
   assert loss(grouped(one, one, one)) == pytest.approx(loss(one), rel=1e-5)
   expected = (2 * loss(one) + loss(other)) / 3
   assert loss(grouped(one, other, one)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_every_layer_is_matched_in_one_call_and_summed():
+  """Auxiliary losses: the layers' set losses, vmapped, equal set_loss of each layer alone
+  (summed for the loss, the last one's terms reported), and the scipy matcher is one host
+  callback per step, not one per layer."""
+  batch = jax.tree.map(jnp.asarray, _batch())
+  rng = np.random.default_rng(1)
+  outputs = {
+    "logits": jnp.asarray(rng.normal(size=(3, 2, 6, CLASSES + 1)), jnp.float32),
+    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(3, 2, 6, 4)), jnp.float32),
+  }
+  task = Detection(matcher="scipy")
+  loss, terms = task.loss(outputs, batch)
+  alone = [
+    Detection(matcher="scipy", aux_loss=False).loss(
+      {k: v[: i + 1] for k, v in outputs.items()}, batch
+    )
+    for i in range(3)
+  ]
+  assert float(loss) == pytest.approx(sum(float(a[0]) for a in alone), rel=1e-6)
+  for k, v in terms.items():
+    assert float(v) == pytest.approx(float(alone[-1][1][k]), rel=1e-6)
+  jaxpr = str(jax.make_jaxpr(lambda o: task.loss(o, batch))(outputs))
+  assert jaxpr.count("pure_callback") == 1
