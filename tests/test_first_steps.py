@@ -4,6 +4,7 @@ imagenet2012's TFDS format (the loop alone shrunk), crop decoding included."""
 import importlib.util
 import math
 import os
+import sys
 
 import pytest
 
@@ -13,6 +14,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 def _script():
   spec = importlib.util.spec_from_file_location("first_steps", f"{ROOT}/scripts/first_steps.py")
   module = importlib.util.module_from_spec(spec)
+  sys.modules["first_steps"] = module  # its builders' classes need a findable module (TFDS)
   spec.loader.exec_module(module)
   return module
 
