@@ -33,6 +33,7 @@ from lfpe.data import detection_info
 from lfpe.extras import require_extra
 from lfpe.tasks.base import model_family
 from lfpe.tasks.detection_ops import (
+  METHODS,
   box_cxcywh_to_xyxy,
   box_iou,
   generalized_box_iou,
@@ -42,7 +43,6 @@ from lfpe.tasks.detection_ops import (
   set_loss,
 )
 
-MATCHERS = ("auto", "scipy", "optax")  # auto: scipy on a GPU, else optax
 LOSS_KEYS = ("loss_ce", "loss_bbox", "loss_giou")
 TARGETS = ("labels", "boxes", "target_valid")
 
@@ -82,8 +82,8 @@ class Detection:
       value = getattr(self, name)
       if not isinstance(value, (int, float)) or value < 0:
         raise ValueError(f"config.task.{name} must be a number >= 0, got {value!r}.")
-    if self.matcher not in MATCHERS:
-      raise ValueError(f"config.task.matcher={self.matcher!r} is unknown; use one of {MATCHERS}.")
+    if self.matcher not in METHODS:  # auto: scipy on a GPU, else optax
+      raise ValueError(f"config.task.matcher={self.matcher!r} is unknown; use one of {METHODS}.")
     model_family(config, "detection")
 
   def create_model(self, config: Any) -> nn.Module:
