@@ -4,10 +4,13 @@
 
 Fabricates JPEGs of ImageNet's typical size (375x500, quality 90, natural-looking
 content) and times, per image on one core, decode + crop + resize by:
-* `lfpe`: what lfpe's loader does. Train: `inception_crop` on the undecoded JPEG, decoding
-  only its window (TurboJPEG, lfpe/data/jpeg.py); eval: Pillow's full decode (what
-  `tfds.data_source` does without TensorFlow), `ResizeSmall(256)` + `CentralCrop(224)`;
-* `lfpe_full_decode`: the same ops on Pillow's full decode (lfpe's train path before);
+* `lfpe`: what lfpe's loader does with ImageNet's config. Train: `inception_crop(224,
+  antialias=False)` on the undecoded JPEG, decoding only its window (TurboJPEG,
+  lfpe/data/jpeg.py) and resizing as big_vision (bilinear without antialiasing); eval:
+  Pillow's full decode (what `tfds.data_source` does without TensorFlow),
+  `ResizeSmall(256)` + `CentralCrop(224)`;
+* `lfpe_antialias`: the same with `inception_crop`'s default antialiased resize;
+* `lfpe_full_decode`: that on Pillow's full decode (lfpe's train path before crop decoding);
 * `pil_numpy`: Pillow decode, crop and bilinear resize in C, then `np.asarray`;
 * `pil_draft`: the same, with Pillow's `draft` decoding the JPEG at a reduced DCT scale
   that still covers the crop (the trick of decoders that decode at reduced scale);
@@ -62,11 +65,14 @@ def crop_box(height: int, width: int, rng: np.random.Generator) -> tuple[int, in
   return 0, 0, height, width
 
 
-def lfpe_train(data: bytes, rng: np.random.Generator, size: int, crop_decode: bool = True):
+def lfpe_train(
+  data: bytes, rng: np.random.Generator, size: int, crop_decode: bool = True, antialias=False
+):
   """`inception_crop` as the loader runs it: on the encoded JPEG (decoding only the crop
   window, lfpe/data/jpeg.py), or with `crop_decode=False` on Pillow's full decode."""
   image = jpeg.Encoded(data) if crop_decode else np.asarray(PIL.Image.open(io.BytesIO(data)))
-  return image_ops.InceptionCrop(size).random_map({"image": image}, rng)["image"]
+  op = image_ops.InceptionCrop(size, antialias=antialias)
+  return op.random_map({"image": image}, rng)["image"]
 
 
 def lfpe_eval(data: bytes, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -139,8 +145,11 @@ def tf_data_rate(files: list[bytes], size: int, train: bool) -> float | None:
 
 PATHS: dict[str, Callable] = {
   "lfpe": lambda d, r, s, train: (lfpe_train if train else lfpe_eval)(d, r, s),
+  "lfpe_antialias": lambda d, r, s, train: (
+    lfpe_train(d, r, s, antialias=True) if train else lfpe_eval(d, r, s)
+  ),
   "lfpe_full_decode": lambda d, r, s, train: (
-    lfpe_train(d, r, s, crop_decode=False) if train else lfpe_eval(d, r, s)
+    lfpe_train(d, r, s, crop_decode=False, antialias=True) if train else lfpe_eval(d, r, s)
   ),
   "pil_numpy": lambda d, r, s, train: _pil(d, r, s, draft=False, train=train),
   "pil_draft": lambda d, r, s, train: _pil(d, r, s, draft=True, train=train),

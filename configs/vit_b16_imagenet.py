@@ -52,7 +52,8 @@ def get_config(arg: str | None = None):
 
   config.data = data_config("imagenet2012")
   config.data.image_size = 224
-  config.data.augment = "inception_crop(224)|flip_lr"
+  # big_vision's decode_jpeg_and_inception_crop: a bilinear resize without antialiasing
+  config.data.augment = "inception_crop(224, antialias=False)|flip_lr"
   config.data.eval_preprocess = eval_crop(224)
   config.data.worker_count = 8
 
@@ -69,7 +70,7 @@ def get_config(arg: str | None = None):
   if arg.small:
     small_loop(config)
     config.data.image_size = 32
-    config.data.augment = "inception_crop(32)|flip_lr"
+    config.data.augment = "inception_crop(32, antialias=False)|flip_lr"
     config.data.eval_preprocess = eval_crop(32)
     config.data.worker_count = 0
     config.model.update(variant="mu/16")

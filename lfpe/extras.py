@@ -2,7 +2,8 @@
 
 Training, data and the experiments need the extras of pyproject.toml:
   train        orbax-checkpoint, ml_collections, tensorflow-datasets, grain, array_record,
-               tensorboardX, tqdm, pillow (lfpe.train, lfpe.data, python -m lfpe.main)
+               tensorboardX, tqdm, pillow, turbojpeg, opencv-python-headless (lfpe.train,
+               lfpe.data, python -m lfpe.main)
   detection    scipy, pycocotools (the detection task: Hungarian matching, COCO AP)
   captioning   pycocoevalcap (BLEU, ROUGE-L, CIDEr, METEOR)
   experiments  scikit-learn, matplotlib (the digits and photo datasets, probes, plots)
@@ -28,6 +29,7 @@ EXTRAS = {
     "tensorboardX",
     "tqdm",
     "PIL",
+    "cv2",
   ),
   "detection": ("scipy", "pycocotools"),
   "captioning": ("pycocoevalcap",),

@@ -19,6 +19,7 @@ EXTRA_PACKAGES = (
   "ml_collections",
   "tensorboardX",
   "turbojpeg",
+  "cv2",
 )
 
 

@@ -1,9 +1,13 @@
 """Geometric image ops on one example (numpy, `image` is `[H, W, C]`): resize, crops, flips.
 
-`resize_image` is the pure function: nearest or (antialiased) bilinear resampling with
-half-pixel centres, the same as `jax.image.resize(method='nearest' | 'linear')` (to 5e-5 on
-a 0-255 scale for float input; within one level for uint8 RGB or gray, which Pillow
-resamples in fixed point: benchmarks/input_pipeline.py). The ops are grain transforms (`Map`
+`resize_image` is the pure function: nearest or bilinear resampling with half-pixel centres,
+the same as `jax.image.resize(method='nearest' | 'linear')` (to 5e-5 on a 0-255 scale for
+float input; within one level for uint8 RGB or gray, which Pillow resamples in fixed point:
+benchmarks/input_pipeline.py). Bilinear antialiases when shrinking, as `jax.image.resize`,
+torchvision and timm's PIL path do; `antialias=False` reads only the 2x2 pixels around each
+output centre, as `tf.image.resize`'s default and so big_vision's ops (OpenCV's float32
+`INTER_LINEAR`: equal to `jax.image.scale_and_translate(..., antialias=False)` to 2e-3, and
+about 10x faster than Pillow's filter at ImageNet's crops). The ops are grain transforms (`Map`
 deterministic, `RandomMap` random: grain hands each record its own seeded `np.random.Generator`, so
 augmentation is reproducible).
 """
@@ -14,6 +18,7 @@ import dataclasses
 import math
 from typing import ClassVar
 
+import cv2
 import grain
 import numpy as np
 import PIL.Image
@@ -28,25 +33,31 @@ def _pair(size) -> tuple[int, int]:
   return (size, size) if isinstance(size, int) else tuple(size)
 
 
-def resize_image(image: np.ndarray, size, method: str = "bilinear") -> np.ndarray:
+def resize_image(
+  image: np.ndarray, size, method: str = "bilinear", antialias: bool = True
+) -> np.ndarray:
   """Resizes `image [H, W, C]` to `size` (int or `(h, w)`).
 
   `nearest` keeps the dtype (exact pixel blocks when upsampling by an integer factor);
-  `bilinear` returns float32 in the input's value range. A uint8 image of 1 or 3 channels is
-  resampled by Pillow's uint8 filter (the same weights in fixed point, each of its two
-  separable passes rounded to whole levels, as torchvision's PIL path: within one level of
-  the float32 result, and faster, benchmarks/README.md); other images per channel in
-  float32.
+  `bilinear` returns float32 in the input's value range. With `antialias` (the default) a
+  uint8 image of 1 or 3 channels is resampled by Pillow's uint8 filter (the same weights in
+  fixed point, each of its two separable passes rounded to whole levels, as torchvision's
+  PIL path: within one level of the float32 result, and faster, benchmarks/README.md);
+  other images per channel in float32. Without, OpenCV interpolates in float32 between the
+  2x2 nearest pixels (edges clamped), which only differs from the above when shrinking.
   """
   h, w = _pair(size)
-  if method not in METHODS:
-    raise ValueError(f"resize: `method`={method!r} must be one of {METHODS}.")
+  check_resample(method, antialias, "resize")
   if image.shape[:2] == (h, w):
     return image
   if method == "nearest":
     rows = np.floor((np.arange(h) + 0.5) * image.shape[0] / h).astype(int)
     cols = np.floor((np.arange(w) + 0.5) * image.shape[1] / w).astype(int)
     return image[rows][:, cols]
+  if not antialias:  # cv2 drops a trailing channel axis of 1: the reshape restores it
+    image = np.ascontiguousarray(image, np.float32)
+    out = cv2.resize(image, (w, h), interpolation=cv2.INTER_LINEAR)
+    return out.reshape(h, w, image.shape[2])
   if image.dtype == np.uint8 and image.shape[2] in PIL_MODES:  # Pillow's uint8 filter
     mode = PIL_MODES[image.shape[2]]
     resized = PIL.Image.fromarray(image[..., 0] if mode == "L" else image, mode)
@@ -57,33 +68,53 @@ def resize_image(image: np.ndarray, size, method: str = "bilinear") -> np.ndarra
   return np.stack([np.asarray(c) for c in resized], axis=-1)
 
 
+def check_resample(method: str, antialias: bool, op: str) -> None:
+  """A ValueError naming `op`'s field unless `method` and `antialias` are valid."""
+  if method not in METHODS:
+    raise ValueError(f"{op}: `method`={method!r} must be one of {METHODS}.")
+  if not isinstance(antialias, bool):
+    raise ValueError(f"{op}: `antialias`={antialias!r} must be True or False.")
+
+
 def crop(image: np.ndarray, top: int, left: int, h: int, w: int) -> np.ndarray:
   return image[top : top + h, left : left + w]
 
 
 @dataclasses.dataclass
 class Resize(grain.transforms.Map):
-  """`resize(size, method='bilinear')`: resize to `size` (int: square); no-op if equal."""
+  """`resize(size, method='bilinear', antialias=True)`: resize to `size` (int: square); no-op
+  if equal."""
 
   size: int | tuple[int, int]
   method: str = "bilinear"
+  antialias: bool = True
+
+  def __post_init__(self):
+    check_resample(self.method, self.antialias, "resize")
 
   def map(self, element):
-    return {**element, "image": resize_image(element["image"], self.size, self.method)}
+    image = resize_image(element["image"], self.size, self.method, self.antialias)
+    return {**element, "image": image}
 
 
 @dataclasses.dataclass
 class ResizeSmall(grain.transforms.Map):
-  """`resize_small(size)`: the shorter side becomes `size`, keeping the aspect ratio."""
+  """`resize_small(size, method='bilinear', antialias=True)`: the shorter side becomes `size`,
+  keeping the aspect ratio."""
 
   size: int
   method: str = "bilinear"
+  antialias: bool = True
+
+  def __post_init__(self):
+    check_resample(self.method, self.antialias, "resize_small")
 
   def map(self, element):
     h, w = element["image"].shape[:2]
     ratio = self.size / min(h, w)
     target = (max(1, round(h * ratio)), max(1, round(w * ratio)))
-    return {**element, "image": resize_image(element["image"], target, self.method)}
+    image = resize_image(element["image"], target, self.method, self.antialias)
+    return {**element, "image": image}
 
 
 @dataclasses.dataclass
@@ -121,18 +152,26 @@ class RandomCrop(grain.transforms.RandomMap):
 
 @dataclasses.dataclass
 class InceptionCrop(grain.transforms.RandomMap):
-  """`inception_crop(size, area_min=0.05, area_max=1.0)`: random area and aspect, resized.
+  """`inception_crop(size, area_min=0.05, area_max=1.0, antialias=True)`: random area and
+  aspect, resized.
 
   The crop covers a uniform fraction of the image area in `[area_min, area_max]` with a
   log-uniform aspect ratio in [3/4, 4/3] (10 tries; else the whole image), then is resized
   bilinearly to `size`. This is the Inception / ViT ImageNet training crop. As the first op
   it gets the image still encoded (`jpeg.Encoded`) and decodes only the crop window.
+  `antialias=False` is big_vision's `decode_jpeg_and_inception_crop` (`tf.image.resize`'s
+  default), and about 1.85x the images per core (benchmarks/README.md); the default filters
+  over each output pixel's footprint, as torchvision's `RandomResizedCrop` on PIL images.
   """
 
   size: int | tuple[int, int]
   area_min: float = 0.05
   area_max: float = 1.0
+  antialias: bool = True
   TAKES_ENCODED: ClassVar[bool] = True  # the loader may hand it the undecoded image
+
+  def __post_init__(self):
+    check_resample("bilinear", self.antialias, "inception_crop")
 
   def random_map(self, element, rng: np.random.Generator):
     image = element["image"]
@@ -148,7 +187,7 @@ class InceptionCrop(grain.transforms.RandomMap):
         h, w = ch, cw
         break
     window = (jpeg.decode_crop if encoded else crop)(image, top, left, h, w)
-    return {**element, "image": resize_image(window, self.size)}
+    return {**element, "image": resize_image(window, self.size, antialias=self.antialias)}
 
 
 @dataclasses.dataclass

@@ -100,12 +100,13 @@ def test_a_window_outside_the_image_is_refused(window):
 
 def test_inception_crop_of_the_encoded_image_is_the_crop_of_the_decoded_one():
   data = _encode(_photo(120, 90, seed=3), quality=92)  # 4:2:0
-  op = image_ops.InceptionCrop(32)
-  for seed in range(5):  # the same draws: the same window
-    encoded = op.random_map({"image": jpeg.Encoded(data)}, np.random.default_rng(seed))["image"]
-    decoded = op.random_map({"image": _pillow(data)}, np.random.default_rng(seed))["image"]
-    assert encoded.shape == decoded.shape == (32, 32, 3)
-    np.testing.assert_array_equal(encoded, decoded)
+  for op in (image_ops.InceptionCrop(32), image_ops.InceptionCrop(32, antialias=False)):
+    for seed in range(5):  # the same draws: the same window
+      rng = np.random.default_rng(seed)
+      encoded = op.random_map({"image": jpeg.Encoded(data)}, rng)["image"]
+      decoded = op.random_map({"image": _pillow(data)}, np.random.default_rng(seed))["image"]
+      assert encoded.shape == decoded.shape == (32, 32, 3)
+      np.testing.assert_array_equal(encoded, decoded)
   # A crop already of the output size is not resized: uint8 pixels on both paths.
   data = _encode(_photo(32, 32), quality=92)
   op = image_ops.InceptionCrop(32, area_min=1.0)  # the whole image

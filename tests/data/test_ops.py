@@ -24,6 +24,58 @@ def test_resize_matches_jax(method, jax_method, shape, size, dtype):
   np.testing.assert_allclose(out, np.asarray(expected), atol=1.01 if fixed_point else 1e-3)
 
 
+@pytest.mark.parametrize(
+  "shape,size", [((16, 16, 1), 8), ((9, 13, 3), (4, 5)), ((8, 6, 5), (12, 15)), ((30, 20, 3), 7)]
+)
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_resize_without_antialias_matches_jax(shape, size, dtype):
+  image = RNG.integers(0, 256, shape).astype(dtype)
+  h, w = (size, size) if isinstance(size, int) else size
+  out = image_ops.resize_image(image[:, ::-1], size, antialias=False)  # a strided view too
+  scale = jnp.array([h / shape[0], w / shape[1]])
+  expected = jax.image.scale_and_translate(
+    jnp.asarray(image[:, ::-1], jnp.float32),
+    (h, w, shape[2]),
+    (0, 1),
+    scale,
+    jnp.zeros(2),
+    "linear",
+    antialias=False,
+  )
+  assert out.shape == (h, w, shape[2]) and out.dtype == np.float32
+  np.testing.assert_allclose(out, np.asarray(expected), atol=2e-3)
+
+
+def test_antialias_only_changes_shrinking():
+  # [0, 4, 8, 12] halved: centres at 0.5 and 2.5. Without antialiasing the 2 pixels around
+  # each (2, 10); with, the triangle of half-width 2: (0.75*0 + 0.75*4 + 0.25*8) / 1.75 at
+  # the left edge (pixel -1's weight dropped), and symmetric on the right.
+  image = np.array([[0.0, 4.0, 8.0, 12.0]], np.float32)[..., None]
+  sharp = image_ops.resize_image(image, (1, 2), antialias=False)
+  np.testing.assert_allclose(sharp[0, :, 0], [2.0, 10.0], atol=1e-6)
+  smooth = image_ops.resize_image(image, (1, 2))
+  np.testing.assert_allclose(smooth[0, :, 0], [5 / 1.75, 12 - 5 / 1.75], atol=1e-4)
+  up = RNG.uniform(0, 255, (5, 7, 3)).astype(np.float32)  # growing: the same filter
+  np.testing.assert_allclose(
+    image_ops.resize_image(up, (11, 9), antialias=False),
+    image_ops.resize_image(up, (11, 9)),
+    atol=2e-3,
+  )
+
+
+@pytest.mark.parametrize(
+  "spec,field",
+  [
+    ("resize(8, antialias='no')", "antialias"),
+    ("resize_small(8, 'cubic')", "method"),
+    ("inception_crop(8, antialias=1)", "antialias"),
+  ],
+)
+def test_resize_options_are_checked_when_parsed(spec, field):
+  with pytest.raises(ValueError, match=f"`{field}`"):
+    ops.parse(spec)
+
+
 def test_nearest_upsampling_is_pixel_blocks():
   image = np.arange(16, dtype=np.uint8).reshape(4, 4, 1)
   out = image_ops.resize_image(image, 12, "nearest")
@@ -83,6 +135,10 @@ def test_inception_crop_size_and_determinism():
   assert a.shape == (16, 16, 3)
   np.testing.assert_array_equal(a, b)
   assert not np.array_equal(a, c)
+  # big_vision's resize: the same window (same draws), read without antialiasing
+  sharp = ops.parse("inception_crop(16, antialias=False)")[0]
+  d = sharp.random_map({"image": image}, np.random.default_rng(5))["image"]
+  assert d.shape == (16, 16, 3) and not np.allclose(a, d, atol=1.01)
 
 
 def test_resize_small_and_central_crop():
