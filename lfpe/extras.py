@@ -7,7 +7,8 @@ Training, data and the experiments need the extras of pyproject.toml:
   detection    scipy, pycocotools (the detection task: Hungarian matching, COCO AP)
   captioning   pycocoevalcap (BLEU, ROUGE-L, CIDEr, METEOR)
   experiments  scikit-learn, matplotlib (the digits and photo datasets, probes, plots)
-  all          every extra
+  all          every extra above
+  cloud        gcsfs, s3fs (gs:// and s3:// workdirs and data dirs, lfpe.train.workdir)
 `require(module, extra, what)` imports a module or raises MissingExtraError, whose one line
 names the `pip install` to run (`python -m lfpe.main` prints it and exits 2).
 """

@@ -221,7 +221,7 @@ MISTAKES = [
   (
     "remote workdir",
     (SMALL, "--workdir=gs://bucket/run"),
-    ("remote gs:// workdirs are not supported yet", "gcsfuse"),
+    ("cannot be reached", "install gcsfs"),  # epath's backend for gs:// (lfpe[cloud])
   ),
 ]
 

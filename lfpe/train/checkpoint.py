@@ -35,6 +35,7 @@ from etils import epath
 from jax.experimental import multihost_utils
 
 from lfpe.errors import WorkdirError
+from lfpe.train.workdir import is_remote
 
 # What reading a damaged checkpoint raises: truncated JSON and tensorstore errors
 # (ValueError), missing items (KeyError), missing or unreadable files (OSError). Orbax
@@ -108,7 +109,7 @@ def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.Che
     cleanup_tmp_directories=True,
   )
   manager = ocp.CheckpointManager(
-    os.path.join(os.path.abspath(workdir), "checkpoints"),
+    epath.Path(workdir if is_remote(workdir) else os.path.abspath(workdir)) / "checkpoints",
     options=options,
     item_names=("state", "data"),
   )

@@ -38,6 +38,7 @@ from flax import traverse_util
 
 from lfpe import tasks
 from lfpe.errors import ConfigError
+from lfpe.train.workdir import is_remote
 
 Path = tuple[str, ...]
 
@@ -45,25 +46,24 @@ Path = tuple[str, ...]
 def source(path: str) -> tuple[str, Any | None]:
   """(state folder, the source's config or None) of `init_from=path`; ConfigError if neither
   a workdir with a checkpoint nor a checkpoint's state folder is there."""
-  path = os.path.abspath(path)
-  checkpoints = os.path.join(path, "checkpoints")
-  if os.path.isdir(checkpoints):
-    steps = sorted((int(d) for d in os.listdir(checkpoints) if d.isdigit()), reverse=True)
+  path = path if is_remote(path) else os.path.abspath(path)
+  checkpoints = epath.Path(path) / "checkpoints"
+  if checkpoints.is_dir():
+    steps = sorted((int(d.name) for d in checkpoints.iterdir() if d.name.isdigit()), reverse=True)
     if not steps:
       raise ConfigError(f"config.init_from={path!r}: the workdir holds no checkpoint yet.")
-    state, workdir = os.path.join(checkpoints, str(steps[0]), "state"), path
-  elif os.path.exists(os.path.join(path, "_METADATA")):
-    state, workdir = path, os.path.dirname(os.path.dirname(os.path.dirname(path)))
+    state, workdir = checkpoints / str(steps[0]) / "state", epath.Path(path)
+  elif (epath.Path(path) / "_METADATA").exists():
+    state, workdir = epath.Path(path), epath.Path(path).parent.parent.parent
   else:
     raise ConfigError(
       f"config.init_from={path!r} is neither a workdir with checkpoints nor a checkpoint's "
       "state folder (WORKDIR/checkpoints/STEP/state)."
     )
-  record = os.path.join(workdir, "config.json")
-  if not os.path.exists(record):
-    return state, None
-  with open(record) as f:
-    return state, ml_collections.ConfigDict(json.load(f))
+  record = workdir / "config.json"
+  if not record.exists():
+    return str(state), None
+  return str(state), ml_collections.ConfigDict(json.loads(record.read_text()))
 
 
 def check(config: Any) -> None:

@@ -28,7 +28,10 @@ from typing import Any
 
 import numpy as np
 import tqdm
+from etils import epath
 from tensorboardX import SummaryWriter
+
+from lfpe.train.mirror import Mirror
 
 
 def to_python(metrics: dict[str, Any]) -> tuple[dict[str, float], dict[str, list[float]]]:
@@ -96,13 +99,13 @@ class MetricWriter:
     self.total_steps = total_steps
     self.latest: dict[str, dict[str, float]] = {}
     self._jsonl = self._tb = None
-    if is_main:
-      os.makedirs(workdir, exist_ok=True)
+    if is_main:  # appended files go through the mirror (a local folder for a remote workdir)
       self.workdir = workdir
-      path = os.path.join(workdir, "metrics.jsonl")
+      self._mirror = Mirror(workdir, pull=("metrics.jsonl",))
+      path = os.path.join(self._mirror.local, "metrics.jsonl")
       truncate_jsonl(path, start_step)
       self._jsonl = open(path, "a")
-      self._tb = SummaryWriter(os.path.join(workdir, "tb"))
+      self._tb = SummaryWriter(os.path.join(self._mirror.local, "tb"))
     in_job = multiprocessing.parent_process() is not None
     self._prefix = f"lfpe [{workdir}]" if in_job else "lfpe"
     if is_main:
@@ -147,6 +150,7 @@ class MetricWriter:
         if math.isfinite(v):
           self._tb.add_scalar(f"{split}/{k}", v, step)
       self._tb.flush()
+      self._mirror.push()
     every = self._report_every
     if every and (split != "train" or step % every == 0 or step == self.total_steps):
       self._print_line(step, split, values)
@@ -182,15 +186,21 @@ class MetricWriter:
     (on every process) as written."""
     summary = {"step": step, **self.latest, **extra}
     if self.is_main:
-      with open(os.path.join(self.workdir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+      (epath.Path(self.workdir) / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+  def sync(self) -> None:
+    """Uploads the metrics written so far now (a remote workdir's, before a checkpoint: a
+    run resumed from it then has every metric up to its step)."""
+    if self.is_main:
+      self._mirror.push(force=True)
 
   def close(self) -> None:
     self._bar.close()
     if self.is_main:
       self._jsonl.close()
       self._tb.close()
+      self._mirror.close()
 
   def __enter__(self) -> MetricWriter:
     return self

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import signal
 import sys
 import threading
@@ -38,6 +37,7 @@ from typing import Any
 
 import jax
 from absl import logging
+from etils import epath
 
 from lfpe.errors import ConfigError, Interrupted, UserError, WorkdirError
 from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, validate
@@ -145,6 +145,7 @@ def train_and_evaluate(
             if split == "eval":
               writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
           if saving:
+            writer.sync()  # a remote workdir's metrics up to `step` are uploaded first
             checkpoint.save(manager, step, state, train_iter)
           writer.advance(step)
           if stop_requested():
@@ -276,21 +277,18 @@ def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, An
     step,
     total_steps,
   )
-  path = os.path.join(workdir, "summary.json")
-  if os.path.exists(path):
-    with open(path) as f:
-      summary = json.load(f)
+  path = epath.Path(workdir) / "summary.json"
+  if path.exists():
+    summary = json.loads(path.read_text())
     if summary.get("step") == step:
       return summary
   summary = {"step": step}
-  with open(os.path.join(workdir, "metrics.jsonl")) as f:
-    for line in f:
-      record = json.loads(line)
-      if record.pop("step") <= step:
-        summary[record.pop("split")] = record  # the last record of each split
+  for line in (epath.Path(workdir) / "metrics.jsonl").read_text().splitlines():
+    record = json.loads(line)
+    if record.pop("step") <= step:
+      summary[record.pop("split")] = record  # the last record of each split
   if jax.process_index() == 0:
-    with open(path, "w") as f:
-      json.dump(summary, f, indent=2)
+    path.write_text(json.dumps(summary, indent=2))
   return summary
 
 

@@ -6,6 +6,10 @@ record (`check_compatible`): a field that changes the model, the optimizer state
 or the experiment is refused (ConfigError listing each field as `old -> new`, and the two
 ways out) before anything is restored; a field in `SAFE_TO_CHANGE` or under `evals`
 (evaluations read the checkpoints, never change them) is allowed and logged.
+
+A workdir may be remote (`gs://bucket/run`, `s3://...`): every file here is read and written
+through `etils.epath`, the layer orbax and TFDS use (gs:// needs `gcsfs` where TensorFlow is
+absent, s3:// `s3fs`); the files that grow by appending go through `mirror.Mirror`.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ import json
 import os
 import re
 import tempfile
+import uuid
 from typing import Any
 
 from absl import logging
+from etils import epath
 
 from lfpe.errors import ConfigError, WorkdirError
 
@@ -59,17 +65,25 @@ ADDED_FIELDS = {
 }
 
 
+def is_remote(path: str) -> bool:
+  """Whether `path` is a URL (`gs://...`, `s3://...`) rather than a local path."""
+  return re.match(r"^[a-zA-Z][\w+.-]*://", str(path)) is not None
+
+
 def prepare(workdir: str) -> None:
-  """Creates `workdir` if needed; WorkdirError if it is a file, cannot be written, or is a
-  remote URL (`gs://...`), which the metric, summary and TensorBoard writers (local file I/O)
-  would have created as a local folder named `gs:`."""
-  scheme = re.match(r"^([a-zA-Z][\w+.-]*)://", workdir)
-  if scheme:
-    raise WorkdirError(
-      f"--workdir={workdir}: remote {scheme.group(1)}:// workdirs are not supported yet (lfpe "
-      "writes metrics, summaries and TensorBoard files with local file I/O); give a local "
-      "path, or a bucket mounted as one (e.g. gcsfuse), and copy it there."
-    )
+  """Creates `workdir` if needed; WorkdirError if it is a file or cannot be written (for a
+  remote one: also if no filesystem library reads its scheme, naming the one to install)."""
+  if is_remote(workdir):
+    probe = epath.Path(workdir) / f".lfpe_write_test-{uuid.uuid4().hex}"
+    try:
+      probe.parent.mkdir(parents=True, exist_ok=True)
+      probe.write_text("")
+      probe.unlink()
+    except ImportError as e:  # epath's: "Please install gcsfs to access Google Storage"
+      raise WorkdirError(f"--workdir={workdir} cannot be reached: {e}.") from None
+    except (OSError, ValueError) as e:
+      raise WorkdirError(f"--workdir={workdir} cannot be written ({e}).") from None
+    return
   if os.path.isfile(workdir):
     raise WorkdirError(f"--workdir={workdir} is a file, not a directory; give a directory.")
   try:
@@ -82,8 +96,8 @@ def prepare(workdir: str) -> None:
     ) from None
 
 
-def record_path(workdir: str) -> str:
-  return os.path.join(workdir, "config.json")
+def record_path(workdir: str) -> epath.Path:
+  return epath.Path(workdir) / "config.json"
 
 
 def flatten(config: Any) -> dict[str, Any]:
@@ -115,8 +129,8 @@ def differences(old: Any, new: Any) -> dict[str, tuple[Any, Any]]:
 
 
 def has_checkpoints(workdir: str) -> bool:
-  folder = os.path.join(workdir, "checkpoints")
-  return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
+  folder = epath.Path(workdir) / "checkpoints"
+  return folder.is_dir() and any(path.name.isdigit() for path in folder.iterdir())
 
 
 def check_compatible(config: Any, workdir: str) -> None:
@@ -126,11 +140,10 @@ def check_compatible(config: Any, workdir: str) -> None:
   metrics are rewritten from step 0). A record that cannot be read is a WorkdirError.
   """
   path = record_path(workdir)
-  if not (has_checkpoints(workdir) and os.path.exists(path)):
+  if not (has_checkpoints(workdir) and path.exists()):
     return
   try:
-    with open(path) as f:
-      old = json.load(f)
+    old = json.loads(path.read_text())
   except (OSError, ValueError) as e:
     raise WorkdirError(
       f"{path} cannot be read ({e}); it records the config of this workdir's checkpoints. "
@@ -158,5 +171,4 @@ def check_compatible(config: Any, workdir: str) -> None:
 
 def write_record(config: Any, workdir: str) -> None:
   """WORKDIR/config.json: the config this run trains with."""
-  with open(record_path(workdir), "w") as f:
-    f.write(config.to_json_best_effort(indent=2))
+  record_path(workdir).write_text(config.to_json_best_effort(indent=2))
