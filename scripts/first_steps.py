@@ -29,7 +29,7 @@ import numpy as np
 import PIL.Image
 import tensorflow_datasets as tfds
 
-from lfpe.data import base
+from lfpe.data import base, standins
 from lfpe.data.coco import CocoFolder
 from lfpe.train import sharding, trainer
 
@@ -37,37 +37,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 def _photos(sizes, seed: int) -> list[np.ndarray]:
-  """Smooth colour fields with noise (JPEG-typical content) of the given (h, w)."""
-  rng = np.random.default_rng(seed)
-  out = []
-  for h, w in sizes:
-    y, x = np.mgrid[:h, :w] / max(h, w)
-    image = np.stack([np.sin(rng.uniform(2, 12) * (x + y) + rng.uniform(0, 6)) for _ in range(3)])
-    out.append(np.clip(127 * (image.transpose(1, 2, 0) + 1) + rng.normal(0, 12, (h, w, 3)), 0, 255))
-  return [x.astype(np.uint8) for x in out]
-
-
-class Imagenet2012(base.ArrayBuilder, skip_registration=True):
-  """imagenet2012 5.1.0's features; JPEGs of ImageNet's typical sizes."""
-
-  name = "imagenet2012"
-  VERSION = tfds.core.Version("5.1.0")
-
-  def _features(self):
-    return {
-      "image": tfds.features.Image(shape=(None, None, 3), encoding_format="jpeg"),
-      "label": tfds.features.ClassLabel(num_classes=1000),
-      "file_name": tfds.features.Text(),
-    }
-
-  def _load_arrays(self):
-    sizes = [(375, 500), (500, 375), (333, 500), (500, 500), (240, 320), (480, 640)] * 2
-    split = {
-      "image": _photos(sizes, 0),
-      "label": np.arange(len(sizes)) * 83 % 1000,
-      "file_name": [f"n{i:08d}.JPEG" for i in range(len(sizes))],
-    }
-    return {"train": split, "validation": split}
+  return [standins.photo(h, w, seed=seed * 1000 + i) for i, (h, w) in enumerate(sizes)]
 
 
 def coco_folder(root: str) -> CocoFolder:
@@ -147,7 +117,7 @@ def first_steps(name: str, out: str, steps: int, batch: int) -> dict:
   """Builds `name`'s dataset stand-in under `out`, trains `steps` steps; timings and size."""
   data_dir = os.path.join(out, "tfds")
   if name == "vit_b16_imagenet":
-    Imagenet2012(data_dir=data_dir).download_and_prepare()
+    standins.Imagenet2012(data_dir=data_dir).download_and_prepare()
   elif name == "detr_coco":
     root = os.path.join(out, "coco_folder")
     coco_folder(root)(root=root, data_dir=data_dir).download_and_prepare()
