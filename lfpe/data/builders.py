@@ -144,14 +144,12 @@ def data_source(name: str, split: str, data_dir: str, encoded_images: bool = Fal
   """
   version = prepare(name, data_dir)
   try:
-    source = tfds.data_source(f"{name}:{version}", split=split, data_dir=data_dir)
-    features = source.dataset_info.features
-    feature = features["image"] if encoded_images and "image" in features else None
-    if isinstance(feature, tfds.features.Image):
-      skip = {"image": tfds.decode.SkipDecoding()}
-      raw = tfds.data_source(f"{name}:{version}", split=split, data_dir=data_dir, decoders=skip)
-      source = jpeg.EncodedImages(raw, channels=feature.shape[-1])
-    return source
+    builder = tfds.builder(f"{name}:{version}", data_dir=data_dir, file_format="array_record")
+    feature = builder.info.features["image"] if "image" in builder.info.features else None
+    if not (encoded_images and isinstance(feature, tfds.features.Image)):
+      return builder.as_data_source(split=split)
+    raw = builder.as_data_source(split=split, decoders={"image": tfds.decode.SkipDecoding()})
+    return jpeg.EncodedImages(raw, channels=feature.shape[-1])
   except ValueError as e:  # TFDS names the splits there are.
     raise ValueError(
       f"{name!r}: {e} Set `data.train_split` / `data.eval_split` to one of them (TFDS "
