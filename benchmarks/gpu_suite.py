@@ -1,12 +1,14 @@
 """Every family's train step against its PyTorch peer, on one accelerator, in one table.
 
-  python -m benchmarks.gpu_suite [--out DIR] [--budget 450] [--rows 4,5,6,7] [--xla-flags F]
+  python -m benchmarks.gpu_suite [--out DIR] [--budget 450] [--rows 4,5,6,7] [--xla-flags F]...
   python -m benchmarks.gpu_suite --cpu              # tiny shapes on the CPU (CI runs this)
 
 On an H100 the nine rows take about 12 minutes, most of it compiling (about 60 s per lfpe
 ViT-B/16 step, 170 s per DETR-R50 step); rows past `--budget` seconds are skipped and say
 so, in order of importance.
-`--xla-flags F` adds a row: lfpe's ViT step compiled with XLA_FLAGS=F (one change at a time).
+`--xla-flags=F` adds a row: lfpe's ViT step compiled with XLA_FLAGS=F (one change at a time;
+each `--xla-flags` given adds one, numbered after the nine). A flag this XLA lacks fails its
+row only; the log lists the GPU flags XLA knows (`XLA_FLAGS=--help`).
 
 Families and peers (full shapes; `--cpu` shrinks each to seconds):
 * ViT-B/16, 224 px, batch 256, bfloat16 compute over float32 parameters: lfpe with
@@ -200,7 +202,9 @@ def main() -> None:
   parser.add_argument("--cpu", action="store_true", help="tiny shapes on the CPU")
   parser.add_argument("--steps", type=int, default=0, help="timed steps (0: 10, 2 on --cpu)")
   parser.add_argument("--only", default="", help="comma-separated families to run")
-  parser.add_argument("--xla-flags", default="", help="add a ViT row compiled with these")
+  parser.add_argument(
+    "--xla-flags", action="append", default=[], help="add a ViT row compiled with these"
+  )
   parser.add_argument("--rows", default="", help="row numbers (1-based), run in this order")
   parser.add_argument("--budget", type=float, default=450, help="seconds for all rows")
   parser.add_argument("--out", default=os.environ.get("OUT", ""), help="folder for the log")
@@ -221,10 +225,8 @@ def main() -> None:
     return
   if args.cpu and not importlib.util.find_spec("torch"):
     print("torch is not installed: the PyTorch peers' rows say so, lfpe's run.")
-  runs = GPU_RUNS
-  if args.xla_flags:
-    flagged = f"lfpe, embed_1d, {args.xla_flags}"
-    runs += (("vit", flagged, GPU_RUNS[0][2], 120, args.xla_flags),)
+  flagged = tuple(("vit", f"lfpe, embed_1d, {f}", GPU_RUNS[0][2], 120, f) for f in args.xla_flags)
+  runs = GPU_RUNS + flagged
   order = [int(n) for n in args.rows.split(",") if n] or range(1, len(runs) + 1)
   if bad := [n for n in order if not 1 <= n <= len(runs)]:
     parser.error(f"--rows: no row {bad[0]}; the rows are 1-{len(runs)}")
@@ -251,7 +253,20 @@ def main() -> None:
       logs.append(subprocess.run(kernel, capture_output=True, text=True, timeout=60).stdout)
     except subprocess.TimeoutExpired:
       logs.append("benchmarks.attention_kernel: timed out after 60 s")
+    logs.append(gpu_flags())
   print("\n" + report(rows, peaks, logs, args.out))
+
+
+def gpu_flags() -> str:
+  """The GPU flags this XLA knows, with their defaults (what `--xla-flags` may set)."""
+  probe = [sys.executable, "-c", "import jax; jax.numpy.zeros(1).block_until_ready()"]
+  env = dict(os.environ, XLA_FLAGS="--help")
+  try:
+    proc = subprocess.run(probe, capture_output=True, text=True, timeout=60, env=env)
+  except subprocess.TimeoutExpired:
+    return "XLA_FLAGS=--help: timed out after 60 s"
+  lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if "--xla_gpu_" in ln]
+  return "XLA's GPU flags (XLA_FLAGS=--help):\n" + "\n".join(lines)
 
 
 def report(rows: list, peaks: dict, logs: list[str], out: str) -> str:

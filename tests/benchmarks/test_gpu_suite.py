@@ -53,6 +53,13 @@ def test_a_row_number_out_of_range_is_refused_before_anything_runs():
   assert "Traceback" not in proc.stderr
 
 
+def test_each_xla_flags_adds_a_row():
+  flags = ["--xla-flags=--xla_a=1", "--xla-flags=--xla_b=2"]  # `=`: a value starting with --
+  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "12", *flags]
+  proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+  assert proc.returncode == 2 and "--rows: no row 12; the rows are 1-11" in proc.stderr
+
+
 def test_family_config_applies_trainer_overrides_and_names_a_wrong_field():
   config = gpu_suite.family_config("detr", "detr_sine", True, ("task.matcher=optax",))
   assert config.task.matcher == "optax" and config.batch_size == 2
