@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging as pylogging
-import os
 import re
 import sys
 import textwrap
@@ -35,7 +34,7 @@ from etils import epath
 from jax.experimental import multihost_utils
 
 from lfpe.errors import WorkdirError
-from lfpe.train.workdir import is_remote
+from lfpe.train.workdir import absolute
 
 # What reading a damaged checkpoint raises: truncated JSON and tensorstore errors
 # (ValueError), missing items (KeyError), missing or unreadable files (OSError). Orbax
@@ -109,7 +108,7 @@ def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.Che
     cleanup_tmp_directories=True,
   )
   manager = ocp.CheckpointManager(
-    epath.Path(workdir if is_remote(workdir) else os.path.abspath(workdir)) / "checkpoints",
+    absolute(workdir) / "checkpoints",
     options=options,
     item_names=("state", "data"),
   )

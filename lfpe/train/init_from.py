@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +37,7 @@ from flax import traverse_util
 
 from lfpe import tasks
 from lfpe.errors import ConfigError
-from lfpe.train.workdir import is_remote
+from lfpe.train.workdir import absolute
 
 Path = tuple[str, ...]
 
@@ -46,15 +45,16 @@ Path = tuple[str, ...]
 def source(path: str) -> tuple[str, Any | None]:
   """(state folder, the source's config or None) of `init_from=path`; ConfigError if neither
   a workdir with a checkpoint nor a checkpoint's state folder is there."""
-  path = path if is_remote(path) else os.path.abspath(path)
-  checkpoints = epath.Path(path) / "checkpoints"
+  folder = absolute(path)
+  path = str(folder)
+  checkpoints = folder / "checkpoints"
   if checkpoints.is_dir():
     steps = sorted((int(d.name) for d in checkpoints.iterdir() if d.name.isdigit()), reverse=True)
     if not steps:
       raise ConfigError(f"config.init_from={path!r}: the workdir holds no checkpoint yet.")
-    state, workdir = checkpoints / str(steps[0]) / "state", epath.Path(path)
-  elif (epath.Path(path) / "_METADATA").exists():
-    state, workdir = epath.Path(path), epath.Path(path).parent.parent.parent
+    state, workdir = checkpoints / str(steps[0]) / "state", folder
+  elif (folder / "_METADATA").exists():
+    state, workdir = folder, folder.parent.parent.parent
   else:
     raise ConfigError(
       f"config.init_from={path!r} is neither a workdir with checkpoints nor a checkpoint's "

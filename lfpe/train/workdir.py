@@ -70,6 +70,11 @@ def is_remote(path: str) -> bool:
   return re.match(r"^[a-zA-Z][\w+.-]*://", str(path)) is not None
 
 
+def absolute(path: str) -> epath.Path:
+  """`path` as an epath: a local one made absolute, a URL as it is."""
+  return epath.Path(path if is_remote(path) else os.path.abspath(path))
+
+
 def prepare(workdir: str) -> None:
   """Creates `workdir` if needed; WorkdirError if it is a file or cannot be written (for a
   remote one: also if no filesystem library reads its scheme, naming the one to install)."""
