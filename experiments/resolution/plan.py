@@ -27,8 +27,8 @@ Policies (docs/encodings.md, "Changing resolution"):
   and DeiT's APE (and of Swin's relative tables); timm's antialiased bicubic; bilinear.
 * `pi`, `ntk`, `yarn`: RoPE-Axial with position interpolation (per axis; lfpe's, as
   rotary-embedding-torch's `interpolate_factor`), NTK-aware base scaling, or NTK-by-parts
-  with YaRN's temperature; NTK and YaRN change nothing at or below the training size, so they
-  are tested above it only.
+  with YaRN's temperature; all three change nothing at or below the training size (they only
+  extend), so they are tested above it only.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ ROPE_POLICIES = {
   "ntk": {"scaling": "ntk"},
   "yarn": {"scaling": "yarn"},
 }
-ENLARGING_ONLY = ("ntk", "yarn")  # the identity at or below the training size
+ENLARGING_ONLY = ("pi", "ntk", "yarn")  # the identity at or below the training size
 MIXED = (48, 64, 96)  # mixed-resolution training: each batch at one of these sizes
 
 
@@ -136,7 +136,7 @@ def policy_and_size(name: str) -> tuple[str, str]:
 
 def tested(arm: Arm, sizes) -> list[tuple[str, int]]:
   """Every (policy, size) of `arm` that needs its own evaluation: not the training size
-  (the trainer's test evaluation), NTK and YaRN above it only."""
+  (the trainer's test evaluation), PI, NTK and YaRN above it only."""
   return [
     (policy, size)
     for policy in arm.policies

@@ -52,7 +52,9 @@ def values(index, n, mode: str):
   if mode == "index":
     return index
   unit = index / xp.maximum(n - 1.0, 1.0)
-  return unit if mode == "unit" else 2.0 * unit - 1.0
+  if mode == "unit":
+    return unit
+  return xp.where(n > 1, 2.0 * unit - 1.0, 0.0)  # one cell: the centre, not the first end
 
 
 def grid(shape: Sequence[int], mode: str = "index") -> jnp.ndarray:
@@ -163,8 +165,8 @@ def augment(
   `extent` (lfpe's first convention, the recorded runs'): the first and last positions, so a
   shift u moves an axis of n positions by u·(n − 1)/2 index steps; `dinov3`: DINOv3's pixel
   centres, (i + 0.5)/n · 2 − 1, so it moves by u·n/2 (needs `num_positions`, the grid's n
-  per axis). The rescale and jitter scale about the centre, the same in both; `DINOV3` is
-  the released preset (rescale 2 only).
+  per axis; an axis of one position is read in index units). The rescale and jitter scale
+  about the centre, the same in both; `DINOV3` is the released preset (rescale 2 only).
   """
   coords = jnp.asarray(coords, jnp.float32)
   flat = coords.reshape(-1, coords.shape[-1])
@@ -177,7 +179,9 @@ def augment(
     if len(counts) != coords.shape[-1]:  # a flattened 1-D index of the grid
       counts = (math.prod(counts),) * coords.shape[-1]
     n = jnp.asarray(counts, jnp.float32)
-    half = jnp.where(n > 1, half * n / jnp.maximum(n - 1, 1), half)  # half a cell each side
+    # half a cell beyond the outer centres; a one-cell axis has no spacing to read, so it is
+    # taken in index units (DINOv3's c = 0 moves to u: u·n/2 = u/2 of a step)
+    half = jnp.where(n > 1, half * n / jnp.maximum(n - 1, 1), 0.5)
   k_shift, k_jitter, k_rescale = jax.random.split(key, 3)
   m = coords.shape[-1]
   offset = jax.random.uniform(k_shift, (m,), minval=-shift, maxval=shift)

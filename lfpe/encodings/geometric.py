@@ -5,10 +5,13 @@ bias table from 2r+1 offsets per axis to 2r'+1: the old offsets are placed at th
 geometrically spaced positions 0, ±1, ±(1+q), ±(1+q+q²), ..., with the ratio q found by
 bisection on [1.01, 1.5] so that the outermost lands at r', and an interpolating cubic
 spline through them (scipy's `interp2d(kind='cubic')`, FITPACK's `regrid` with s = 0) is
-read at the integer offsets -r'..r' (clamped to the placed range, as FITPACK evaluates: the
-bisection leaves the outermost within 1e-5 of r'). The offsets 0 and ±1 keep their learned values
-exactly; the far ones are stretched. BEiT keeps its three extra rows (offsets to and from
-the class token) as they are: here `num_prefix` rows.
+read at the integer offsets -r'..r', clamped to the placed range as FITPACK evaluates (the
+bisection lands the outermost within 1e-5 of r' unless q stops at its lower bound 1.01, where
+it lands beyond r', e.g. 25.7 for r' = 24 from r = 23, as in BEiT). The offsets 0 and ±1 keep
+their learned values exactly; the far ones are stretched. BEiT keeps its three extra rows
+(offsets to and from the class token) as they are, stored *last* in its table
+(`rel_pos_bias[-num_extra_tokens:]`); here such rows come first (`num_prefix`), so move a BEiT
+table's last three rows to the front before resizing it.
 
 The spline is linear in the table, so it is built once per axis as a `[2r'+1, 2r+1]`
 matrix (numpy, at trace time: shapes are static) and applied as one matmul per axis:
@@ -17,8 +20,8 @@ not-a-knot interpolating spline along each axis in turn (tested against scipy's
 `RectBivariateSpline`, the same FITPACK routine).
 
 lfpe's generalisations, not in BEiT's code: each axis finds its own q (BEiT's windows are
-square); 1-D tables (`rel_attn_2d`'s row and column offsets) use the 1-D spline; an axis of
-fewer than 4 offsets uses the spline of degree (offsets - 1) (BEiT's `interp2d` needs 4).
+square); 1-D tables (`rel_attn_2d`'s row and column offsets) use the 1-D spline. (An axis
+that grows has at least 5 offsets: from 3, q <= 1.5 reaches offset 1 only, `check_axes`.)
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def matrix(old: int, new: int) -> np.ndarray:
   if old == 1:
     return np.ones((new, 1))  # one offset: every new offset takes its value
   x = positions(old, new)
-  spline = interpolate.make_interp_spline(x, np.eye(old), k=min(3, old - 1))
+  spline = interpolate.make_interp_spline(x, np.eye(old), k=3)  # old >= 5 (`check_axes`)
   target = np.arange(-(new // 2), new // 2 + 1, dtype=np.float64)
   return spline(np.clip(target, x[0], x[-1]))  # FITPACK clamps to the data's range
 

@@ -24,10 +24,12 @@ At a grid other than the training one (`grid_shape`, which the model fills in), 
 chooses how RoPE meets it:
 
 * `none`: extrapolate, index coordinates beyond the training range (Heo et al.'s default).
-* `pi`: position interpolation (Chen et al. 2023), per axis: coordinate m becomes m · L / L'
-  for a training length L and a test length L' (rotary-embedding-torch's
-  `interpolate_factor = L' / L`), so every offset stays inside the trained range. At L' = L
-  it is the identity.
+* `pi`: position interpolation (Chen et al. 2023), per axis: coordinate m becomes m / s with
+  s = max(L' / L, 1) for a training length L and a test length L' (rotary-embedding-torch's
+  `interpolate_factor`, which must be >= 1), so every offset stays inside the trained range;
+  the largest coordinate is L − L/L'. Like `ntk` and `yarn` it only extends: at or below
+  the training length it is the identity (stretching a smaller grid's steps beyond 1 would
+  move its offsets off the trained ones).
 * `ntk`: NTK-aware scaling (bloc97 2023; rotary-embedding-torch's `theta_rescale_factor`),
   per axis: the base becomes theta · s^(d_a / (d_a - 2)) with s = max(L' / L, 1) and d_a =
   head_dim / 2 the channels that rotate with that axis, so the highest frequency is kept and
@@ -41,6 +43,14 @@ chooses how RoPE meets it:
   (1 − γ)·f/s + γ·f, γ = clip((r − alpha)/(beta − alpha), 0, 1) (interpolated where it
   repeats less than alpha times in L, kept where more than beta times), and the rotated q
   and k are multiplied by 0.1·ln(s) + 1 (s: the larger axis factor). `axial` only.
+  `yarn_ramp='paper'` (the default) is this ramp, linear in r, as the paper writes it (its
+  Eq. 18-19); `yarn_ramp='code'` is the released code's (jquesnelle/yarn,
+  `_yarn_find_correction_range`): linear in the frequency index k between
+  floor(k at r = beta) and ceil(k at r = alpha), clamped to [0, d_a − 1] (d_a = head_dim / 2:
+  the axis' channels), i.e. linear in log r. The two differ most at ViT lengths: for
+  head_dim 64, θ 100, L 14, γ of the first pairs is [0.04, 0.02, 0.01, 0, ...] by the paper
+  and [1, 2/3, 1/3, 0, ...] by the code, and with the paper's beta = 32 no pair is kept
+  whole at such lengths.
 
 `coords_mode='dinov3'` reads DINOv3's coordinates instead of indices (Siméoni et al. 2025,
 `RopePositionEmbedding`, `normalize_coords='separate'`): pixel centres normalised per axis,
@@ -69,6 +79,7 @@ from lfpe.encodings.base import Registration, check_divisible, check_last_dim, c
 MODES = ("axial", "mixed")
 COORDS_MODES = ("index", "dinov3")
 SCALINGS = ("none", "pi", "ntk", "yarn")
+YARN_RAMPS = ("paper", "code")
 THETA = {"axial": 100.0, "mixed": 10.0}  # Heo et al.'s defaults
 
 
@@ -96,13 +107,36 @@ def ntk_theta(theta: float, scale, head_dim: int):
   return theta * jnp.maximum(scale, 1.0) ** (d_axis / (d_axis - 2))
 
 
+def yarn_kept(
+  head_dim: int, theta: float, length: float, alpha: float, beta: float, ramp: str = "paper"
+) -> jnp.ndarray:
+  """YaRN's γ per frequency of one axis of training `length` (1: kept, 0: interpolated),
+  `[head_dim/4]`, by the paper's ramp (linear in r) or the released code's (linear in the
+  frequency index; module docstring)."""
+  mag = magnitudes(head_dim, theta)
+  if ramp == "paper":
+    periods = length * mag / (2 * math.pi)  # r: how often each frequency repeats in L
+    return jnp.clip((periods - alpha) / (beta - alpha), 0.0, 1.0)
+  d_axis = head_dim // 2  # the code's `dim`: frequency k is theta^(-2k / d_axis)
+  index_at = lambda r: d_axis * math.log(length / (r * 2 * math.pi)) / (2 * math.log(theta))
+  low, high = max(math.floor(index_at(beta)), 0), min(math.ceil(index_at(alpha)), d_axis - 1)
+  high = high + 0.001 if low == high else high  # the code's guard against a zero-width ramp
+  k = jnp.arange(mag.shape[0], dtype=jnp.float32)
+  return 1.0 - jnp.clip((k - low) / (high - low), 0.0, 1.0)
+
+
 def yarn_magnitudes(
-  head_dim: int, theta: float, scale, length: float, alpha: float, beta: float
+  head_dim: int,
+  theta: float,
+  scale,
+  length: float,
+  alpha: float,
+  beta: float,
+  ramp: str = "paper",
 ) -> jnp.ndarray:
   """NTK-by-parts magnitudes of one axis stretched by `scale` (>= 1), training `length`."""
   mag = magnitudes(head_dim, theta)
-  periods = length * mag / (2 * math.pi)  # r: how often each frequency repeats in L
-  gamma = jnp.clip((periods - alpha) / (beta - alpha), 0.0, 1.0)
+  gamma = yarn_kept(head_dim, theta, length, alpha, beta, ramp)
   return (1.0 - gamma) * mag / jnp.maximum(scale, 1.0) + gamma * mag
 
 
@@ -154,6 +188,7 @@ class Rotary2D(Checked, nn.Module):
   ntk_factor: float | None = None
   yarn_alpha: float = 1.0
   yarn_beta: float = 32.0
+  yarn_ramp: str = "paper"
   coords_mode: str = "index"
 
   kind: ClassVar[str] = "rotary"
@@ -202,6 +237,8 @@ class Rotary2D(Checked, nn.Module):
       raise ValueError(
         f"{owner}: need 0 <= yarn_alpha < yarn_beta, got {self.yarn_alpha}, {self.yarn_beta}."
       )
+    if self.yarn_ramp not in YARN_RAMPS:
+      raise ValueError(f"{owner}: unknown yarn_ramp={self.yarn_ramp!r}; use one of {YARN_RAMPS}.")
     if self.scaling != "none" and (self.grid_shape is None or len(self.grid_shape) != 2):
       raise ValueError(
         f"{owner}: scaling={self.scaling!r} needs the 2-D training grid_shape (the model "
@@ -215,14 +252,16 @@ class Rotary2D(Checked, nn.Module):
 
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
     """Index (y, x) coordinates of a row-major grid, `[prod(shape), 2]`; with `scaling='pi'`
-    each axis of length L' is scaled by L / L' (L: the training grid's length); with
+    each axis of length L' is scaled by min(L / L', 1) (L: the training grid's length); with
     `coords_mode='dinov3'`, DINOv3's normalised ones (`dinov3_coords`)."""
     grid = coords_lib.grid(shape, "index")
     if self.coords_mode == "dinov3":
       return dinov3_coords(grid, jnp.asarray(shape, jnp.float32))
     if self.scaling != "pi":
       return grid
-    return grid * jnp.asarray([t / n for t, n in zip(self.grid_shape, shape, strict=True)])
+    return grid * jnp.asarray(
+      [min(t / n, 1.0) for t, n in zip(self.grid_shape, shape, strict=True)]
+    )
 
   def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
     """`grid_coords(shape[b])` at the cells `index [B, L, 2]` of per-example grids
@@ -233,7 +272,8 @@ class Rotary2D(Checked, nn.Module):
     if self.scaling == "none":
       return index
     if self.scaling == "pi":
-      return index * jnp.asarray(self.grid_shape, jnp.float32) / jnp.asarray(shape)[:, None, :]
+      factor = jnp.asarray(self.grid_shape, jnp.float32) / jnp.asarray(shape, jnp.float32)
+      return index * jnp.minimum(factor, 1.0)[:, None, :]
     raise ValueError(
       f"{type(self).__name__}: scaling={self.scaling!r} rescales θ for one grid, so packed "
       "batches of several grids cannot use it; use scaling='none' or 'pi'."
@@ -277,7 +317,15 @@ class Rotary2D(Checked, nn.Module):
       ntk = ntk_theta(theta, scale, self.head_dim)
       return rope(x, coords, axial_freqs(self.head_dim, ntk[0], ntk[1]))
     mags = [
-      yarn_magnitudes(self.head_dim, theta, scale[a], train[a], self.yarn_alpha, self.yarn_beta)
+      yarn_magnitudes(
+        self.head_dim,
+        theta,
+        scale[a],
+        self.grid_shape[a],
+        self.yarn_alpha,
+        self.yarn_beta,
+        self.yarn_ramp,
+      )
       for a in range(2)
     ]
     temperature = 0.1 * jnp.log(jnp.maximum(scale.max(), 1.0)) + 1.0

@@ -80,6 +80,14 @@ def test_dinov3_convention_normalises_by_pixel_centres():
     coords_lib.augment(grid, key, convention="dinov3")
 
 
+def test_dinov3_shift_moves_a_one_cell_axis_by_half_its_u():
+  """DINOv3 puts one cell at c = 0 and a shift u moves it to u: u·n/2 = u/2 index steps."""
+  grid, key = coords_lib.grid((1, 4), "index"), jax.random.key(3)
+  u = np.asarray(jax.random.uniform(jax.random.split(key, 3)[0], (2,), minval=-0.5, maxval=0.5))
+  moved = coords_lib.augment(grid, key, shift=0.5, convention="dinov3", num_positions=(1, 4))
+  np.testing.assert_allclose(np.asarray(moved) - np.asarray(grid), [u * [0.5, 2.0]] * 4, atol=1e-5)
+
+
 def test_the_dinov3_preset_is_its_released_config():
   assert coords_lib.DINOV3 == {"rescale": 2.0, "convention": "dinov3"}  # shift, jitter: null
   assert coords_lib.check_augment(coords_lib.DINOV3, "x") == {

@@ -33,11 +33,24 @@ def test_pi_at_the_training_grid_is_the_identity(mode):
 
 def test_pi_scales_each_axis_by_the_training_length_over_the_new_one():
   pi = _rope("rope_axial(scaling='pi')")
-  got = np.asarray(pi.grid_coords((16, 4)))
-  expected = np.asarray(coords_lib.grid((16, 4), "index")) * np.array([8 / 16, 8 / 4])
+  got = np.asarray(pi.grid_coords((16, 24)))
+  expected = np.asarray(coords_lib.grid((16, 24), "index")) * np.array([8 / 16, 8 / 24])
   np.testing.assert_allclose(got, expected)
   # the largest coordinate is (L' − 1)·L/L' = L − L/L' (here 7.5): inside [0, L)
   assert got[:, 0].max() == pytest.approx(8 - 8 / 16)
+
+
+@pytest.mark.parametrize("mode", ["axial", "mixed"])
+def test_pi_never_stretches_a_smaller_grid(mode):
+  """Chen et al.'s PI only extends (rotary-embedding-torch asserts `interpolate_factor >= 1`):
+  a 4x16 grid keeps its steps of 1 along the shorter axis, not 8/4 = 2."""
+  plain, pi = _rope(f"rope_{mode}"), _rope(f"rope_{mode}(scaling='pi')")
+  got = np.asarray(pi.grid_coords((4, 16)))
+  want = np.asarray(plain.grid_coords((4, 16))) * np.array([1.0, 8 / 16])
+  np.testing.assert_allclose(got, want)
+  index = jnp.asarray(coords_lib.grid((4, 16), "index"))[None]
+  packed = pi.packed_coords(index, jnp.asarray([[4, 16]]))
+  np.testing.assert_allclose(np.asarray(packed)[0], want)
 
 
 def test_ntk_at_the_training_grid_is_the_identity():
@@ -100,6 +113,46 @@ def test_yarn_interpolates_slow_frequencies_keeps_fast_ones_and_scales_the_logit
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def _released_yarn_gamma(dim, base, length, beta_fast, beta_slow):
+  """jquesnelle/yarn's extrapolation weight per frequency (`1 - inv_freq_mask`'s complement),
+  written out from its `_yarn_find_correction_range` and `_yarn_linear_ramp_mask`."""
+  correction = lambda rot: dim * np.log(length / (rot * 2 * np.pi)) / (2 * np.log(base))
+  low = max(int(np.floor(correction(beta_fast))), 0)
+  high = min(int(np.ceil(correction(beta_slow))), dim - 1)
+  high = high + 0.001 if low == high else high
+  ramp = np.clip((np.arange(dim // 2) - low) / (high - low), 0, 1)
+  return 1 - ramp  # the code's `inv_freq_mask` (extrapolation_factor 1): 1 keeps f
+
+
+@pytest.mark.parametrize(
+  ("head_dim", "theta", "length", "want"),
+  [(64, 100.0, 14, [1, 2 / 3, 1 / 3] + [0] * 13), (16, 100.0, 8, None), (32, 10.0, 64, None)],
+)
+def test_yarn_code_ramp_is_the_released_codes(head_dim, theta, length, want):
+  """`yarn_ramp='code'`: linear in the frequency index, as jquesnelle/yarn; the paper's ramp
+  (linear in r) differs at ViT lengths: [0.04, 0.02, 0.01, 0, ...] for the first example."""
+  got = np.asarray(rotary.yarn_kept(head_dim, theta, length, 1.0, 32.0, "code"))
+  reference = _released_yarn_gamma(head_dim // 2, theta, length, 32.0, 1.0)
+  np.testing.assert_allclose(got, reference, atol=1e-6)
+  if want is not None:
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    paper = np.asarray(rotary.yarn_kept(head_dim, theta, length, 1.0, 32.0, "paper"))
+    assert paper.max() < 0.05
+
+
+def test_yarn_code_ramp_reaches_the_model():
+  shape = (16, 32)
+  x, coords, got = _apply(_rope("rope_axial(scaling='yarn', yarn_ramp='code')"), shape)
+  gamma = _released_yarn_gamma(HEAD_DIM // 2, 100.0, 8, 32.0, 1.0)
+  mags = np.asarray(rotary.magnitudes(HEAD_DIM, 100.0))
+  by_axis = [(1 - gamma) * mags / s + gamma * mags for s in (2.0, 4.0)]
+  freqs = rotary.axes_freqs(*(jnp.asarray(m, jnp.float32) for m in by_axis))
+  want = np.asarray(rotary.rope(x, coords, freqs)) * (0.1 * np.log(4.0) + 1.0)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  _, _, paper = _apply(_rope("rope_axial(scaling='yarn')"), shape)
+  assert np.abs(paper - got).max() > 1e-3
+
+
 def test_yarn_at_the_training_grid_is_the_identity():
   _, _, plain = _apply(_rope("rope_axial"), TRAIN)
   _, _, yarn = _apply(_rope("rope_axial(scaling='yarn')"), TRAIN)
@@ -119,6 +172,7 @@ def test_ntk_never_shrinks_a_smaller_grid():
     ("rope_axial(scaling='ntx')", "unknown scaling"),
     ("rope_mixed(scaling='yarn')", "scaling='yarn'.*use scaling='pi'"),
     ("rope_axial(ntk_factor=2.0)", "ntk_factor=2.0 is a number >= 1 for scaling='ntk' or 'yarn'"),
+    ("rope_axial(scaling='yarn', yarn_ramp='linear')", "unknown yarn_ramp='linear'"),
   ],
 )
 def test_bad_policies_name_the_field_and_the_fix(spec, match):
