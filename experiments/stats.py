@@ -105,15 +105,16 @@ def holm(entries: list[dict], alpha: float = 0.05) -> list[str]:
   """The Holm-adjusted verdict of each entry in one family (an experiment's claims.json):
   directional claims (`direction` ±1) are tested step-down on their `p_value`s at family-wise
   level `alpha` (a rejection keeps the plain verdict's side, 'reproduced' or 'contradicted';
-  the rest are 'unresolved'); equivalence claims (`direction` 0) keep their plain verdict,
-  marked as not adjusted."""
+  the rest are 'unresolved'); equivalence claims (`direction` 0) and claims contradicted by
+  the failing arm at the ceiling (no test: an observation) keep their plain verdict, marked
+  as not adjusted."""
+  adjusted = lambda e: e.get("direction", 1) != 0 and not e.get("failing_arm_at_ceiling")
   tested = sorted(
     (e["p_value"], i)
     for i, e in enumerate(entries)
-    if e.get("direction", 1) != 0 and np.isfinite(e.get("p_value", float("nan")))
+    if adjusted(e) and np.isfinite(e.get("p_value", float("nan")))
   )
-  out = ["unresolved" if e.get("direction", 1) != 0 else f"{e['verdict']} (not adjusted)"
-         for e in entries]  # fmt: skip
+  out = ["unresolved" if adjusted(e) else f"{e['verdict']} (not adjusted)" for e in entries]
   for rank, (p, i) in enumerate(tested):
     if p > alpha / (len(tested) - rank):
       break
@@ -155,6 +156,7 @@ def claim(
   paper_value: float | None = None,
   tuned: str,
   source: str = "text",
+  b_fails: bool = False,
 ) -> dict:
   """One entry of an experiment's claims.json: the paper's claim that `a` beats `b` on
   `metric` (or loses to it, `direction=-1`, or matches it, `direction=0`, within
@@ -163,7 +165,10 @@ def claim(
   degrees of freedom and two-sided p, the verdict, and the minimum detectable difference at
   this n (None when every run scored alike: no spread to size it from). With the metric's
   `ceiling` (scaled units), `at_ceiling` says whether both arms sit within 0.5 % of it,
-  where the metric cannot show a difference either way.
+  where the metric cannot show a difference either way. `b_fails`: the paper says arm `b`
+  fails at the task (it sits far below `a`); if `b` reaches the `ceiling` anyway, the claim
+  is `contradicted` whatever the interval (`failing_arm_at_ceiling`): the arm measured
+  succeeding is the paper's evidence against itself, even when `a` is at the ceiling too.
 
   `paper_value`: the paper's own a − b where it reports numbers (then `ratio_to_paper`, the
   measured difference over it); `source`: 'text' (the paper states the claim) or 'table'
@@ -192,9 +197,13 @@ def claim(
     ratio = diff / paper_value if paper_value else None
     reported = {"paper_value": paper_value, "ratio_to_paper": ratio}
   top = {}
+  if b_fails and ceiling is None:
+    raise ValueError(f"claim {text!r}: b_fails needs the metric's ceiling.")
   if ceiling is not None:
     near = lambda v: scale * np.mean(v) >= ceiling - 0.005 * abs(ceiling)
     top = {"at_ceiling": bool(near(a_values) and near(b_values))}
+    if b_fails:
+      top |= {"b_fails": True, "failing_arm_at_ceiling": bool(near(b_values))}
   return {
     "paper": paper,
     "item": item,
@@ -211,13 +220,21 @@ def claim(
     "p_value": p_value(diff, half, dof),
     "direction": direction,
     **({"margin": margin, "control_gap": abs(scale * control_gap)} if direction == 0 else {}),
-    "verdict": verdict(low, high, direction, margin),
+    "verdict": _claim_verdict(low, high, direction, margin, top),
     "minimum_detectable": minimum_detectable(half, dof) if half > 0 else None,
     "source": source,
     "tuned": tuned,
     **reported,
     **top,
   }
+
+
+def _claim_verdict(low: float, high: float, direction: int, margin: float, entry: dict) -> str:
+  """`verdict` of the interval, but 'contradicted' when the arm the paper says fails sits at
+  the metric's ceiling (`claim`'s `b_fails`)."""
+  if entry.get("failing_arm_at_ceiling"):
+    return "contradicted"
+  return verdict(low, high, direction, margin)
 
 
 def check_margin(entry: dict) -> None:
@@ -249,8 +266,8 @@ def check_claim(entry: dict) -> None:
   } - set(entry)
   if missing:
     raise ValueError(f"claim {entry.get('claim')!r} lacks {sorted(missing)}.")
-  expected = verdict(
-    entry["ci_low"], entry["ci_high"], entry.get("direction", 1), entry.get("margin", 0.0)
+  expected = _claim_verdict(
+    entry["ci_low"], entry["ci_high"], entry.get("direction", 1), entry.get("margin", 0.0), entry
   )
   if entry["verdict"] != expected:
     raise ValueError(

@@ -48,7 +48,9 @@ def rows() -> list[dict]:
         "contradicted": verdicts.count("contradicted"),
         "unresolved": verdicts.count("unresolved"),
         "holm": sum(e.get("holm_verdict") in ("reproduced", "contradicted") for e in entries),
-        "at_ceiling": sum(bool(e.get("at_ceiling")) for e in entries),
+        "at_ceiling": sum(
+          bool(e.get("at_ceiling")) for e in entries if e["verdict"] == "unresolved"
+        ),
         "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"
         if controls
         else "none (no task)",

@@ -19,7 +19,8 @@ from experiments import stats
 @dataclasses.dataclass(frozen=True)
 class Tested:
   """One claim: `a` beats `b` (direction +1), loses (-1) or matches (0: within a tenth of
-  the gap between the `control` cells of the same part, `stats.equivalence_margin`).
+  the gap between the `control` cells of the same part, `stats.equivalence_margin`);
+  `b_fails`: the paper says `b` fails (`stats.claim`).
   `paper_value`: the paper's a − b where it reports it in this metric's units (points or R²);
   `source`: 'text' or 'table' (lfpe's reading of the paper's numbers)."""
 
@@ -33,6 +34,7 @@ class Tested:
   control: tuple[str, str] | None = None
   paper_value: float | None = None
   source: str = "text"
+  b_fails: bool = False  # the paper says `b` fails: at the ceiling it contradicts the claim
 
 
 TUNED = (
@@ -109,6 +111,7 @@ TESTED = (
     "relative attention cannot tell absolute location (learned table 99.85 vs relative 54.02 %)",
     "Table 3",
     paper_value=45.83,
+    b_fails=True,
   ),
   _table(
     "absolute",
@@ -255,6 +258,7 @@ def claims(results: dict) -> list[dict]:
         tuned=TUNED,
         paper_value=t.paper_value,
         source=t.source,
+        b_fails=t.b_fails,
       )
     )
   return out

@@ -40,3 +40,18 @@ def test_both_arms_at_the_ceiling_are_flagged_and_unresolved():
   assert entry["at_ceiling"] and entry["verdict"] == "unresolved"
   assert entry["minimum_detectable"] is None
   assert "both at ceiling" in claims_table.markdown([entry])
+
+
+def test_the_arm_the_paper_says_fails_at_the_ceiling_contradicts_the_claim():
+  """003 Table 3: relative attention "cannot tell absolute location" (54 %); at 100 % in every
+  seed beside the learned table's 100 % the interval is [0, 0], yet the claim is contradicted."""
+  results = {
+    "tables": {"absolute/embed_1d": _cell([1.0] * 3), "absolute/rel_attn_2d": _cell([1.0] * 3)}
+  }
+  (entry,) = claims.claims(results)
+  assert entry["b_fails"] and entry["failing_arm_at_ceiling"] and entry["at_ceiling"]
+  assert entry["ci_low"] == entry["ci_high"] == 0.0 and entry["verdict"] == "contradicted"
+  assert "the arm the paper says fails is at ceiling" in claims_table.markdown([entry])
+  results["tables"]["absolute/rel_attn_2d"] = _cell([0.55, 0.52, 0.56])  # as in the thesis
+  (entry,) = claims.claims(results)
+  assert not entry["failing_arm_at_ceiling"] and entry["verdict"] == "reproduced"

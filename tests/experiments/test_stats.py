@@ -131,6 +131,24 @@ def test_holm_adjusts_directional_claims_step_down_and_leaves_equivalence_alone(
   ]
 
 
+def test_a_failing_arm_at_the_ceiling_is_contradicted_unadjusted_and_checked():
+  from experiments.stats import check_claim, claim, holm  # noqa: PLC0415
+
+  kw = dict(paper="003", item="x", text="b fails", metric="acc", a="a", b="b", scale=100,
+            ceiling=100.0, tuned=AT_DEFAULTS, b_fails=True)  # fmt: skip
+  top = claim(a_values=[1.0, 1.0, 1.0], b_values=[1.0, 0.999, 1.0], **kw)
+  assert top["failing_arm_at_ceiling"] and top["verdict"] == "contradicted"
+  check_claim(top)
+  with pytest.raises(ValueError, match="gives 'contradicted'"):
+    check_claim({**top, "verdict": "unresolved"})
+  assert holm([top]) == ["contradicted (not adjusted)"]
+  low = claim(a_values=[1.0, 1.0, 1.0], b_values=[0.5, 0.6, 0.55], **kw)
+  assert not low["failing_arm_at_ceiling"] and low["verdict"] == "reproduced"
+  assert holm([low]) == ["reproduced"]
+  with pytest.raises(ValueError, match="b_fails needs the metric's ceiling"):
+    claim(a_values=[1.0], b_values=[1.0], **{**kw, "ceiling": None})
+
+
 def test_seeds_needed_is_the_first_n_whose_detectable_difference_fits():
   from experiments.stats import minimum_detectable, seeds_needed  # noqa: PLC0415
 
