@@ -16,13 +16,17 @@ from experiments import stats
 
 
 def markdown(entries: list[dict]) -> str:
-  """The verdict table of claims.json."""
+  """The verdict table of claims.json (the entries' Holm verdicts, computed over `entries` as
+  one family where they lack them)."""
   lines = [
     "| paper | item | claim | a − b (95 % CI) | paper's a − b | n | verdict | Holm | "
     "min. detectable | tuned |",
     "|---|---|---|---|---|---|---|---|---|---|",
   ]
-  for c in entries:
+  holm = [c.get("holm_verdict") for c in entries]
+  if None in holm:  # a report's tables, drawn before `write` stores the family's verdicts
+    holm = stats.holm(entries)
+  for c, holm_verdict in zip(entries, holm, strict=True):
     detectable = c["minimum_detectable"]
     lines.append(
       f"| {c['paper']} | {c['item']}{' (table)' * (c.get('source') == 'table')} "
@@ -30,7 +34,7 @@ def markdown(entries: list[dict]) -> str:
       f"[{c['ci_low']:+.3g}, {c['ci_high']:+.3g}] {'paired' if c['paired'] else 'Welch'} "
       f"| {_paper(c)} | {c['n']} "
       f"| **{c['verdict']}**{_ceiling(c)}{_within(c)} "
-      f"| {c.get('holm_verdict', 'n/a')} "
+      f"| {holm_verdict} "
       f"| {'n/a' if detectable is None else format(detectable, '.3g')} | {c.get('tuned', '?')} |"
     )
   return "\n".join(lines)

@@ -28,6 +28,16 @@ def difference(a, b, *, scale: float = 1.0) -> tuple[float, float]:
   return float(a.mean() - b.mean()), float(stats.t.ppf(0.975, dof) * np.sqrt(va + vb))
 
 
+def seed_paired(a: dict, b: dict) -> tuple[list[float], list[float], bool]:
+  """Two arms' `{seed: score}` as a claim compares them: paired on their common seeds when
+  they share at least two (seed s of every arm shares its data order and init stream; runs of
+  one arm without a partner are left out), else every run of each, unpaired (Welch)."""
+  common = sorted(set(a) & set(b))
+  if len(common) >= 2:
+    return [a[s] for s in common], [b[s] for s in common], True
+  return [a[s] for s in sorted(a)], [b[s] for s in sorted(b)], False
+
+
 def fmt(values, *, scale: float = 1.0, digits: int = 1) -> str:
   """`mean ± half-width` (just the mean for one value)."""
   mean, half = interval(values, scale=scale)
@@ -190,7 +200,12 @@ def claim(
   else:
     diff, half = difference(a_values, b_values, scale=scale)
     va, vb = a_values.var(ddof=1) / len(a_values), b_values.var(ddof=1) / len(b_values)
-    dof = (va + vb) ** 2 / (va**2 / (len(a_values) - 1) + vb**2 / (len(b_values) - 1))
+    pooled = len(a_values) + len(b_values) - 2  # no spread in either arm: Welch's dof is 0/0
+    dof = (
+      (va + vb) ** 2 / (va**2 / (len(a_values) - 1) + vb**2 / (len(b_values) - 1))
+      if va + vb
+      else pooled
+    )
   low, high = diff - half, diff + half
   reported = {}
   if paper_value is not None:

@@ -87,7 +87,8 @@ def runs_at(results: dict, arm: str, chosen: dict[str, float], at: str) -> list[
 def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
   """The record runs of `arm` (by key, in key order): at defaults (`<arm>/<seed>`) for `value`
   None, else those with the knob at `value`: its tuned runs (`<arm>/<knob>=<value>/<seed>`),
-  or the defaults runs when `value` is their own (a choice of the default)."""
+  or the defaults runs when `value` is their own (a choice of the default). Each entry has
+  its `seed` (from its key where the entry does not hold it), so arms pair by seed."""
   out = []
   for key, entry in sorted(results.items()):
     depth = key.count("/") - arm.count("/")  # 1: `<arm>/<seed>`; 2: `<arm>/<knob>=<v>/<seed>`
@@ -101,7 +102,7 @@ def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
       spec = entry.get("posemb")
       keep = bool(spec and encodings.knob(spec)) and is_own(spec, value)
     if keep:
-      out.append(entry)
+      out.append(entry if "seed" in entry else {**entry, "seed": int(key.rsplit("/", 1)[1])})
   return out
 
 
@@ -117,11 +118,15 @@ def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[floa
 
 def choose(by_arm: dict[str, dict[float, list[float]]], *, higher_is_better: bool) -> dict:
   """The declared rule, per arm: the γ with the best mean validation score; ties go to the
-  smaller γ."""
+  smaller γ; a value with a non-finite mean (a diverged seed) ranks last."""
   sign = 1.0 if higher_is_better else -1.0
+
+  def rank(scores: list[float], g: float) -> tuple[float, float]:
+    mean = np.mean(scores)
+    return (sign * mean if np.isfinite(mean) else -np.inf, -g)
+
   return {
-    arm: max(by_gamma, key=lambda g: (sign * np.mean(by_gamma[g]), -g))
-    for arm, by_gamma in by_arm.items()
+    arm: max(by_gamma, key=lambda g: rank(by_gamma[g], g)) for arm, by_gamma in by_arm.items()
   }
 
 

@@ -67,7 +67,7 @@ def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[di
     for posemb in arms(results):
       runs = sweeps.arm_runs(results, f"{prefix}/{posemb}", chosen.get(f"{prefix}/{posemb}"))
       if runs:
-        out[posemb] = {r["seed"] if "seed" in r else i: value(r) for i, r in enumerate(runs)}
+        out[posemb] = {r["seed"]: value(r) for r in runs}
     return out
 
   swept = lambda results: {arm.split("/")[1] for arm in picks(results)}

@@ -133,8 +133,10 @@ def claims(results: dict) -> list[dict]:
     # The control pits the best as reported (an older record ran Fourier only tuned).
     as_tuned = as_tuned or (item == "control" and not _runs(results, protocol, a))
     at = "tuned" if as_tuned else "defaults"
-    ra, rb = _runs(results, protocol, a, at), _runs(results, protocol, b, at)
-    if len(ra) < 2 or len(ra) != len(rb):
+    va, vb, paired = stats.seed_paired(
+      _ap(_runs(results, protocol, a, at)), _ap(_runs(results, protocol, b, at))
+    )
+    if not paired:
       continue
     out.append(
       stats.claim(
@@ -144,8 +146,8 @@ def claims(results: dict) -> list[dict]:
         metric=f"COCO AP (points), protocol {protocol}",
         a=f"{protocol}/{a}",
         b=f"{protocol}/{b}",
-        a_values=[r["eval"]["AP"] for r in ra],
-        b_values=[r["eval"]["AP"] for r in rb],
+        a_values=va,
+        b_values=vb,
         paired=True,
         scale=100.0,
         ceiling=100.0,
@@ -157,6 +159,11 @@ def claims(results: dict) -> list[dict]:
       )
     )
   return out + _gap_claims(results, False) + _gap_claims(results, True)
+
+
+def _ap(runs: list[dict]) -> dict[int, float]:
+  """{seed: test AP} of an arm's runs."""
+  return {r["seed"]: r["eval"]["AP"] for r in runs}
 
 
 # 002 on Table 2 against Table 1: "the benefit of Learnable-Fourier+MLP is more pronounced, and
@@ -180,9 +187,11 @@ def _gap_claims(results: dict, as_tuned: bool) -> list[dict]:
       continue
     gaps = {}
     for protocol in ("heldout", "all"):
-      ra, rb = _runs(results, protocol, a, at), _runs(results, protocol, b, at)
-      if len(ra) >= 2 and len(ra) == len(rb):
-        gaps[protocol] = [x["eval"]["AP"] - y["eval"]["AP"] for x, y in zip(ra, rb, strict=True)]
+      va, vb, paired = stats.seed_paired(
+        _ap(_runs(results, protocol, a, at)), _ap(_runs(results, protocol, b, at))
+      )
+      if paired:
+        gaps[protocol] = [x - y for x, y in zip(va, vb, strict=True)]
     if len(gaps) < 2:
       continue
     paper = {p: PAPER[p][a][0] - PAPER[p][b][0] for p in ("all", "heldout")}

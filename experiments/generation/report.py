@@ -77,8 +77,7 @@ def claims(results: dict) -> list[dict]:
     encoded = [p for p in NAMES if p != "none" and _runs(results, attention, p)]
     final = {p: np.mean([r["final"] for r in _runs(results, attention, p)]) for p in encoded}
     best = min(encoded, key=final.get)
-    none = [r["final"] for r in _runs(results, attention, "none")]
-    gap = final[best] - np.mean(none) if none else None  # every equivalence margin's base
+    none = _runs(results, attention, "none")
     control = (best, "none", "final", -1, f"control: position is needed ({NAMES[best]}, the best "
                "encoding, ends below no position)")  # fmt: skip
     swept = {arm: grid for arm, grid in sweep(results).items() if arm.startswith(f"{attention}/")}
@@ -89,7 +88,8 @@ def claims(results: dict) -> list[dict]:
     for as_tuned, (a, b, when, direction, text) in variants:
       at = "tuned" if as_tuned else "defaults"
       ra, rb = _runs(results, attention, a, at), _runs(results, attention, b, at)
-      if len(ra) < 2 or len(ra) != len(rb) or (direction == 0 and gap is None):
+      va, vb, paired = stats.seed_paired(_by_seed(ra, when), _by_seed(rb, when))
+      if not paired or (direction == 0 and not none):
         continue  # too few runs, or an "about equal" claim with no control to size its margin
       early = early_steps([step for step, _ in ra[0]["curve"]])
       step = {
@@ -106,10 +106,10 @@ def claims(results: dict) -> list[dict]:
           metric=f"held-out bits/dim at {step}",
           a=f"{attention}/{a}",
           b=f"{attention}/{b}",
-          a_values=[_value(r, when) for r in ra],
-          b_values=[_value(r, when) for r in rb],
+          a_values=va,
+          b_values=vb,
           direction=direction,
-          control_gap=gap if direction == 0 else None,
+          control_gap=_gap(results, attention, best, when) if direction == 0 else None,
           paired=True,
           tuned=_tuned_note(picks, swept, attention, (a, b)) if as_tuned else stats.AT_DEFAULTS,
         )
@@ -128,6 +128,17 @@ def _tuned_note(picks: dict, swept: dict, attention: str, arms: tuple[str, ...])
 def early_steps(steps: list[int]) -> list[int]:
   """The evaluated steps within the first `EARLY` of training (at least the first one)."""
   return [s for s in steps if s <= EARLY * steps[-1]] or steps[:1]
+
+
+def _gap(results: dict, attention: str, best: str, when: str) -> float:
+  """Every equivalence margin's base: the best encoding's mean minus no position's, on the
+  claim's own metric (`when`)."""
+  mean = lambda posemb: np.mean(list(_by_seed(_runs(results, attention, posemb), when).values()))
+  return float(mean(best) - mean("none"))
+
+
+def _by_seed(runs: list[dict], when: str) -> dict[int, float]:
+  return {r["seed"]: _value(r, when) for r in runs}
 
 
 def _value(run: dict, when: str) -> float:

@@ -109,10 +109,13 @@ def _runs(results: dict, row: str, at: str = "defaults") -> list[dict]:
 
 
 def _values(results: dict, row: str, metric: str, at: str = "defaults") -> list[float]:
-  runs = _runs(results, row, at)
-  if metric == "drop":
-    return [r["eval"]["CIDEr_seen"] - r["eval"]["CIDEr_unseen"] for r in runs]
-  return [r["eval"][metric] for r in runs]
+  return list(_by_seed(results, row, metric, at).values())
+
+
+def _by_seed(results: dict, row: str, metric: str, at: str = "defaults") -> dict[int, float]:
+  """{seed: `metric`} of a row's runs `at` "defaults" or "tuned" (`drop`: seen − unseen)."""
+  value = lambda e: e["CIDEr_seen"] - e["CIDEr_unseen"] if metric == "drop" else e[metric]
+  return {r["seed"]: value(r["eval"]) for r in _runs(results, row, at)}
 
 
 def _signed(mean: float, half: float) -> str:
@@ -181,10 +184,10 @@ def table4(results: dict) -> list[str]:
   return lines
 
 
-def runner_up(results: dict) -> str | None:
-  """The row other than `BEST` with the highest mean CIDEr."""
-  others = [r for r in TABLE3 if r != BEST and _runs(results, r)]
-  return max(others, key=lambda r: np.mean(_values(results, r, "CIDEr")), default=None)
+def runner_up(results: dict, at: str = "defaults") -> str | None:
+  """The row other than `BEST` with the highest mean CIDEr `at` "defaults" or "tuned"."""
+  others = [r for r in TABLE3 if r != BEST and _runs(results, r, at)]
+  return max(others, key=lambda r: np.mean(_values(results, r, "CIDEr", at)), default=None)
 
 
 def claims(results: dict) -> list[dict]:
@@ -203,13 +206,14 @@ def claims(results: dict) -> list[dict]:
   picks, swept = chosen(results), sweep(results)
   for at in ("defaults", "tuned"):
     for text, a, b, metric, source in tested:
-      b = b or runner_up(results)
+      b = b or runner_up(results, at)
       if at == "tuned" and not {slug(a), slug(b or "")} & set(picks):
         continue  # neither row swept: its tuned reading is its defaults one
-      ra, rb = _runs(results, a, at), _runs(results, b, at) if b else []
-      if len(ra) < 2 or len(rb) < 2:
+      if not b:
         continue
-      paired = [r["seed"] for r in ra] == [r["seed"] for r in rb]
+      va, vb, paired = stats_lib.seed_paired(*(_by_seed(results, x, metric, at) for x in (a, b)))
+      if len(va) < 2 or len(vb) < 2:
+        continue
       out.append(
         stats_lib.claim(
           paper="lfpe" if b == CONTROL else "002",
@@ -218,8 +222,8 @@ def claims(results: dict) -> list[dict]:
           metric="CIDEr seen - unseen" if metric == "drop" else metric,
           a=a,
           b=b,
-          a_values=_values(results, a, metric, at),
-          b_values=_values(results, b, metric, at),
+          a_values=va,
+          b_values=vb,
           paired=paired,
           paper_value=paper_difference(a, b, metric),
           source=source,

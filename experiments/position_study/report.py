@@ -27,9 +27,9 @@ PROBE_COLUMNS = (
 
 
 def ms(values, scale: float = 1.0, digits: int = 2) -> str:
-  """`mean ± 95 % half-width` of per-seed values (Student t; a constant gives ± 0)."""
-  mean, half = stats.interval(values, scale=scale)
-  return f"{mean:.{digits}f} ± {0.0 if np.isnan(half) else half:.{digits}f}"
+  """`mean ± 95 % half-width` of per-seed values (Student t; a constant gives ± 0, one seed
+  just its mean: no interval)."""
+  return stats.fmt(values, scale=scale, digits=digits)
 
 
 def _band(values, top: float = 1.0) -> tuple[float, float, float]:

@@ -106,7 +106,7 @@ def chosen(results: dict) -> dict[str, float]:
 
 
 def cells(results: dict, at: str) -> dict:
-  """`{(arm, policy): {size: [accuracy per seed, in seed order]}}` of the runs `at`
+  """`{(arm, policy): {size: {seed: accuracy}}}` (seeds ascending) of the runs `at`
   "defaults" or "tuned" (`sweeps.runs_at`)."""
   picks = chosen(results)
   out = collections.defaultdict(lambda: collections.defaultdict(dict))
@@ -116,7 +116,7 @@ def cells(results: dict, at: str) -> dict:
         for size, acc in by_size.items():
           out[(arm.name, policy)][size][entry["seed"]] = acc
   return {
-    row: {size: [s[k] for k in sorted(s)] for size, s in by_size.items()}
+    row: {size: dict(sorted(s.items())) for size, s in by_size.items()}
     for row, by_size in out.items()
   }
 
@@ -143,7 +143,8 @@ def leaderboard(results: dict) -> str:
       ]
       for (arm, policy), by_size in rows.items():
         values = [
-          stats.fmt(by_size[str(s)], scale=100) if str(s) in by_size else "-" for s in sizes
+          stats.fmt(list(by_size[str(s)].values()), scale=100) if str(s) in by_size else "-"
+          for s in sizes
         ]
         lines.append(f"| {arm} | {policy} | " + " | ".join(values) + " |")
       parts.append("\n".join(lines))
@@ -183,8 +184,10 @@ def power_table(results: dict) -> str:
   lines = []
   for _, _, text, a, b in PUBLISHED:
     for size in map(str, plan.CLAIM_SIZES):
-      va, vb = rows.get(a, {}).get(size), rows.get(b, {}).get(size)
-      if not va or not vb or len(va) != len(vb) or len(va) < 2:
+      if size not in rows.get(a, {}) or size not in rows.get(b, {}):
+        continue
+      va, vb, paired = stats.seed_paired(rows[a][size], rows[b][size])
+      if not paired:
         continue
       sd = float(np.std(100 * (np.asarray(va) - np.asarray(vb)), ddof=1))
       half = stats.paired_difference(va, vb, scale=100)[1]
@@ -216,7 +219,7 @@ def claims(results: dict) -> list[dict]:
     scored = [r for r in rows if r[0] != "none" and train in rows[r]]
     if not scored:
       continue
-    best = max(scored, key=lambda r: np.mean(rows[r][train]))
+    best = max(scored, key=lambda r: np.mean(list(rows[r][train].values())))
     tested = [("lfpe", "control", "position is needed: the best arm beats `none`", best,
                ("none", "extrapolate"), train)]  # fmt: skip
     tested += [(p, i, t, a, b, str(s)) for p, i, t, a, b in PUBLISHED for s in plan.CLAIM_SIZES]
@@ -238,7 +241,8 @@ def claims(results: dict) -> list[dict]:
 
 def accuracy_claim(paper, item, text, rows: dict, a, b, size: str, *, tuned: str) -> dict:
   """`stats.claim` that `(arm, policy)` `a` scores a higher test accuracy than `b` at `size`
-  px, paired by seed where both ran the same seeds (both editions' claims)."""
+  px, paired on the seeds both ran (`stats.seed_paired`; both editions' claims)."""
+  a_values, b_values, paired = stats.seed_paired(rows[a][size], rows[b][size])
   return stats.claim(
     paper=paper,
     item=item,
@@ -246,9 +250,9 @@ def accuracy_claim(paper, item, text, rows: dict, a, b, size: str, *, tuned: str
     metric=f"test accuracy at {size} px (points)",
     a=" / ".join(a),
     b=" / ".join(b),
-    a_values=rows[a][size],
-    b_values=rows[b][size],
-    paired=len(rows[a][size]) == len(rows[b][size]),
+    a_values=a_values,
+    b_values=b_values,
+    paired=paired,
     scale=100,
     ceiling=100,
     tuned=tuned,
@@ -275,7 +279,9 @@ def draw_curves(
   for i, (arm, policy) in enumerate(drawn):
     by_size = rows[arm, policy]
     sizes = sorted(int(s) for s in by_size)
-    mean, half = zip(*(stats.interval(by_size[str(s)], scale=100) for s in sizes), strict=True)
+    mean, half = zip(
+      *(stats.interval(list(by_size[str(s)].values()), scale=100) for s in sizes), strict=True
+    )
     mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
     color = "0.5" if arm == "none" else f"C{i % 10}"
     style = ":" if arm == "none" else "-" if policy in solid else "--"

@@ -61,7 +61,7 @@ TUNED = stats.AT_DEFAULTS + " (`fourier index` at γ = 0.25, set by hand), nothi
 
 
 def cells(results: dict) -> dict:
-  """`{task: {(arm, policy): {size: [accuracy per seed, in seed order]}}}`."""
+  """`{task: {(arm, policy): {size: {seed: accuracy}}}}` (seeds ascending)."""
   out = collections.defaultdict(
     lambda: collections.defaultdict(lambda: collections.defaultdict(dict))
   )
@@ -71,7 +71,7 @@ def cells(results: dict) -> dict:
         out[entry["task"]][(entry["arm"], policy)][size][entry["seed"]] = acc
   return {
     task: {
-      row: {size: [s[k] for k in sorted(s)] for size, s in by_size.items()}
+      row: {size: dict(sorted(s.items())) for size, s in by_size.items()}
       for row, by_size in rows.items()
     }
     for task, rows in out.items()
@@ -94,7 +94,8 @@ def leaderboard(results: dict) -> str:
     ]
     for (arm, policy), by_size in rows.items():
       values = [
-        stats.fmt(by_size.get(str(s), []), scale=100) if str(s) in by_size else "-" for s in sizes
+        stats.fmt(list(by_size[str(s)].values()), scale=100) if str(s) in by_size else "-"
+        for s in sizes
       ]
       lines.append(f"| {arm} | {policy} | " + " | ".join(values) + " |")
     parts.append("\n".join(lines))
@@ -106,7 +107,10 @@ def claims(results: dict) -> list[dict]:
   out = []
   train = str(plan.TRAIN_SIZE)
   for task, rows in cells(results).items():
-    best = max((r for r in rows if r[0] != "none"), key=lambda r: np.mean(rows[r][train]))
+    best = max(
+      (r for r in rows if r[0] != "none"),
+      key=lambda r: np.mean(list(rows[r][train].values())),
+    )
     tested = [
       (
         "lfpe",

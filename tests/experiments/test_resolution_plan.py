@@ -114,3 +114,23 @@ def test_power_table_reads_the_paired_sd_and_the_seeds_a_two_point_difference_ne
   table = report.power_table(results)
   row = next(line for line in table.splitlines() if "position interpolation" in line)
   assert "| 128 px | 3 | 4.0 | " in row and row.endswith(f"| {stats.seeds_needed(4.0, 2.0)} |")
+
+
+def test_claims_pair_arms_on_the_seeds_both_ran():
+  """A record part-way: RoPE-Axial ran seeds 0, 1, 3 and the 2-D table 0, 1, 2; the claim at
+  2x pairs seeds 0 and 1 (never seed 3 with seed 2)."""
+  entry = lambda arm, seed, acc: {"arm": arm, "seed": seed, "scores": {"128": acc}}
+  results = {}
+  for seed, acc in ((0, 0.6), (1, 0.7), (3, 0.9)):
+    results[f"rope_axial/{seed}"] = {**entry("rope_axial", seed, acc), "scores": {}}
+    results[f"rope_axial/{seed}"]["scores"]["extrapolate"] = {"128": acc}
+  for seed, acc in ((0, 0.5), (1, 0.55), (2, 0.1)):
+    results[f"embed_1d/{seed}"] = {"arm": "embed_1d", "seed": seed, "scores": {}}
+    results[f"embed_1d/{seed}"]["scores"]["bicubic_pytorch"] = {"128": acc}
+  rows = report.cells(results, "defaults")
+  claim = report.accuracy_claim(
+    "x", "x", "a beats b", rows, ("rope_axial", "extrapolate"), ("embed_1d", "bicubic_pytorch"),
+    "128", tuned=stats.AT_DEFAULTS,
+  )  # fmt: skip
+  assert claim["paired"] and claim["n"] == 2
+  assert claim["difference"] == pytest.approx(100 * ((0.6 - 0.5) + (0.7 - 0.55)) / 2)

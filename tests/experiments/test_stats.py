@@ -131,6 +131,16 @@ def test_holm_adjusts_directional_claims_step_down_and_leaves_equivalence_alone(
   ]
 
 
+def test_welch_without_spread_has_the_pooled_dof_and_a_p_like_the_paired_path():
+  from experiments.stats import claim, holm  # noqa: PLC0415
+
+  kw = dict(paper="x", item="x", text="a beats b", metric="acc", a="a", b="b", tuned=AT_DEFAULTS)
+  welch = claim(a_values=[1.0, 1.0, 1.0], b_values=[0.5, 0.5, 0.5], **kw)
+  paired = claim(a_values=[1.0, 1.0, 1.0], b_values=[0.5, 0.5, 0.5], paired=True, **kw)
+  assert welch["dof"] == 4 and welch["p_value"] == paired["p_value"] == 0.0
+  assert welch["verdict"] == "reproduced" and holm([welch]) == ["reproduced"]
+
+
 def test_a_failing_arm_at_the_ceiling_is_contradicted_unadjusted_and_checked():
   from experiments.stats import check_claim, claim, holm  # noqa: PLC0415
 
@@ -160,3 +170,14 @@ def test_seeds_needed_is_the_first_n_whose_detectable_difference_fits():
   assert seeds_needed(paired_sd=0.0, difference=1.0) == 2
   with pytest.raises(ValueError, match="the task must change"):
     seeds_needed(paired_sd=30.0, difference=0.1, most=50)
+
+
+def test_seed_paired_pairs_common_seeds_else_every_run_unpaired():
+  from experiments.stats import seed_paired  # noqa: PLC0415
+
+  assert seed_paired({0: 1.0, 1: 2.0, 3: 5.0}, {2: 9.0, 1: 4.0, 0: 3.0}) == (
+    [1.0, 2.0],
+    [3.0, 4.0],
+    True,
+  )
+  assert seed_paired({0: 1.0, 5: 2.0}, {0: 3.0, 1: 4.0}) == ([1.0, 2.0], [3.0, 4.0], False)

@@ -28,6 +28,12 @@ def test_rule_direction_and_ties_to_the_smaller_gamma():
   assert sweeps.choose(by_arm, higher_is_better=False) == {"a": 0.25, "tie": 0.5}
 
 
+@pytest.mark.parametrize("higher", [True, False])
+def test_a_diverged_value_never_wins(higher):
+  by_arm = {"a": {0.25: [float("nan"), 1.0], 1.0: [0.5, 0.6], 4.0: [0.9, 0.9]}}
+  assert sweeps.choose(by_arm, higher_is_better=higher) == {"a": 4.0 if higher else 1.0}
+
+
 def test_table_marks_only_the_chosen_gamma_in_ascending_order():
   by_arm = {"x": {1.0: [0.5], 0.25: [0.4]}}
   lines = sweeps.table(
@@ -155,3 +161,8 @@ def test_a_knob_sweep_key_reads_back_by_arm_and_value():
   assert sweeps.scores(results, lambda e: e["ap"]) == {
     "heldout/sine_2d": {2500.0: [0.25, 1.25], 10000.0: [1.0, 2.0]}
   }
+
+
+def test_arm_runs_carry_the_seed_of_their_key_in_seed_order_of_keys():
+  results = {"all/mlp/10": {"eval": 1}, "all/mlp/2": {"eval": 2}, "all/mlp/3": {"seed": 7}}
+  assert [r["seed"] for r in sweeps.arm_runs(results, "all/mlp")] == [10, 2, 7]
