@@ -52,9 +52,8 @@ def values(index, n, mode: str):
   if mode == "index":
     return index
   unit = index / xp.maximum(n - 1.0, 1.0)
-  if mode == "unit":
-    return unit
-  return xp.where(n > 1, 2.0 * unit - 1.0, 0.0)  # one cell: the centre, not the first end
+  # one cell: 0 in `unit`, -1 in `centered` (the first end; gabor.edge_markers relies on it)
+  return unit if mode == "unit" else 2.0 * unit - 1.0
 
 
 def grid(shape: Sequence[int], mode: str = "index") -> jnp.ndarray:

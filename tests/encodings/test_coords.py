@@ -16,7 +16,7 @@ def test_grid_modes_row_major_by_hand():
   np.testing.assert_allclose(coords.grid((2, 3), "unit")[:, 1], [0, 0.5, 1, 0, 0.5, 1])
   np.testing.assert_allclose(coords.grid((3, 2), "centered")[:, 0], [-1, -1, 0, 0, 1, 1])
   assert coords.grid((1, 4), "unit")[:, 0].tolist() == [0, 0, 0, 0]
-  assert coords.grid((1, 4), "centered")[:, 0].tolist() == [0, 0, 0, 0]  # the centre, not -1
+  assert coords.grid((1, 4), "centered")[:, 0].tolist() == [-1, -1, -1, -1]  # the first end
 
 
 def test_flat_index_is_raster_order():
