@@ -74,7 +74,9 @@ def naflex_size(
   """The size NaFlex resizes an image to (timm's `get_image_size_for_seq` rule): the largest
   scale r, found by bisection on (tolerance/10, 100), whose whole-patch size
   (ceil(H·r / ph)·ph, ceil(W·r / pw)·pw; at least one patch a side) has at most `max_tokens`
-  patches. Small images are enlarged to fill the budget, large ones shrunk."""
+  patches. Small images are enlarged to fill the budget, large ones shrunk (`pack` calls it
+  only for an image that is not already whole patches within the budget, which it keeps as
+  it is; timm's `ResizeToSequence` resizes every image)."""
 
   def size(r: float) -> tuple[int, int]:
     return tuple(max(p * math.ceil(s * r / p), p) for s, p in zip(image_hw, patch, strict=True))
