@@ -6,8 +6,9 @@ Six shape classes, 0-8 objects per image on a textured background, drawn nativel
 width 64, 4 heads, 20 queries) with the set loss of DETR (Hungarian matching with class,
 L1 and GIoU costs 1, 5, 2; no-object weight 0.1; auxiliary losses after every decoder
 layer; the in-graph `optax` matcher, whose step does not wait on a host callback,
-benchmarks/README.md). Two deviations from DETR, for the CPU budget (both in
-`lfpe.models.detr`, pilots in experiments/detection/README.md): `reference_points=True`
+benchmarks/README.md). Deviations from DETR, for the CPU budget: no dropout (DETR's 0.1; the
+runs are too short to overfit 20k images) and two in `lfpe.models.detr` (pilots in
+experiments/detection/README.md): `reference_points=True`
 (boxes relative to learned per-query centres), with learning rate 2e-3 (with DETR's plain
 box head and 3e-4 to 1e-3 the model stays on its first plateau, AP < 0.2 %, for the steps
 a run can afford here), and `query_groups=4` (Group DETR: four groups of 20 queries in

@@ -258,8 +258,10 @@ def execute(
   in its own process with one XLA:CPU thread (`ONE_THREAD`): on the 2-core CPU two such jobs
   train 1.06-1.2x the steps per second of one two-thread run (benchmarks/README.md, "Record
   steps"). A run that fails stops the record with its error (the other jobs are killed, to
-  resume from their checkpoints). Float sums may group differently with one thread than
-  with several, so keep `jobs` the same across the invocations of one record.
+  resume from their checkpoints), but for a sweep run whose loss diverges: its entry says
+  `diverged` and its validation score reads NaN (`sweeps.scores`). Float sums may group
+  differently with one thread than with several, so keep `jobs` the same across the
+  invocations of one record.
   """
   runs = list(runs)
   check_encodings(runs, results)
@@ -268,21 +270,24 @@ def execute(
   if pending:
     stamp = run_provenance()
     _warn_if_unfit_for_a_record(stamp)
-  entry = lambda run, summary: {
-    **score(run, summary),
-    **_trained_with(run, summary),
-    "provenance": stamp,
-  }
+
+  def entry(run: Run, summary: dict) -> dict:
+    if DIVERGED in summary:  # a sweep run whose loss went non-finite: scored NaN
+      print(f"{run.key}: diverged ({summary[DIVERGED]})", flush=True)
+      return {DIVERGED: summary[DIVERGED], "posemb": str(run.config.model.posemb),
+              "provenance": stamp}  # fmt: skip
+    return {**score(run, summary), **_trained_with(run, summary), "provenance": stamp}
+
   if jobs <= 1:
     for run in pending:
-      results[run.key] = entry(run, trainer.train_and_evaluate(run.config, run.workdir))
+      results[run.key] = entry(run, _train(run.config, run.workdir, run.key))
       save(results)
     return results
   for name, data_dir in {(r.config.data.name, r.config.data.data_dir) for r in pending}:
     data.prepare(name, data_dir)  # here, once: jobs building one dataset at once collide
   context = multiprocessing.get_context("spawn")  # a fresh interpreter: never fork JAX
   with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
-    started = {pool.submit(_train, run.config, run.workdir): run for run in pending}
+    started = {pool.submit(_train, run.config, run.workdir, run.key): run for run in pending}
     try:
       for done in futures.as_completed(started):
         run = started[done]
@@ -313,6 +318,17 @@ def _one_thread() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _train(config: Any, workdir: str) -> dict:
-  """`trainer.train_and_evaluate` in a job process (a module-level function: picklable)."""
-  return trainer.train_and_evaluate(config, workdir)
+DIVERGED = "diverged"  # a sweep run's entry when its training loss went non-finite
+
+
+def _train(config: Any, workdir: str, key: str) -> dict:
+  """`trainer.train_and_evaluate` (a module-level function: picklable for job processes). A
+  sweep run whose loss goes non-finite returns `{DIVERGED: message}`: a knob value that
+  diverges is a result of the sweep (it ranks last, `sweeps.choose`), and re-running would
+  only reach the same NaN, so it must not stop the record. A record run's stops it."""
+  try:
+    return trainer.train_and_evaluate(config, workdir)
+  except trainer.NonFiniteLossError as e:
+    if not key.startswith("sweep/"):
+      raise
+    return {DIVERGED: str(e).split(":")[0]}

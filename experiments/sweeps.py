@@ -107,12 +107,14 @@ def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
 
 
 def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[float, list[float]]]:
-  """{arm: {knob value: [`score` of each seed's entry]}}, for every sweep entry of `results`."""
+  """{arm: {knob value: [`score` of each seed's entry]}}, for every sweep entry of `results`
+  (NaN for a run that diverged, `runs.DIVERGED`)."""
   out = {}
   for key, value in sorted(results.items()):
     if key.startswith("sweep/"):
       *arm, setting, _ = key.removeprefix("sweep/").split("/")
-      out.setdefault("/".join(arm), {}).setdefault(_value(setting), []).append(score(value))
+      got = float("nan") if "diverged" in value else score(value)
+      out.setdefault("/".join(arm), {}).setdefault(_value(setting), []).append(got)
   return out
 
 

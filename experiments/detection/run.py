@@ -138,7 +138,7 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
   by_size = {str(tested[0]): summary["eval"]} if len(tested) == 1 else {}
   sizes = [] if quick else report.SIZES
   if sizes:
-    scores = trainer.evaluate_all(one_size_each(run.config, sizes), run.workdir)
+    scores = trainer.evaluate_all(one_size_each(run.config, sizes), run.workdir, main=False)
     by_size.update({str(size): scores[f"eval/size_{size}"] for size in sizes})
   print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
   return {"eval": summary["eval"], "by_size": by_size, "seconds": summary.get("wall_s")}

@@ -101,7 +101,8 @@ def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
   metrics = {split: m for split, m in summary.items() if split.startswith("eval")}
   missing = [name for name in run.config.evals if not _scored(entry, name, metrics)]
   if missing:
-    metrics.update(trainer.evaluate_all(runs.only_evals(run.config, missing), run.workdir))
+    only = runs.only_evals(run.config, missing)
+    metrics.update(trainer.evaluate_all(only, run.workdir, main=False))
     print(f"{run.key}: scored {', '.join(missing)}", flush=True)
   train = str(plan.TRAIN_SIZE)
   at_train = metrics.get("eval", {}).get("accuracy")

@@ -62,6 +62,7 @@ from lfpe.nn.transformer import NORMS, Encoder
 
 Array = jnp.ndarray
 TABLES = (encodings.Embed1D, encodings.EmbedND)  # looked up by integer index
+REFERENCE_EPS = 1e-5  # learned reference centres are read within [eps, 1 - eps]
 # name: the fields it sets (R50: DETR's defaults, 41M parameters; tiny: CPU tests).
 VARIANTS = {
   "R50": dict(
@@ -249,6 +250,9 @@ class DETR(Checked, nn.Module):
     if self.reference_points:
       shape = (self.query_groups * self.num_queries, 2)
       centre = self.param("reference_points", uniform_init(0.1, 0.9), shape)[: x.shape[-2]]
+      # inside (0, 1) before the logit, as Deformable DETR's clamped inverse_sigmoid: a centre
+      # that an update moves past 0 or 1 would otherwise make every box NaN
+      centre = jnp.clip(centre, REFERENCE_EPS, 1.0 - REFERENCE_EPS)
       centre = jnp.log(centre) - jnp.log1p(-centre)  # logit
       boxes = boxes + jnp.concatenate([centre, jnp.zeros_like(centre)], axis=-1)
     return {"logits": logits, "boxes": nn.sigmoid(boxes)}

@@ -90,14 +90,19 @@ def period(config: Any, name: str) -> int:
   return every or config.eval_every
 
 
-def build(prog: Any, config: Any, make_loader: Callable, data_sharding: Any) -> list[Evaluation]:
-  """Every evaluation of `config` for the program `prog`: loaders made once (one per distinct
+def build(
+  prog: Any, config: Any, make_loader: Callable, data_sharding: Any, *, main: bool = True
+) -> list[Evaluation]:
+  """Every evaluation of `config` (`main=False`: its named ones only) for the program `prog`:
+  loaders made once (one per distinct
   data config, shared by the evaluations that read it), and one jitted eval step per model
   variant (a variant whose parameters differ is a ConfigError). A variant's model is built
   from the training data (its tables sized by the training grid) and meets the evaluation's
   data as the trained model does (e.g. resampling a table)."""
   out, loaders = [], {}
   for name, variant in configs(config).items():
+    if not (name or main):
+      continue
     eval_step = prog.eval_step
     if name and variant.model.to_dict() != config.model.to_dict():
       trained = config.copy_and_resolve_references()

@@ -237,14 +237,18 @@ def evaluate_all(
   make_loader: LoaderFn | None = None,
   devices: list | None = None,
   edit: Callable[[Any], Any] | None = None,
+  main: bool = True,
 ) -> dict[str, dict[str, float]]:
-  """`{split: metrics}` of every evaluation of `config` (its own, `eval`, and each of
-  `config.evals`, `eval/NAME`: lfpe.train.evaluation) on the newest readable checkpoint in
-  `workdir`, restored and placed once; nothing is written."""
+  """`{split: metrics}` of every evaluation of `config` (its own, `eval`, unless `main` is
+  False: a finished run's summary holds it; and each of `config.evals`, `eval/NAME`:
+  lfpe.train.evaluation) on the newest readable checkpoint in `workdir`, restored and placed
+  once; nothing is written."""
   devices = list(jax.devices() if devices is None else devices)
   prog, variables = restore(config, workdir, devices=devices, check_data=make_loader is None)
   variables = (edit or (lambda v: v))(variables)
-  evaluations = evaluation.build(prog, config, make_loader or default_loader, prog.data_sharding)
+  evaluations = evaluation.build(
+    prog, config, make_loader or default_loader, prog.data_sharding, main=main
+  )
   return evaluation.run_all(prog.task, evaluations, variables)
 
 

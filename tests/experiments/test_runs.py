@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from configs import reformer_digits, vit_digits
@@ -215,6 +216,35 @@ def test_each_run_records_its_own_provenance_and_a_dirty_tree_is_said_loudly(
   assert "uncommitted changes" in warning and "is not an experiment's run.py" in warning
   execute([run], results, lambda run, summary: {}, lambda results: None)  # nothing to train
   assert "WARNING" not in capsys.readouterr().err
+
+
+def test_a_diverged_sweep_run_is_recorded_and_ranks_last_a_record_run_stops(
+  tmp_path, monkeypatch, fresh_stamp
+):
+  """A sweep value that diverges is a result (re-running reaches the same NaN); a record
+  run that diverges stops the record, as any failed run does."""
+  from experiments import sweeps  # noqa: PLC0415
+  from lfpe.train import trainer  # noqa: PLC0415
+
+  def train(config, workdir):
+    if "gamma=4" in workdir or "record" in workdir:
+      raise trainer.NonFiniteLossError("Training loss is nan at step 5: stopping; ...")
+    return {"step": 6, "eval": {"AP": 0.5}}
+
+  monkeypatch.setattr(runs_lib.trainer, "train_and_evaluate", train)
+  config = for_run(vit_digits.get_config("small=1"), seed=0)
+  keys = ("sweep/all/fourier/gamma=1/0", "sweep/all/fourier/gamma=4/0")
+  sweep = [Run(k, config, str(tmp_path / k.replace("/", "_"))) for k in keys]
+  score = lambda run, summary: {"eval": summary["eval"]}
+  results = execute(sweep, {}, score, lambda results: None)
+  assert results[keys[1]]["diverged"] == "Training loss is nan at step 5"
+  assert "posemb" in results[keys[1]] and "provenance" in results[keys[1]]
+  by_arm = sweeps.scores(results, lambda e: e["eval"]["AP"])
+  assert by_arm["all/fourier"][1.0] == [0.5] and np.isnan(by_arm["all/fourier"][4.0][0])
+  assert sweeps.choose(by_arm, higher_is_better=True) == {"all/fourier": 1.0}
+  record = Run("all/fourier/0", config, str(tmp_path / "record"))
+  with pytest.raises(trainer.NonFiniteLossError):
+    execute([record], results, score, lambda results: None)
 
 
 def test_run_provenance_is_the_commit_the_process_started_with(monkeypatch, fresh_stamp):

@@ -181,6 +181,14 @@ def test_reference_points_offset_each_query_box_in_logit_space():
   expected = np.concatenate([centre, np.full_like(centre, 0.5)], -1)
   np.testing.assert_allclose(boxes, np.broadcast_to(expected, boxes.shape), atol=1e-6)
   assert "reference_points" not in _variables("detr_sine")["params"]  # off by default (DETR)
+  # A centre an update moved outside (0, 1) is read at the clamp, as Deformable DETR's clamped
+  # inverse_sigmoid: boxes stay finite instead of NaN.
+  moved = {**zeroed, "reference_points": jnp.asarray(centre).at[0].set(jnp.asarray([-0.2, 1.3]))}
+  boxes = np.asarray(model.apply({"params": moved}, *_inputs()[:2], train=False)["boxes"])
+  assert np.isfinite(boxes).all()
+  np.testing.assert_allclose(
+    boxes[..., 0, :2], np.broadcast_to([1e-5, 1 - 1e-5], boxes[..., 0, :2].shape), atol=1e-6
+  )
 
 
 def test_no_object_logit_is_the_last():

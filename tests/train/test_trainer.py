@@ -150,6 +150,8 @@ def test_evaluate_all_scores_every_named_evaluation_with_one_restore(single):
   assert scores["eval"] == trainer.evaluate(config, str(workdir), **kwargs)
   assert scores["eval/fewer"] == trainer.evaluate(fewer, str(workdir), **kwargs)
   assert scores["eval"]["count"] == 40 and scores["eval/fewer"]["count"] == 24
+  named = trainer.evaluate_all(config, str(workdir), main=False, **kwargs)
+  assert named == {"eval/fewer": scores["eval/fewer"]}  # the run's summary holds `eval`
 
 
 def test_evaluations_of_the_same_data_share_one_loader_and_one_pass(single):
