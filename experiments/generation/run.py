@@ -163,8 +163,10 @@ def score(run: runs.Run, summary: dict) -> dict:
 
 def strictly_causal(run: runs.Run) -> float:
   """Held-out bits/dim of a trained LSH run re-scored with `strictly_causal=True`, the same
-  parameters: how much the teacher-forced LSH likelihood gains from later positions'
-  buckets (lfpe/nn/lsh.py, "Causality")."""
+  parameters. It also narrows each query's window (from its chunk and the one before, up to
+  chunk_len + k sorted positions, to chunk_len) under weights trained on the wider one, so
+  strict − recorded bounds from above what the likelihood gains from later positions'
+  buckets (lfpe/nn/lsh.py, "Causality"): leak, lost context and that mismatch together."""
   config = run.config.copy_and_resolve_references()
   with config.unlocked():
     config.model.strictly_causal = True
