@@ -125,6 +125,8 @@ class Detection:
     groups = logits.shape[1] // batch["labels"].shape[0]  # G·B rows: `split_groups`
     targets = {k: jnp.tile(batch[k], (groups,) + (1,) * (batch[k].ndim - 1)) for k in TARGETS}
     num_boxes = jnp.maximum(jnp.sum(targets["target_valid"]), 1)
+    valid = batch.get("valid")  # padding examples of a partial eval batch: out of loss_ce
+    valid = None if valid is None else jnp.tile(valid, (groups,))
     weights = dict(
       eos_coef=self.eos_coef,
       class_weight=self.class_weight,
@@ -139,6 +141,7 @@ class Detection:
       targets["labels"],
       targets["boxes"],
       targets["target_valid"],
+      example_valid=valid,
       **weights,
     )
     return jax.vmap(one_layer)(logits, boxes)

@@ -198,6 +198,7 @@ def set_loss(
   giou_weight: float = 2.0,
   method: str = "scipy",
   num_boxes: float | jax.Array | None = None,
+  example_valid: jax.Array | None = None,
 ) -> dict[str, jax.Array]:
   """DETR's SetCriterion for one decoder layer: {'loss', 'loss_ce', 'loss_bbox', 'loss_giou'}.
 
@@ -209,6 +210,8 @@ def set_loss(
   by `num_boxes`. DETR divides by the number of target boxes on all devices, at least 1;
   the default counts `target_valid`, which under jit on a sharded global batch is already
   that global count. loss = class_weight * ce + bbox_weight * bbox + giou_weight * giou.
+  `example_valid` `[B]`: False for a padding example of a partial evaluation batch, whose
+  queries then leave loss_ce out (it has no targets, so nothing else of it counts).
   """
   weights = dict(class_weight=class_weight, bbox_weight=bbox_weight, giou_weight=giou_weight)
   cost = matching_cost(*jax.lax.stop_gradient((logits, boxes)), labels, target_boxes, **weights)
@@ -220,7 +223,9 @@ def set_loss(
   log_p = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   ce = -jnp.take_along_axis(log_p, classes[..., None], axis=-1)[..., 0]  # [B, Q]
   w = jnp.where(matched, 1.0, eos_coef)
-  loss_ce = jnp.sum(w * ce) / jnp.sum(w)
+  if example_valid is not None:
+    w = w * jnp.asarray(example_valid, w.dtype)[:, None]
+  loss_ce = jnp.sum(w * ce) / jnp.maximum(jnp.sum(w), 1e-12)
 
   if num_boxes is None:
     num_boxes = jnp.sum(jnp.asarray(target_valid, jnp.float32))

@@ -251,6 +251,19 @@ def test_set_loss_num_boxes_divides_box_terms():
   assert float(scaled["loss_ce"]) == float(base["loss_ce"])
 
 
+def test_padding_examples_leave_every_loss_as_without_them():
+  """A partial eval batch's padding examples (no targets) add no-object queries to loss_ce
+  unless `example_valid` leaves them out: then every term is the real examples' alone."""
+  logits, boxes, labels, target_boxes, valid = _problem(5, b=3)
+  labels[2], valid[2] = -1, False  # example 2: padding, no targets
+  real = set_loss(logits[:2], boxes[:2], labels[:2], target_boxes[:2], valid[:2])
+  padded = set_loss(logits, boxes, labels, target_boxes, valid, example_valid=np.array([1, 1, 0]))
+  for name in ("loss", "loss_ce", "loss_bbox", "loss_giou"):
+    assert float(padded[name]) == pytest.approx(float(real[name]), rel=1e-6), name
+  counted = set_loss(logits, boxes, labels, target_boxes, valid)
+  assert float(counted["loss_ce"]) != pytest.approx(float(real["loss_ce"]), rel=1e-6)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_set_loss_on_a_sharded_batch_uses_the_global_box_count(method):
   devices = jax.devices()[:4]
