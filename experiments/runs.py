@@ -147,8 +147,9 @@ def check_encodings(planned: Iterable[Run], results: dict) -> None:
 
 def _trained_with(run: Run, summary: dict) -> dict:
   """What a finished run was trained with (its encoding, with γ; its length), recorded in
-  its results entry for `check_encodings`."""
-  return {"posemb": str(run.config.model.posemb), "steps": summary["step"]}
+  its results entry for `check_encodings` (a diverged run has no length to record)."""
+  steps = {"steps": summary["step"]} if "step" in summary else {}
+  return {"posemb": str(run.config.model.posemb), **steps}
 
 
 @functools.cache
@@ -272,11 +273,12 @@ def execute(
     _warn_if_unfit_for_a_record(stamp)
 
   def entry(run: Run, summary: dict) -> dict:
-    if DIVERGED in summary:  # a sweep run whose loss went non-finite: scored NaN
-      print(f"{run.key}: diverged ({summary[DIVERGED]})", flush=True)
-      return {DIVERGED: summary[DIVERGED], "posemb": str(run.config.model.posemb),
-              "provenance": stamp}  # fmt: skip
-    return {**score(run, summary), **_trained_with(run, summary), "provenance": stamp}
+    if sweeps.DIVERGED in summary:  # a sweep run whose loss went non-finite: scored NaN
+      print(f"{run.key}: diverged ({summary[sweeps.DIVERGED]})", flush=True)
+      scored = {sweeps.DIVERGED: summary[sweeps.DIVERGED]}
+    else:
+      scored = score(run, summary)
+    return {**scored, **_trained_with(run, summary), "provenance": stamp}
 
   if jobs <= 1:
     for run in pending:
@@ -318,12 +320,9 @@ def _one_thread() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-DIVERGED = "diverged"  # a sweep run's entry when its training loss went non-finite
-
-
 def _train(config: Any, workdir: str, key: str) -> dict:
   """`trainer.train_and_evaluate` (a module-level function: picklable for job processes). A
-  sweep run whose loss goes non-finite returns `{DIVERGED: message}`: a knob value that
+  sweep run whose loss goes non-finite returns `{sweeps.DIVERGED: message}`: a knob value that
   diverges is a result of the sweep (it ranks last, `sweeps.choose`), and re-running would
   only reach the same NaN, so it must not stop the record. A record run's stops it."""
   try:
@@ -331,4 +330,4 @@ def _train(config: Any, workdir: str, key: str) -> dict:
   except trainer.NonFiniteLossError as e:
     if not key.startswith("sweep/"):
       raise
-    return {DIVERGED: str(e).split(":")[0]}
+    return {sweeps.DIVERGED: str(e).split(":")[0]}

@@ -106,14 +106,17 @@ def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
   return out
 
 
+DIVERGED = "diverged"  # the field of a sweep run's entry whose training loss went non-finite
+
+
 def scores(results: dict, score: Callable[[dict], float]) -> dict[str, dict[float, list[float]]]:
   """{arm: {knob value: [`score` of each seed's entry]}}, for every sweep entry of `results`
-  (NaN for a run that diverged, `runs.DIVERGED`)."""
+  (NaN for a run that diverged: `DIVERGED`, written by `runs.execute`)."""
   out = {}
   for key, value in sorted(results.items()):
     if key.startswith("sweep/"):
       *arm, setting, _ = key.removeprefix("sweep/").split("/")
-      got = float("nan") if "diverged" in value else score(value)
+      got = float("nan") if DIVERGED in value else score(value)
       out.setdefault("/".join(arm), {}).setdefault(_value(setting), []).append(got)
   return out
 
