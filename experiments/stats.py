@@ -117,19 +117,28 @@ def holm(entries: list[dict], alpha: float = 0.05) -> list[str]:
   level `alpha` (a rejection keeps the plain verdict's side, 'reproduced' or 'contradicted';
   the rest are 'unresolved'); equivalence claims (`direction` 0) and claims contradicted by
   the failing arm at the ceiling (no test: an observation) keep their plain verdict, marked
-  as not adjusted."""
+  as not adjusted. Entries that repeat one test on the same runs (a claim's "each tuned"
+  reading where every arm chose its defaults) count once in the family: Holm's m is the
+  number of distinct hypotheses, not of rows."""
   adjusted = lambda e: e.get("direction", 1) != 0 and not e.get("failing_arm_at_ceiling")
-  tested = sorted(
-    (e["p_value"], i)
-    for i, e in enumerate(entries)
-    if adjusted(e) and np.isfinite(e.get("p_value", float("nan")))
-  )
+  rows: dict[tuple, list[int]] = {}
+  for i, e in enumerate(entries):
+    if adjusted(e) and np.isfinite(e.get("p_value", float("nan"))):
+      rows.setdefault(_hypothesis(e), []).append(i)
+  tested = sorted((entries[same[0]]["p_value"], same) for same in rows.values())
   out = ["unresolved" if adjusted(e) else f"{e['verdict']} (not adjusted)" for e in entries]
-  for rank, (p, i) in enumerate(tested):
+  for rank, (p, same) in enumerate(tested):
     if p > alpha / (len(tested) - rank):
       break
-    out[i] = entries[i]["verdict"]
+    for i in same:
+      out[i] = entries[i]["verdict"]
   return out
+
+
+def _hypothesis(entry: dict) -> tuple:
+  """What makes two claims one test: the same arms, metric and side, and the same numbers."""
+  keys = ("a", "b", "metric", "direction", "difference", "ci_low", "ci_high", "n", "p_value")
+  return tuple(repr(entry.get(k)) for k in keys) if "difference" in entry else (id(entry),)
 
 
 AT_DEFAULTS = "none: every arm at its defaults"

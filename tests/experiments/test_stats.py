@@ -181,3 +181,19 @@ def test_seed_paired_pairs_common_seeds_else_every_run_unpaired():
     True,
   )
   assert seed_paired({0: 1.0, 5: 2.0}, {0: 3.0, 1: 4.0}) == ([1.0, 2.0], [3.0, 4.0], False)
+
+
+def test_holm_counts_a_test_repeated_on_the_same_runs_once():
+  from experiments.stats import holm  # noqa: PLC0415
+
+  def entry(p, a, text=""):
+    numbers = dict(difference=1.0, ci_low=0.5, ci_high=1.5, n=5, metric="m", b="ref")
+    return {"p_value": p, "verdict": "reproduced", "direction": 1, "a": a, "claim": text, **numbers}
+
+  # Three distinct tests: 0.03 > 0.05 / 2 after the first, so only the smallest p survives.
+  three = [entry(0.001, "x"), entry(0.03, "y"), entry(0.03, "z")]
+  assert holm(three) == ["reproduced", "unresolved", "unresolved"]
+  # The same two rows of "y" (its defaults and its each-tuned reading, same runs): m is 2, so
+  # 0.03 <= 0.05 / 1 after the first rejection, and both rows of the one test are rejected.
+  repeated = [entry(0.001, "x"), entry(0.03, "y", "at defaults"), entry(0.03, "y", "each tuned")]
+  assert holm(repeated) == ["reproduced", "reproduced", "reproduced"]
