@@ -184,8 +184,8 @@ def power_table(results: dict) -> str:
   lines = []
   for _, _, text, a, b in PUBLISHED:
     for size in map(str, plan.CLAIM_SIZES):
-      if size not in rows.get(a, {}) or size not in rows.get(b, {}):
-        continue
+      if min(len(rows.get(arm, {}).get(size, {})) for arm in (a, b)) < 2:
+        continue  # a cell not run yet, or one seed: no interval
       va, vb, paired = stats.seed_paired(rows[a][size], rows[b][size])
       if not paired:
         continue
@@ -210,7 +210,8 @@ def power_table(results: dict) -> str:
 
 def claims(results: dict) -> list[dict]:
   """claims.json: per reading, the control, then `PUBLISHED` at each of `plan.CLAIM_SIZES`,
-  where both cells were run. The tuned reading is given only where an arm of it was swept."""
+  where both cells have two seeds or more. The tuned reading is given only where an arm of
+  it was swept."""
   out = []
   train, picks, by_arm = str(plan.TRAIN_SIZE), chosen(results), sweep(results)
   slugs = {a.name: a.slug for a in plan.arms()}
@@ -227,8 +228,8 @@ def claims(results: dict) -> list[dict]:
       swept = [name for name, _ in (a, b) if slugs[name] in picks]
       if at == "tuned" and not swept:
         continue  # neither arm swept: its tuned reading is its defaults one
-      if size not in rows.get(a, {}) or size not in rows.get(b, {}):
-        continue
+      if min(len(rows.get(arm, {}).get(size, {})) for arm in (a, b)) < 2:
+        continue  # a cell not run yet, or one seed: no interval
       ratio = int(size) / plan.TRAIN_SIZE
       note = stats.AT_DEFAULTS
       if at == "tuned":
