@@ -97,8 +97,15 @@ def step_parts(config) -> tuple:
 def worker(args) -> dict:
   """Seconds per train step (after compiling) of the config `args.worker` with `args.set`
   ("path=value,...", a value as JSON or else a string) set, in the tree on sys.path; with a
-  barrier, the timed steps start once `args.jobs` workers have compiled."""
+  barrier, the timed steps start once `args.jobs` workers have compiled; with `args.jobs` > 1
+  on one XLA:CPU thread, as `experiments.runs.execute` runs its jobs (only this tree's
+  workers run as jobs)."""
   import jax
+
+  if args.jobs > 1:
+    from experiments.runs import one_thread_backend
+
+    one_thread_backend()
 
   import lfpe
   from lfpe.train import sharding
@@ -161,13 +168,9 @@ def _start_worker(tree: str, record: tuple, args, *, jobs: int = 1, barrier: str
   """(process, tree) of `worker` in a fresh process whose `lfpe` and `configs` come from
   `tree`; with `jobs` > 1 on one XLA:CPU thread (as `experiments.runs.execute` runs jobs),
   starting its timed steps when `jobs` workers have compiled (`barrier`: a folder)."""
-  from experiments.runs import ONE_THREAD  # here, not at the top: workers run in both trees
-
   _, config, base_arg, here_arg, fields = record
   here = tree == ROOT
   env = {**os.environ, "PYTHONPATH": tree, "JAX_PLATFORMS": "cpu"}
-  if jobs > 1:
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {ONE_THREAD}".strip()
   command = [sys.executable, os.path.abspath(__file__), "--steps", str(args.steps)]
   command += ["--worker", os.path.join(tree, "configs", config)]
   command += ["--arg", here_arg if here else base_arg, "--set", fields if here else ""]

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from concurrent import futures
 from typing import Any
 
+import jax
+
 from experiments import sweeps
 from experiments.provenance import provenance
 from lfpe import data
@@ -256,7 +258,7 @@ def execute(
   `score(run, summary)` turns a finished run into its results entry; `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
   those resume from their checkpoints). With `jobs` > 1, that many runs train at once, each
-  in its own process with one XLA:CPU thread (`ONE_THREAD`): on the 2-core CPU two such jobs
+  in its own process with one XLA:CPU thread (`one_thread_backend`): on the 2-core CPU two such jobs
   train 1.06-1.2x the steps per second of one two-thread run (benchmarks/README.md, "Record
   steps"). A run that fails stops the record with its error (the other jobs are killed, to
   resume from their checkpoints), but for a sweep run whose loss diverges: its entry says
@@ -306,18 +308,31 @@ def execute(
   return results
 
 
-# XLA:CPU flags of a job process: one thread for the ops, none for Eigen's pool.
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+def one_thread_backend() -> None:
+  """Starts JAX's CPU backend with one thread for its ops. XLA:CPU sizes that thread pool from
+  the CPUs the process may run on when the backend starts (jax 0.10's runtime reads no flag
+  for it: `--xla_cpu_multi_thread_eigen=false` left a second thread doing half the work), so
+  the backend starts while the process is held to one CPU, which is then released: the pool
+  keeps one thread and the scheduler may still move it to whichever core is free. (Where
+  the OS has no CPU affinity, e.g. macOS, the backend keeps its default pool.)"""
+  if not hasattr(os, "sched_setaffinity"):
+    return
+  allowed = os.sched_getaffinity(0)
+  os.sched_setaffinity(0, {min(allowed)})
+  try:
+    jax.devices()
+  finally:
+    os.sched_setaffinity(0, allowed)
 
 
 def _one_thread() -> None:
-  """A job process: one XLA:CPU thread (read when its backend starts, after this), deaf to
-  Ctrl-C (the record's process stops its jobs: one message, not one traceback per job), and
-  killed with the record's process, so that no orphan keeps writing a workdir."""
-  os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {ONE_THREAD}".strip()
+  """A job process: one XLA:CPU thread (`one_thread_backend`), deaf to Ctrl-C (the record's
+  process stops its jobs: one message, not one traceback per job), and killed with the
+  record's process, so that no orphan keeps writing a workdir."""
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   if sys.platform == "linux":
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  one_thread_backend()
 
 
 def _train(config: Any, workdir: str, key: str) -> dict:

@@ -58,6 +58,54 @@ def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp
   assert without_date(again) == without_date(results)  # stamped by the invocation reading it
 
 
+# A child that runs XLA:CPU ops for 1.5 s and prints the share of that CPU time not spent by
+# its busiest thread, and whether its CPU affinity is what it was.
+_POOL_SHARE = """
+import os, sys, time
+allowed = os.sched_getaffinity(0)
+if sys.argv[1] == "one":
+    from experiments.runs import one_thread_backend
+    one_thread_backend()
+import jax, jax.numpy as jnp
+f = jax.jit(lambda a: jnp.tanh(a @ a))
+x = jnp.ones((768, 768))
+f(x).block_until_ready()
+def cpu():
+    ticks = lambda tid: open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()[11:13]
+    return {tid: sum(map(int, ticks(tid))) for tid in os.listdir("/proc/self/task")}
+before, start = cpu(), time.time()
+while time.time() - start < 1.5:
+    f(x).block_until_ready()
+spent = {tid: t - before.get(tid, 0) for tid, t in cpu().items()}
+print(1 - max(spent.values()) / max(sum(spent.values()), 1), os.sched_getaffinity(0) == allowed)
+"""
+
+
+@pytest.mark.skipif(
+  not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+  reason="needs CPU affinity and two CPUs",
+)
+def test_a_job_runs_its_ops_on_one_thread_and_keeps_its_cpus():
+  """`one_thread_backend` (what every `--jobs` process calls): one thread does the ops' work,
+  and the process may still use every CPU after it; without it, on two CPUs, a second thread
+  of XLA's pool does a large part of the work (so this test can fail)."""
+
+  def share(mode: str) -> tuple[float, bool]:
+    out = subprocess.run(
+      [sys.executable, "-c", _POOL_SHARE, mode],
+      capture_output=True,
+      text=True,
+      check=True,
+      env={**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": ""},  # one device, as a job has
+    )
+    other, same = out.stdout.split()
+    return float(other), same == "True"
+
+  one, default = share("one"), share("default")
+  assert one[0] < 0.1 and one[1]
+  assert default[0] > 0.15
+
+
 def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
   """Done (a summary at the last step, or a results entry), part-way (a checkpoint) and not
   started; the ETA is the steps left at the finished runs' median seconds per step, over
