@@ -312,17 +312,19 @@ def one_thread_backend() -> None:
   """Starts JAX's CPU backend with one thread for its ops. XLA:CPU sizes that thread pool from
   the CPUs the process may run on when the backend starts (jax 0.10's runtime reads no flag
   for it: `--xla_cpu_multi_thread_eigen=false` left a second thread doing half the work), so
-  the backend starts while the process is held to one CPU, which is then released: the pool
-  keeps one thread and the scheduler may still move it to whichever core is free. (Where
-  the OS has no CPU affinity, e.g. macOS, the backend keeps its default pool.)"""
+  the backend starts while the process is held to one CPU, which is then released for every
+  thread (threads started meanwhile inherited it): the pool keeps one thread and the
+  scheduler may still move it to whichever core is free. (Where the OS has no CPU affinity,
+  e.g. macOS, the backend keeps its default pool.)"""
   if not hasattr(os, "sched_setaffinity"):
     return
   allowed = os.sched_getaffinity(0)
   os.sched_setaffinity(0, {min(allowed)})
   try:
     jax.devices()
-  finally:
-    os.sched_setaffinity(0, allowed)
+  finally:  # every thread: those the backend started inherited the one CPU
+    for thread in os.listdir("/proc/self/task"):
+      os.sched_setaffinity(int(thread), allowed)
 
 
 def _one_thread() -> None:
