@@ -247,18 +247,22 @@ def leak(results: dict) -> list[str]:
 
 
 def figure(results: dict, encodings: tuple[str, ...], path: str) -> None:
-  """Held-out bits per dim against steps, mean and 95 % band over seeds, a panel per attention."""
+  """Held-out bits per dim against steps, mean and 95 % band over seeds, a panel per attention:
+  each encoding at its defaults, or, labelled "(tuned)", at its chosen knob where the record
+  has only those runs (the first edition's Fourier arms)."""
   attentions = _attentions(results)
   fig, axes = plt.subplots(1, len(attentions), figsize=(4.5 * len(attentions), 3.5), sharey=True)
   for ax, attention in zip(np.atleast_1d(axes), attentions, strict=True):
     for posemb in encodings:
-      runs = _runs(results, attention, posemb, "reported")
+      runs, label = _runs(results, attention, posemb), NAMES[posemb]
+      if not runs:
+        runs, label = _runs(results, attention, posemb, "tuned"), f"{label} (tuned)"
       if not runs:
         continue
       steps = [s for s, _ in runs[0]["curve"]]
       stats = [interval([r["curve"][i][1] for r in runs]) for i in range(len(steps))]
       mean, half = np.array(stats).T
-      ax.plot(steps, mean, label=NAMES[posemb])
+      ax.plot(steps, mean, label=label)
       ax.fill_between(steps, mean - np.nan_to_num(half), mean + np.nan_to_num(half), alpha=0.2)
     ax.set(title=f"{attention} attention", xlabel="training step")
   np.atleast_1d(axes)[0].set_ylabel("held-out bits per dim\n(mean, 95 % band over seeds)")
