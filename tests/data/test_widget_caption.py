@@ -176,7 +176,9 @@ def test_vocabulary_is_the_training_words_most_frequent_first(data_dir):
   assert vocab[4:10] == ("profile", "back", "the", "open", "to", "wifi")
   assert vocab[10:13] == ("a", "button", "go")  # then the 1s, alphabetical
   assert len(vocab) == 4 + 28 and "send" not in vocab and "ghost" not in vocab  # train only
-  meta = json.load(open(os.path.join(data_dir, "widget_caption/full/1.0.0/metadata.json")))
+  meta = json.load(
+    open(os.path.join(data_dir, f"widget_caption/full/{wc.WidgetCaption.VERSION}/metadata.json"))
+  )
   assert meta["skipped"] == {
     "train": {"nodes_not_in_tree": 1, "nodes_without_words": 1},
     "validation": {},
@@ -224,16 +226,29 @@ def test_features_are_those_of_layout_screens(tmp_path):
   assert (wc.SPEC.num_classes, len(wc.TYPES)) == (10_000, 12)
 
 
-def test_unseen_is_a_target_bin_no_training_target_has(data_dir):
+def test_unseen_is_a_target_bin_no_training_object_has(data_dir):
   test = _split(data_dir, "test")
   target = test["boxes"][np.arange(2), test["target"]]
-  # the fab's top (85) is no training target's top; the back button's box is one's.
+  # the fab's top (85) is no training object's top; the back button's box is a target's.
   assert target.tolist() == [[85, 81, 93, 96], [3, 0, 10, 12]]
   assert test["unseen"].tolist() == [1, 0]
   vocab = wc.vocabulary("widget_caption/full", data_dir)
   assert test["captions"][0, 0].tolist() == _ids(vocab, "new")  # "add", "item": unknown
   refs = [_ids(vocab, "go back"), _ids(vocab, "previous"), [0] * 12, [0] * 12]
   assert test["captions"][1].tolist() == refs
+
+
+def test_a_bin_is_seen_when_any_training_object_has_it_not_only_a_target():
+  """`seen_bins` reads every real object of the training screens (a context object's bin
+  trains Embed-4D's row too) and no padding row; `unseen` flags a target with any side new."""
+  boxes = np.zeros((2, 32, 4), int)
+  boxes[0, :2] = [[3, 0, 10, 12], [50, 60, 70, 80]]  # a target and a context object
+  boxes[1, :1] = [[5, 14, 9, 48]]
+  boxes[1, 1] = [90, 90, 99, 99]  # padding beyond num_objects: not a training position
+  seen = wc.seen_bins(boxes, np.array([2, 1]))
+  assert seen == [{3, 50, 5}, {0, 60, 14}, {10, 70, 9}, {12, 80, 48}]
+  targets = np.array([[50, 60, 70, 80], [3, 14, 9, 12], [90, 0, 10, 12], [3, 0, 10, 99]])
+  assert wc.unseen(targets, seen).tolist() == [0, 0, 1, 1]
 
 
 def test_large_screens_keep_the_target_and_the_first_objects():
