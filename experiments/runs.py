@@ -72,13 +72,21 @@ class Run:
 
 
 MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)
+# The first seed of the sweeps of records begun after 2026-11-28 (generation and detection's
+# second editions); layout's and resolution's sweeps, run before, start at 0.
+SWEEP_FIRST_SEED = 100
 
 
-def sweep_runs(grids: dict[str, tuple[float, ...]], seeds: int, make: MakeConfig, out: str):
-  """Every sweep run of `grids` (`{arm: knob values}`), seed-major: `make(arm, value, seed)` is
-  its config (the knob at `value`, `sweeps.at`), keyed `sweeps.run_key`, in `out/runs/<key>`."""
+def sweep_runs(
+  grids: dict[str, tuple[float, ...]], seeds: int, make: MakeConfig, out: str, first_seed: int = 0
+):
+  """Every sweep run of `grids` (`{arm: knob values}`), seed-major over seeds `first_seed`,
+  ..., `first_seed + seeds - 1`: `make(arm, value, seed)` is its config (the knob at `value`,
+  `sweeps.at`), keyed `sweeps.run_key`, in `out/runs/<key>`. A `first_seed` past the record's
+  seeds (`SWEEP_FIRST_SEED`) keeps the sweep's initialisations and batch orders apart from
+  the record runs', so that a choice is not fitted to the draws of the seeds it is tested on."""
   planned = []
-  for seed in range(seeds):
+  for seed in range(first_seed, first_seed + seeds):
     for arm, grid in grids.items():
       for value in grid:
         config = make(arm, value, seed)

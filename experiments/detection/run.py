@@ -98,7 +98,7 @@ def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
 def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) -> list[runs.Run]:
   """The sweep's runs for each arm's grid (`grids`), seed-major (`runs.sweep_runs`)."""
   make = lambda arm, value, seed: sweep_config(*arm.split("/"), value, seed, args)
-  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
+  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out, runs.SWEEP_FIRST_SEED)
 
 
 def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:

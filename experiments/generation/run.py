@@ -99,7 +99,7 @@ def sweep_runs(args: argparse.Namespace, grids: dict[str, tuple[float, ...]]) ->
     config = for_run(config, seed=seed, steps=args.sweep_steps, eval_every=args.sweep_steps)
     return runs.on_validation(config, held)
 
-  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out)
+  return runs.sweep_runs(grids, args.sweep_seeds, make, args.out, runs.SWEEP_FIRST_SEED)
 
 
 def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:

@@ -316,3 +316,14 @@ def test_another_records_progress_does_not_make_the_tree_dirty():
   )
   assert provenance.code_changes(porcelain) == ["lfpe/encodings/rotary.py", "experiments/b/run.py"]
   assert provenance.code_changes(" M experiments/resolution/results.json\n") == []
+
+
+def test_sweep_runs_start_at_first_seed_in_key_config_and_workdir(tmp_path):
+  """A sweep from `first_seed` (generation and detection: `SWEEP_FIRST_SEED`, past the
+  record's seeds) keys, seeds and places each run at its own seed."""
+  make = lambda arm, value, seed: for_run(reformer_digits.get_config(), seed=seed, steps=3)
+  planned = runs_lib.sweep_runs({"lsh/fourier": (1.0,)}, 2, make, str(tmp_path), first_seed=100)
+  assert [r.config.seed for r in planned] == [100, 101]
+  assert [r.key.rsplit("/", 1)[1] for r in planned] == ["100", "101"]
+  assert all(r.workdir.endswith(r.key) for r in planned)
+  assert runs_lib.SWEEP_FIRST_SEED >= 10  # past any record's seeds
