@@ -8,8 +8,8 @@ Trains `configs/detr_shapes.py` (Tables 1 and 2 of 002) in two phases, through t
 trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stopped record
 resumes where it stopped, a finished run is read back, `--status` reports without training):
 1. **The sweep**, the same budget for every encoding (issue 38): each one's own knob
-   (`lfpe.encodings.knob`: DETR's sine temperature, the table's init std, MLP's input scale,
-   Fourier's γ) over `experiments.sweeps.grid`'s values around the config's, per protocol,
+   (`lfpe.encodings.knob`: the DETR sine's frequency scale, the table's init std, MLP's input
+   scale, Fourier's γ) over `experiments.sweeps.grid`'s values around the config's, per protocol,
    widened at a leading edge by the shared rule, `SWEEP_SEEDS` seeds of `SWEEP_STEPS` steps,
    trained on the training split minus its first `VALIDATION` images and scored on those
    (`sweep_config`; under `heldout`, at a size beyond the sweep's training sizes, not at the

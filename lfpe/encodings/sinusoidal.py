@@ -224,20 +224,28 @@ class DetrSine(AbsoluteEncoding, nn.Module):
   `__call__(coords [B, H, W, 2]) -> [B, H, W, D]`; `from_mask(mask [B, H, W])` does both
   steps; `grid(shape)` is the unpadded image. The coordinates are always DETR's, so
   `coords_mode` is fixed to 'detr' (not one of coords.MODES).
+
+  `frequency_scale` (lfpe's, not DETR's; default 1, DETR exactly) multiplies every frequency,
+  in both modes: the sweep knob, the counterpart of Fourier's 1/γ. The temperature moves
+  only the low frequencies (the highest stays 1 radian per unit), which barely vary over a
+  feature map of a few cells, and DETR's `scale` (2π) acts only with `normalize`.
   """
 
   dim: int
   temperature: float = 10000.0
   normalize: bool = True
   layout: str = "interleave"
+  frequency_scale: float = 1.0
   coords_mode: ClassVar[str] = "detr"
 
   def check(self):
     _check_sine(self, 2)
+    check_positive("frequency_scale", self.frequency_scale, type(self).__name__)
     super().check()
 
   def __call__(self, coords: jnp.ndarray) -> jnp.ndarray:
     check_last_dim("coords", coords, 2, type(self).__name__)
+    coords = jnp.asarray(coords, jnp.float32) * self.frequency_scale
     return sincos_nd(coords, self.dim, self.temperature, self.layout)
 
   def from_mask(self, mask: jnp.ndarray) -> jnp.ndarray:
@@ -301,7 +309,7 @@ ENCODINGS = (
     labels=("Sine-ND", "Sine-2D", "Sine-4D"),
     knob=TEMPERATURE,
   ),
-  Registration("detr_sine", DetrSine, labels=("Sine-2D (DETR)",), knob=TEMPERATURE),
+  Registration("detr_sine", DetrSine, labels=("Sine-2D (DETR)",), knob=("frequency_scale", 1.0)),
   Registration(
     "learnable_sine",
     LearnableSinusoidal,

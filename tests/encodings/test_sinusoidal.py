@@ -154,6 +154,25 @@ def test_detr_sine_call_and_unnormalised_positions():
   np.testing.assert_array_equal(detr.apply({}, coords.detr(mask, normalize=False)), out)
 
 
+@pytest.mark.parametrize("normalize", [True, False])
+def test_detr_sine_frequency_scale_multiplies_every_frequency(normalize):
+  """`frequency_scale` s (the sweep knob): every frequency times s, in both modes, so it
+  equals DETR's reference on positions times s (normalised: DETR's `scale` 2π·s); 1 is DETR
+  (test_detr_sine_matches_detr_and_ignores_padding)."""
+  mask = np.zeros((1, 3, 4), bool)
+  mask[0, 2:, :] = True
+  scaled = encodings.create("detr_sine", dim=16, normalize=normalize, frequency_scale=4.0)
+  out = np.asarray(scaled.apply({}, jnp.asarray(mask), method="from_mask"))
+  if normalize:
+    np.testing.assert_allclose(out, np_detr_sine(mask, 16, scale=8 * math.pi), atol=2e-5)
+  y, x = np.asarray(coords.detr(jnp.asarray(mask), normalize=normalize))[0, 1, 2]
+  first = [np.sin(4 * y), np.cos(4 * y)]  # frequency 1 (i = 0) of the y block, times 4
+  np.testing.assert_allclose(out[0, 1, 2, :2], first, atol=1e-5)
+  assert encodings.knob("detr_sine") == ("frequency_scale", 1.0)
+  with pytest.raises(ValueError, match="frequency_scale"):
+    encodings.create("detr_sine", dim=16, frequency_scale=0.0).apply({}, (2, 2), method="grid")
+
+
 @pytest.mark.parametrize("layout", ["interleave", "concat"])
 @pytest.mark.parametrize("ndim", [2, 4])
 def test_learnable_sine_equals_sine_nd_at_init(layout, ndim):
