@@ -113,9 +113,9 @@ def _args(**kw):
 
 def test_every_encoding_with_a_knob_is_swept_alike_on_validation_digits():
   """The same budget for all: each encoding but `none` over 3 values of its own knob around
-  the config's, 2 seeds, trained without the validation digits and scored on them; then the
-  record trains each at defaults and at its choice (the defaults run when that is the
-  default)."""
+  the config's, 2 seeds (100 and 101: `SWEEP_FIRST_SEED`, apart from the record's), trained
+  without the validation digits and scored on them; then the record trains each at defaults
+  and at its choice (the defaults run when that is the default)."""
   from experiments.generation import run  # noqa: PLC0415
 
   sweep = {r.key: r.config for r in run.planned_sweep(_args(), {})}
@@ -124,11 +124,11 @@ def test_every_encoding_with_a_knob_is_swept_alike_on_validation_digits():
                    "sine_1d/temperature", "fourier/gamma", "fourier_no_mlp/gamma",
                    "mlp/input_scale"}  # fmt: skip
   assert len(sweep) == 2 * 7 * 3  # seeds x encodings with a knob x values
-  config = sweep["sweep/lsh/fourier_no_mlp/gamma=0.25/1"]
+  config = sweep["sweep/lsh/fourier_no_mlp/gamma=0.25/101"]
   assert (config.data.train_split, config.data.eval_split) == ("train[300:]", "train[:300]")
-  assert (config.total_steps, config.eval_every, config.seed) == (1500, 1500, 1)
+  assert (config.total_steps, config.eval_every, config.seed) == (1500, 1500, 101)
   assert str(config.model.posemb) == "fourier_no_mlp(gamma=0.25)"
-  assert str(sweep["sweep/lsh/mlp/input_scale=4/0"].model.posemb) == "mlp(input_scale=4.0)"
+  assert str(sweep["sweep/lsh/mlp/input_scale=4/100"].model.posemb) == "mlp(input_scale=4.0)"
   chosen = {"lsh/fourier": 0.0625, "lsh/sine_2d": 10000.0}
   record = {r.key: r.config for r in run.planned(_args(), chosen)}
   assert str(record["lsh/fourier/gamma=0.0625/2"].model.posemb) == "fourier(gamma=0.0625)"
