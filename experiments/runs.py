@@ -259,19 +259,20 @@ def execute(
   *,
   jobs: int = 1,
 ) -> dict[str, Any]:
-  """Trains (or resumes, or reads) every run not yet in `results`, after `check_encodings`; each new
-  entry also records what its run was trained with (`posemb`, `steps`) and its own `provenance`
-  (`run_provenance`; a dirty tree or a foreign command is also said loudly).
+  """Trains (or resumes, or reads) every run not yet in `results`, after `check_encodings`;
+  each new entry also records what its run was trained with (`posemb`, `steps`) and its own
+  `provenance` (`run_provenance`; a dirty tree or a foreign command is also said loudly).
 
-  `score(run, summary)` turns a finished run into its results entry; `save(results)` is called
-  after each run, so a killed record loses at most the runs it was training (and those resume from
-  their checkpoints). With `jobs` > 1, that many runs train at once, each in its own process with
-  one XLA:CPU thread (`one_thread_backend`): on the 2-core CPU two such jobs train 1.15-1.3x the
-  steps per second of one two-thread run (benchmarks/README.md, "`--jobs` on one thread, really").
-  A run that fails stops the record with its error (the other jobs are killed, to resume from
-  their checkpoints), but for a sweep run whose loss diverges: its entry says `diverged` and its
-  validation score reads NaN (`sweeps.scores`). Float sums may group differently with one thread
-  than with several, so keep `jobs` the same across the invocations of one record.
+  `score(run, summary)` turns a finished run into its results entry; `save(results)` is
+  called after each run, so a killed record loses at most the runs it was training (and
+  those resume from their checkpoints). With `jobs` > 1, that many runs train at once, each
+  in its own process with one XLA:CPU thread (`one_thread_backend`): on the 2-core CPU two
+  such jobs train 1.15-1.3x the steps per second of one two-thread run
+  (benchmarks/README.md, "`--jobs` on one thread, really"). A run that fails stops the
+  record with its error (the other jobs are killed, to resume from their checkpoints), but
+  for a sweep run whose loss diverges: its entry says `diverged` and its validation score
+  reads NaN (`sweeps.scores`). Float sums may group differently with one thread than with
+  several, so keep `jobs` the same across the invocations of one record.
   """
   runs = list(runs)
   check_encodings(runs, results)

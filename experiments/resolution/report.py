@@ -175,6 +175,12 @@ def sweep_table(results: dict) -> str:
 POWER_TARGET = 2.0  # points: the difference the issue asks the record to be able to detect
 
 
+def _two_seeds(rows: dict, arms: tuple, size: str) -> bool:
+  """Whether every `(arm, policy)` of `arms` has two seeds or more at `size` in `rows`
+  (`cells`): a cell not run yet, or of one seed, gives no interval."""
+  return all(len(rows.get(arm, {}).get(size, {})) >= 2 for arm in arms)
+
+
 def power_table(results: dict) -> str:
   """Markdown: for each published comparison at each claim size (both arms at defaults), the
   paired sd of the per-seed differences, the minimum detectable difference at this record's
@@ -184,8 +190,8 @@ def power_table(results: dict) -> str:
   lines = []
   for _, _, text, a, b in PUBLISHED:
     for size in map(str, plan.CLAIM_SIZES):
-      if min(len(rows.get(arm, {}).get(size, {})) for arm in (a, b)) < 2:
-        continue  # a cell not run yet, or one seed: no interval
+      if not _two_seeds(rows, (a, b), size):
+        continue
       va, vb, paired = stats.seed_paired(rows[a][size], rows[b][size])
       if not paired:
         continue
@@ -228,8 +234,8 @@ def claims(results: dict) -> list[dict]:
       swept = [name for name, _ in (a, b) if slugs[name] in picks]
       if at == "tuned" and not swept:
         continue  # neither arm swept: its tuned reading is its defaults one
-      if min(len(rows.get(arm, {}).get(size, {})) for arm in (a, b)) < 2:
-        continue  # a cell not run yet, or one seed: no interval
+      if not _two_seeds(rows, (a, b), size):
+        continue
       ratio = int(size) / plan.TRAIN_SIZE
       note = stats.AT_DEFAULTS
       if at == "tuned":
