@@ -12,7 +12,7 @@ import statistics
 import sys
 from collections.abc import Iterable
 
-from experiments.runs import Run
+from experiments.runs import SCORE_SECONDS, Run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +57,10 @@ def status(
 
   The ETA is the steps left times the median seconds per step of the finished runs (the
   median, so that a few runs slowed by other work on the machine do not move it), over `jobs`
-  runs at once (each run's seconds per step were measured beside the other jobs): a guess
-  from this machine's speed.
+  runs at once (each run's seconds per step were measured beside the other jobs), plus each
+  unfinished run's scoring: the median `score_seconds` of the finished runs of its kind
+  (`kind`; scoring runs in the record's own process, one run at a time). A guess from this
+  machine's speed.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: read(run) for run in runs}
@@ -84,12 +86,36 @@ def status(
   left = sum(p.total_steps - p.steps_done for p in states.values())
   if left and rates:
     seconds = left * statistics.median(rates) / max(jobs, 1)
+    scoring = _scoring(results)
+    unscored = [kind(k) for k, p in states.items() if not p.done]
+    seconds += sum(scoring.get(k, 0.0) for k in unscored)
+    unknown = sorted({k for k in unscored if k not in scoring})
+    note = f" (not counting the scoring of {', '.join(unknown)} runs: not yet measured)"
     print(
-      f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far.", file=out
+      f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far"
+      + (note if unknown else "")
+      + ".",
+      file=out,
     )
   elif left:
     print(f"  {left} steps left; no finished run yet to estimate the time from.", file=out)
   return counts
+
+
+def kind(key: str) -> str:
+  """A run's kind for its scoring time: "sweep", "recipe" (a learning-rate choice's run) or
+  "record"."""
+  first = key.split("/")[0]
+  return first if first in ("sweep", "recipe") else "record"
+
+
+def _scoring(results: dict) -> dict[str, float]:
+  """{kind: median seconds its finished runs spent scoring} (entries that recorded it)."""
+  spent = {}
+  for key, entry in results.items():
+    if isinstance(entry, dict) and SCORE_SECONDS in entry:
+      spent.setdefault(kind(key), []).append(entry[SCORE_SECONDS])
+  return {k: statistics.median(v) for k, v in spent.items()}
 
 
 def _duration(seconds: float) -> str:

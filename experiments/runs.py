@@ -16,13 +16,14 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable
 from concurrent import futures
 from typing import Any
 
 import jax
 
-from experiments import sweeps
+from experiments import recipe, sweeps
 from experiments.provenance import provenance
 from lfpe import data
 from lfpe.errors import ConfigError
@@ -71,6 +72,7 @@ class Run:
   workdir: str
 
 
+SCORE_SECONDS = "score_seconds"  # a results entry's time spent scoring its trained run
 MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)
 # The first seed of the sweeps of records begun after 2026-11-28 (generation and detection's
 # second editions); layout's and resolution's sweeps, run before, start at 0.
@@ -95,6 +97,19 @@ def sweep_runs(
   return planned
 
 
+def recipe_runs(rates: Iterable[float], arms: Iterable[str], seeds: Iterable[int], make, out: str):
+  """The runs of a record's learning-rate choice (`experiments.recipe`), seed-major:
+  `make(arm, rate, seed)` is each one's config (the arm at defaults, trained at `rate` on
+  validation data), keyed `recipe.run_key`, in `out/runs/<key>`."""
+  planned = []
+  for seed in seeds:
+    for rate in rates:
+      for arm in arms:
+        key = recipe.run_key(rate, arm, seed)
+        planned.append(Run(key, make(arm, rate, seed), os.path.join(out, "runs", key)))
+  return planned
+
+
 def record_runs(arms: Iterable[str], seeds: int, chosen: dict, make: MakeConfig, out: str):
   """Every record run, seed-major (a stopped record holds whole seeds): each arm at defaults
   (`make(arm, None, seed)`) and at the value its sweep chose (`chosen`, by arm; one and the
@@ -109,6 +124,15 @@ def record_runs(arms: Iterable[str], seeds: int, chosen: dict, make: MakeConfig,
           config = default if value is None else make(arm, value, seed)
           planned[key] = Run(key, config, os.path.join(out, "runs", key))
   return list(planned.values())
+
+
+def curve(workdir: str, metric: str) -> list[list[float]]:
+  """`[[step, metric], ...]` of a run's evaluations (its metrics.jsonl's eval rows): its
+  learning curve on the evaluation split."""
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    rows = [json.loads(line) for line in f]
+  points = {r["step"]: r[metric] for r in rows if r.get("split") == "eval"}
+  return [[step, points[step]] for step in sorted(points)]
 
 
 def load(path: str) -> dict[str, Any]:
@@ -141,11 +165,16 @@ def saver(path: str) -> Callable[[dict], None]:
 
 def check_encodings(planned: Iterable[Run], results: dict) -> None:
   """Stops (before training) if a finished run in `results` was trained with another
-  encoding or length than its config now gives (its `posemb` and `steps` entries), e.g. a
-  γ that a sweep chose before the sweep's flags changed."""
+  encoding, length or learning rate than its config now gives (its `posemb`, `steps` and `lr`
+  entries; older entries without one pass), e.g. a γ or a rate that a choice made before the
+  record's flags changed."""
   for run in planned:
     entry = results.get(run.key, {})
-    now = {"posemb": str(run.config.model.posemb), "steps": int(run.config.total_steps)}
+    now = {
+      "posemb": str(run.config.model.posemb),
+      "steps": int(run.config.total_steps),
+      "lr": float(run.config.optim.lr),
+    }
     for field, value in now.items():
       if entry.get(field, value) != value:
         sys.exit(
@@ -156,10 +185,11 @@ def check_encodings(planned: Iterable[Run], results: dict) -> None:
 
 
 def _trained_with(run: Run, summary: dict) -> dict:
-  """What a finished run was trained with (its encoding, with γ; its length), recorded in
-  its results entry for `check_encodings` (a diverged run has no length to record)."""
+  """What a finished run was trained with (its encoding, with γ; its length; its learning
+  rate), recorded in its results entry for `check_encodings` (a diverged run has no length
+  to record)."""
   steps = {"steps": summary["step"]} if "step" in summary else {}
-  return {"posemb": str(run.config.model.posemb), **steps}
+  return {"posemb": str(run.config.model.posemb), **steps, "lr": float(run.config.optim.lr)}
 
 
 @functools.cache
@@ -263,16 +293,18 @@ def execute(
   each new entry also records what its run was trained with (`posemb`, `steps`) and its own
   `provenance` (`run_provenance`; a dirty tree or a foreign command is also said loudly).
 
-  `score(run, summary)` turns a finished run into its results entry; `save(results)` is
+  `score(run, summary)` turns a finished run into its results entry (its time is recorded as
+  `score_seconds`, which `progress.status` adds to the time left); `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
   those resume from their checkpoints). With `jobs` > 1, that many runs train at once, each
   in its own process with one XLA:CPU thread (`one_thread_backend`): on the 2-core CPU two
   such jobs train 1.15-1.3x the steps per second of one two-thread run
   (benchmarks/README.md, "`--jobs` on one thread, really"). A run that fails stops the
   record with its error (the other jobs are killed, to resume from their checkpoints), but
-  for a sweep run whose loss diverges: its entry says `diverged` and its validation score
-  reads NaN (`sweeps.scores`). Float sums may group differently with one thread than with
-  several, so keep `jobs` the same across the invocations of one record.
+  for a sweep or rate-choice run whose loss diverges: its entry says `diverged` and its
+  validation score reads NaN (`sweeps.scores`, `recipe.scores`). Float sums may group
+  differently with one thread than with several, so keep `jobs` the same across the
+  invocations of one record.
   """
   runs = list(runs)
   check_encodings(runs, results)
@@ -283,12 +315,14 @@ def execute(
     _warn_if_unfit_for_a_record(stamp)
 
   def entry(run: Run, summary: dict) -> dict:
-    if sweeps.DIVERGED in summary:  # a sweep run whose loss went non-finite: scored NaN
+    start = time.monotonic()
+    if sweeps.DIVERGED in summary:  # a choice's run whose loss went non-finite: scored NaN
       print(f"{run.key}: diverged ({summary[sweeps.DIVERGED]})", flush=True)
       scored = {sweeps.DIVERGED: summary[sweeps.DIVERGED]}
     else:
       scored = score(run, summary)
-    return {**scored, **_trained_with(run, summary), "provenance": stamp}
+    spent = {SCORE_SECONDS: round(time.monotonic() - start, 1)}  # for progress's time left
+    return {**scored, **_trained_with(run, summary), **spent, "provenance": stamp}
 
   if jobs <= 1:
     for run in pending:
@@ -347,12 +381,13 @@ def _one_thread() -> None:
 
 def _train(config: Any, workdir: str, key: str) -> dict:
   """`trainer.train_and_evaluate` (a module-level function: picklable for job processes). A
-  sweep run whose loss goes non-finite returns `{sweeps.DIVERGED: message}`: a knob value that
-  diverges is a result of the sweep (it ranks last, `sweeps.choose`), and re-running would
-  only reach the same NaN, so it must not stop the record. A record run's stops it."""
+  sweep or rate-choice run whose loss goes non-finite returns `{sweeps.DIVERGED: message}`: a
+  knob value or learning rate that diverges is a result of its choice (it ranks last,
+  `sweeps.choose`, `recipe.choose`), and re-running would only reach the same NaN, so it must
+  not stop the record. A record run's stops it."""
   try:
     return trainer.train_and_evaluate(config, workdir)
   except trainer.NonFiniteLossError as e:
-    if not key.startswith("sweep/"):
+    if not key.startswith(("sweep/", recipe.PREFIX)):
       raise
     return {sweeps.DIVERGED: str(e).split(":")[0]}

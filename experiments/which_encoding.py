@@ -128,6 +128,32 @@ def _resolution(size: str) -> Callable[[dict], dict]:
   return scores
 
 
+def _resolution_v2(at: str, size: str = "128") -> Callable[[dict], dict]:
+  """Accuracy at `size` px (2x the training size) of each arm of the second edition under its
+  first policy (extrapolation, or the table's PyTorch-bicubic resize), at "defaults" or
+  "tuned" (`resolution.report.cells`)."""
+
+  def scores(results: dict) -> dict:
+    from experiments.resolution import plan, report  # noqa: PLC0415
+
+    rows = report.cells(results, at)
+    out = {}
+    for arm in plan.arms():
+      row = (arm.name, next(iter(arm.policies)))
+      if rows.get(row, {}).get(size):
+        out[" / ".join(row)] = rows[row][size]
+    return out
+
+  return scores
+
+
+def _resolution_swept(results: dict) -> set[str]:
+  from experiments.resolution import plan, report  # noqa: PLC0415
+
+  picks = report.chosen(results)
+  return {f"{a.name} / {next(iter(a.policies))}" for a in plan.arms() if a.slug in picks}
+
+
 _AP = lambda e: e["eval"]["AP"]
 
 
@@ -186,6 +212,17 @@ FAMILIES = (
     _layout("defaults"),
     tuned_scores=_layout("tuned"),
     swept=_layout_swept,
+    label=str,
+  ),
+  Family(
+    "change of resolution (second edition, shapes: trained 64 px, tested 128 px)",
+    "resolution",
+    "accuracy at 128 px (2x; points)",
+    "sine_2d / extrapolate",
+    _resolution_v2("defaults"),
+    scale=100,
+    tuned_scores=_resolution_v2("tuned"),
+    swept=_resolution_swept,
     label=str,
   ),
   Family(
@@ -339,7 +376,10 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
 
 
 def write(page: pathlib.Path = PAGE, figure: pathlib.Path = FIGURE) -> None:
-  results = [(f, effects(f)) for f in FAMILIES if (ROOT / f.record / "results.json").exists()]
+  """The page and its plot, from each family whose record has a results.json and at least
+  one arm paired with the reference on two seeds (a record under way may have none yet)."""
+  every = [(f, effects(f)) for f in FAMILIES if (ROOT / f.record / "results.json").exists()]
+  results = [(family, rows) for family, rows in every if rows]
   page.write_text(markdown(results))
   plot(results, figure)
 

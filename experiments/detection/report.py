@@ -11,8 +11,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from configs import detr_shapes  # noqa: E402
 from experiments import claims as claims_table  # noqa: E402
-from experiments import stats, sweeps  # noqa: E402
+from experiments import recipe, stats, sweeps  # noqa: E402
 from experiments.stats import difference, fmt, interval  # noqa: E402
 from lfpe import encodings  # noqa: E402
 
@@ -39,6 +40,13 @@ PAPER = {
 }
 
 
+DEFAULT_LR = detr_shapes.get_config().optim.lr  # the rate choice's centre (report.learning_rate)
+# The declared length rule (issue 38): the record's length is settled where each encoding's
+# mean test AP at defaults gains less than SETTLE_TOLERANCE points over the last SETTLE_WINDOW
+# steps (`settled_table`), checked on every encoding's own curve, not on one encoding's pilot.
+SETTLE_WINDOW, SETTLE_TOLERANCE = 1000, 5.0
+
+
 def _runs(results: dict, protocol: str, posemb: str, at: str = "defaults") -> list[dict]:
   """An encoding's runs `at` "defaults", "tuned" or "reported" (`sweeps.runs_at`)."""
   return sweeps.runs_at(results, f"{protocol}/{posemb}", chosen(results), at)
@@ -58,6 +66,40 @@ def chosen(results: dict) -> dict[str, float]:
   """The declared rule, per swept `protocol/posemb`: the knob value with the highest mean
   validation AP (ties to the smaller value)."""
   return sweeps.choose(sweep(results), higher_is_better=True)
+
+
+def learning_rate(results: dict) -> float | None:
+  """The declared rate rule (`recipe.choose`): the rate with the highest validation AP averaged
+  over the encodings (ties to the config's); None before any rate run."""
+  by_rate = recipe.scores(results, validation_ap)
+  return recipe.choose(by_rate, higher_is_better=True, default=DEFAULT_LR) if by_rate else None
+
+
+def rate_table(results: dict) -> list[str]:
+  """The rate choice: validation AP (%) per rate and arm, and the mean the rule reads."""
+  by_rate = recipe.scores(results, validation_ap)
+  if not by_rate:
+    return ["(no rate runs: this record trained at the config's rate)"]
+  name = lambda arm: f"{NAMES[arm.split('/')[1]]}, {arm.split('/')[0]}"
+  cell = lambda values: fmt(values, scale=100)
+  return recipe.table(by_rate, learning_rate(results), name=name, cell=cell)
+
+
+def settled_table(results: dict) -> list[str]:
+  """The length rule checked on each encoding's test-AP curve at defaults, per protocol."""
+  curves = {
+    f"{protocol}/{posemb}": [r.get("curve") for r in _runs(results, protocol, posemb)]
+    for protocol in PROTOCOLS
+    for posemb in NAMES
+  }
+  curves = {arm: c for arm, c in curves.items() if c and all(c)}
+  if not curves:
+    return ["(no learning curves: the first edition did not record them)"]
+  name = lambda arm: f"{NAMES[arm.split('/')[1]]}, {arm.split('/')[0]}"
+  return recipe.settled(
+    curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
+    name=name, scale=100, unit=" (AP points)",
+  )  # fmt: skip
 
 
 def sweep_table(results: dict) -> list[str]:
@@ -215,21 +257,36 @@ def _gap_claims(results: dict, as_tuned: bool) -> list[dict]:
 
 
 def table(results: dict, protocol: str) -> list[str]:
+  """Test AP, AP50, AP75 (%) per encoding beside 002's: at defaults, and as tuned (a row of
+  its own where the sweep chose a value other than the default)."""
   lines = [
     "| encoding | seeds | " + " | ".join(f"{m} (002)" for m in METRICS) + " |",
     "|---|---|" + "---|" * len(METRICS),
   ]
+  picks = chosen(results)
   for posemb, name in NAMES.items():
-    runs = _runs(results, protocol, posemb, "reported")
-    if not runs:
-      continue
     paper = PAPER[protocol].get(posemb, ("–",) * len(METRICS))
-    cells = [
-      f"{fmt([r['eval'][m] for r in runs], scale=100)} ({p})"
-      for m, p in zip(METRICS, paper, strict=True)
-    ]
-    lines.append(f"| {name} | {len(runs)} | " + " | ".join(cells) + " |")
+    for label, runs in _readings(results, protocol, posemb, picks):
+      cells = [
+        f"{fmt([r['eval'][m] for r in runs], scale=100)} ({p})"
+        for m, p in zip(METRICS, paper, strict=True)
+      ]
+      lines.append(f"| {name}{label} | {len(runs)} | " + " | ".join(cells) + " |")
   return lines
+
+
+def _readings(results: dict, protocol: str, posemb: str, picks: dict) -> list[tuple[str, list]]:
+  """[(label, runs)] of an encoding under `protocol`: its defaults runs (or, in an older
+  record with only tuned runs, those, labelled "(tuned)"), then its tuned runs where they are
+  other runs, labelled with the chosen value."""
+  defaults, tuned = (_runs(results, protocol, posemb, at) for at in ("defaults", "tuned"))
+  arm = f"{protocol}/{posemb}"
+  if not defaults:
+    return [(" (tuned)", tuned)] if tuned else []
+  out = [("", defaults)]
+  if arm in picks and tuned and not sweeps.is_own(defaults[0]["posemb"], picks[arm]):
+    out.append((f" (tuned, {encodings.knob(posemb)[0]} = {picks[arm]:g})", tuned))
+  return out
 
 
 def drops(results: dict) -> list[str]:
@@ -265,24 +322,33 @@ def _signed(mean: float, half: float) -> str:
 
 
 def figure(results: dict, path: str) -> None:
-  """AP against test image size, one line per encoding, one panel per protocol."""
-  fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
-  for ax, protocol in zip(axes, ("all", "heldout"), strict=True):
-    for posemb, name in NAMES.items():
-      runs = _runs(results, protocol, posemb, "reported")
-      sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
-      if not sizes:
-        continue
-      stats = [interval([r["by_size"][str(s)]["AP"] for r in runs], scale=100) for s in sizes]
-      mean, half = np.array(stats).T
-      half = np.nan_to_num(half)
-      low, high = mean - np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100) - mean
-      ax.errorbar(sizes, mean, yerr=[low, high], marker="o", capsize=3, label=name)
-    ax.set(title=f"protocol {protocol}", xlabel="test image side (px, square)", xticks=SIZES)
-    if protocol == "heldout":
-      ax.axvspan(52, 68, color="0.9", zorder=0)  # never a shorter side in training
-  axes[0].set_ylabel("AP (%), 95 % CI over seeds")  # bars clipped to [0, 100]
-  axes[0].legend(fontsize=8)
+  """AP against test image size, one line per encoding, one panel per protocol; a second row
+  of panels as tuned where the sweep chose values other than the defaults."""
+  picks = chosen(results)
+  tuned = lambda p, x: _readings(results, p, x, picks)[1:]  # noqa: E731
+  rows = ["defaults"] + ["tuned"] * any(tuned(p, x) for p in PROTOCOLS for x in NAMES)
+  fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.5 * len(rows)), sharey=True, squeeze=False)
+  for row, reading in zip(axes, rows, strict=True):
+    for ax, protocol in zip(row, PROTOCOLS, strict=True):
+      for posemb, name in NAMES.items():
+        readings = _readings(results, protocol, posemb, picks)
+        label, runs = (
+          (readings[-1] if reading == "tuned" else readings[0]) if readings else ("", [])
+        )
+        sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
+        if not sizes:
+          continue
+        stats = [interval([r["by_size"][str(s)]["AP"] for r in runs], scale=100) for s in sizes]
+        mean, half = np.array(stats).T
+        half = np.nan_to_num(half)
+        low, high = mean - np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100) - mean
+        ax.errorbar(sizes, mean, yerr=[low, high], marker="o", capsize=3, label=name + label)
+      title = f"protocol {protocol}" + ", each tuned" * (reading == "tuned")
+      ax.set(title=title, xlabel="test image side (px, square)", xticks=SIZES)
+      if protocol == "heldout":
+        ax.axvspan(52, 68, color="0.9", zorder=0)  # never a shorter side in training
+    row[0].set_ylabel("AP (%), 95 % CI over seeds")  # bars clipped to [0, 100]
+    row[0].legend(fontsize=7)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
@@ -290,11 +356,15 @@ def figure(results: dict, path: str) -> None:
 
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json)."""
-  lines = ["## The knob sweep (each encoding's own knob; validation images)", ""]
+  lines = ["## The learning rate (one for every encoding; validation images)", ""]
+  lines += [*rate_table(results), ""]
+  lines += ["## The knob sweep (each encoding's own knob; validation images)", ""]
   lines += [*sweep_table(results), ""]
   lines += ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
   lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
+  lines += [f"## The length rule: test AP gained over the last {SETTLE_WINDOW} steps", ""]
+  lines += [*settled_table(results), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(claims(results), out)

@@ -7,6 +7,11 @@
 Trains `configs/detr_shapes.py` (Tables 1 and 2 of 002) in two phases, through the regular
 trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stopped record
 resumes where it stopped, a finished run is read back, `--status` reports without training):
+0. **The learning rate**, one for every encoding (issue 38; `experiments/recipe.py`): each
+   encoding but the control, at defaults, under both protocols, trains at the config's rate,
+   half and twice it (`RECIPE_SEEDS`, `SWEEP_STEPS` steps, on the sweep's validation split);
+   the declared rule (`report.learning_rate`) takes the rate with the highest validation AP
+   averaged over those arms, and the sweep and the record train at it.
 1. **The sweep**, the same budget for every encoding (issue 38): each one's own knob
    (`lfpe.encodings.knob`: the DETR sine's frequency scale, the table's init std, MLP's input
    scale, Fourier's γ) over `experiments.sweeps.grid`'s values around the config's, per protocol,
@@ -21,7 +26,8 @@ resumes where it stopped, a finished run is read back, `--status` reports withou
    data order), under protocol `all` (every size in training and testing, normalised
    positions: Table 1) and `heldout` (shorter sides of 32-48 px in training, with longer
    sides up to 64 px; 56 and 64 px squares for testing only; raw positions: Table 2),
-   `--steps` steps (the learning curve in the README chose them).
+   `--steps` steps, evaluated every 1,000 (the learning curve that `report.settled` checks
+   against the declared length rule).
 Then every run is scored at each test size alone (one named evaluation per size,
 `trainer.evaluate_all`; `--quick` tests one size and skips this), and `report.py` writes
 `results.json`, `tables.md`, `claims.json` and the AP-vs-size plot; `predictions.png` shows
@@ -35,7 +41,7 @@ import os
 from typing import Any
 
 from configs import detr_shapes
-from experiments import cli, progress, runs, sweeps
+from experiments import cli, progress, recipe, runs, sweeps
 from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.train import trainer
@@ -46,16 +52,19 @@ QUICK_ENCODINGS = ("fourier", CONTROL)  # the swept one and the control: every p
 PROTOCOLS = ("all", "heldout")
 PICTURED = "fourier"  # whose predictions predictions.png shows (seed 0, each protocol)
 SWEEP_SEEDS, SWEEP_STEPS = 2, 2000
+RECIPE_SEEDS = (200,)  # the rate choice's: apart from the sweep's (100, ...) and the record's
 VALIDATION = 1000  # the first training images: the sweep's validation split (500 scored)
 
 
 def load_config(posemb: str, protocol: str, seed: int, args, value: float | None = None):
-  """configs/detr_shapes.py for one run, with the experiment's steps and seed, and the
-  encoding's knob at `value` (None: the config's own)."""
+  """configs/detr_shapes.py for one run, with the experiment's steps, seed and learning rate
+  (`args.lr`, once the rate choice has made it; the config's before), and the encoding's knob
+  at `value` (None: the config's own)."""
   arg = f"posemb={posemb},protocol={protocol}" + (",small=1" if args.quick else "")
   config = for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
   with config.unlocked():
     config.model.posemb = sweeps.at(config.model.posemb, value)
+    config.optim.lr = args.lr or config.optim.lr
   return config
 
 
@@ -81,6 +90,21 @@ def sweep_config(protocol: str, posemb: str, value: float, seed: int, args):
       *inner, outer = detection.train_sizes
       detection.train_sizes, detection.test_sizes = tuple(inner), (outer,)
   return config
+
+
+def rate_runs(args: argparse.Namespace) -> list[runs.Run]:
+  """The rate choice's runs: every encoding but the control, at defaults, under each
+  protocol, at each of `recipe.rates` around the config's rate, on validation data."""
+  arms = [f"{p}/{posemb}" for p in PROTOCOLS for posemb in args.encodings if posemb != CONTROL]
+
+  def make(arm: str, rate: float, seed: int):
+    config = sweep_config(*arm.split("/"), None, seed, args)
+    with config.unlocked():
+      config.optim.lr = rate
+    return config
+
+  rates = recipe.rates(report.DEFAULT_LR, args.rate_factors)
+  return runs.recipe_runs(rates, arms, args.recipe_seeds, make, args.out)
 
 
 def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
@@ -131,7 +155,7 @@ def record_runs(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs
 def score(run: runs.Run, summary: dict, quick: bool) -> dict:
   """A trained run's results entry: its eval, and AP at every test size alone (not for the
   sweep's runs, scored on validation images)."""
-  if run.key.startswith("sweep/"):
+  if run.key.startswith(("sweep/", recipe.PREFIX)):
     print(f"{run.key}: validation AP {summary['eval']['AP']:.4f}", flush=True)
     return {"eval": summary["eval"], "seconds": summary.get("wall_s")}
   tested = run.config.data.detection.test_sizes
@@ -141,7 +165,13 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
     scores = trainer.evaluate_all(one_size_each(run.config, sizes), run.workdir, main=False)
     by_size.update({str(size): scores[f"eval/size_{size}"] for size in sizes})
   print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
-  return {"eval": summary["eval"], "by_size": by_size, "seconds": summary.get("wall_s")}
+  curve = runs.curve(run.workdir, "AP")
+  return {
+    "eval": summary["eval"],
+    "by_size": by_size,
+    "curve": curve,
+    "seconds": summary.get("wall_s"),
+  }
 
 
 def one_size_each(config, sizes) -> Any:
@@ -167,19 +197,29 @@ def main(argv: list[str] | None = None) -> dict:
   args = parser.parse_args(argv)
   runs.settle_mode(args)
   args.values, args.encodings, args.widenings = sweeps.VALUES, ENCODINGS, sweeps.WIDENINGS
-  args.swept = ENCODINGS
-  if args.quick:  # Fourier swept at two values (and one widening), the control: every phase
+  args.swept, args.rate_factors, args.recipe_seeds, args.lr = (
+    ENCODINGS,
+    recipe.FACTORS,
+    RECIPE_SEEDS,
+    0.0,
+  )
+  if args.quick:  # two rates; Fourier swept at two values (and one widening); the control
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
     args.values, args.encodings, args.widenings, args.swept = 2, QUICK_ENCODINGS, 1, ("fourier",)
+    args.rate_factors = recipe.FACTORS[1:]
   results = runs.load(os.path.join(args.out, "results.json"))
+  rated = rate_runs(args)
   if args.status:
+    args.lr = report.learning_rate(runs.chosen(rated, results)) or 0.0
     sweep = planned_sweep(args, results)
     chosen = report.chosen(runs.chosen(sweep, results))
-    progress.status(sweep + record_runs(args, chosen), results, jobs=args.jobs)
+    progress.status(rated + sweep + record_runs(args, chosen), results, jobs=args.jobs)
     return {}
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
   train = lambda planned: runs.execute(planned, results, scored, save, jobs=args.jobs)
+  train(rated)
+  args.lr = report.learning_rate(runs.chosen(rated, results))
   sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
   chosen = report.chosen(runs.chosen(sweep, results))
   sweeps.require(chosen, swept_arms(args))

@@ -29,7 +29,6 @@ scored again with its attention output zeroed (does the model use its attention?
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 import jax
@@ -116,14 +115,6 @@ def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
   )
 
 
-def curve(workdir: str) -> list[list[float]]:
-  """`[[step, held-out bits per dim], ...]` from a run's metrics.jsonl."""
-  with open(os.path.join(workdir, "metrics.jsonl")) as f:
-    rows = [json.loads(line) for line in f]
-  points = {r["step"]: r["bits_per_dim"] for r in rows if r.get("split") == "eval"}
-  return [[step, points[step]] for step in sorted(points)]
-
-
 def zero_attention(variables):
   """The variables with every attention sub-layer's output projection set to zero."""
   params = jax.tree_util.tree_map_with_path(
@@ -148,7 +139,7 @@ def score(run: runs.Run, summary: dict) -> dict:
   dim with attention zeroed)."""
   result = {
     "final": summary["eval"]["bits_per_dim"],
-    "curve": curve(run.workdir),
+    "curve": runs.curve(run.workdir, "bits_per_dim"),
     "seconds": summary.get("wall_s"),
   }
   if run.key.startswith("sweep/"):

@@ -11,26 +11,37 @@ from experiments.stats import check_claim
 
 
 @pytest.mark.slow
-def test_quick_detection_experiment_sweeps_gamma_then_runs_every_protocol(tmp_path, capsys):
+def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_protocol(
+  tmp_path, capsys
+):
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
+  rated = sorted(k for k in results if k.startswith("recipe/"))
+  lr = report.DEFAULT_LR  # two rates (the config's and twice it) for Fourier, each protocol
+  assert rated == sorted(
+    f"recipe/lr={r:g}/{p}/fourier/200" for r in (lr, 2 * lr) for p in run.PROTOCOLS
+  )
   swept = [k for k in results if k.startswith("sweep/")]
   widened = lambda p: widened_keys(
     results, f"{p}/fourier", (0.5, 2.0), report.validation_ap, higher_is_better=True,
     knob=lambda g: f"gamma={g:g}",
   )  # fmt: skip
   assert sorted(swept) == sorted([*widened("all"), *widened("heldout")])
-  tuned = [k for k in results if "=" in k and not k.startswith("sweep/")]
+  tuned = [k for k in results if "=" in k and not k.startswith(("sweep/", "recipe/"))]
   assert sorted(k.split("/")[1] for k in tuned) == ["fourier", "fourier"]  # never the default
-  expected = len(swept) + len(run.PROTOCOLS) * len(run.QUICK_ENCODINGS) + len(tuned)
+  expected = len(rated) + len(swept) + len(run.PROTOCOLS) * len(run.QUICK_ENCODINGS) + len(tuned)
   assert len(results) == expected
   for entry in json.loads((tmp_path / "claims.json").read_text()):
     check_claim(entry)
+  chosen_lr = report.learning_rate(results)
   for key, value in results.items():
     assert 0.0 <= value["eval"]["AP"] <= 1.0, key
-    assert key in swept or value["by_size"], key
+    assert key in swept + rated or (value["by_size"] and value["curve"][-1][0] == 4), key
+    if key not in rated:  # the sweep and the record train at the chosen rate
+      assert value["lr"] == pytest.approx(chosen_lr), key
   tables = (tmp_path / "tables.md").read_text()
   assert "002 Table 1" in tables and "No position" in tables and "knob sweep" in tables
+  assert "| mean over encodings |" in tables and "gained over the last" in tables
   assert (tmp_path / "ap_by_size.png").stat().st_size > 0
   assert (tmp_path / "predictions.png").stat().st_size > 0
   capsys.readouterr()

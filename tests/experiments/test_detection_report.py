@@ -60,7 +60,59 @@ def test_table_1_claims_embed_2d_last_against_sine_2d_and_mlp():
 def _args(**kw):
   import argparse  # noqa: PLC0415
 
-  return argparse.Namespace(**{"quick": False, "steps": 0, "sweep_steps": 2000, **kw})
+  return argparse.Namespace(**{"quick": False, "steps": 0, "sweep_steps": 2000, "lr": 0.0, **kw})
+
+
+def test_the_rate_choice_trains_each_encoding_but_the_control_at_defaults_on_validation():
+  from experiments import recipe, runs  # noqa: PLC0415
+
+  args = _args(out="/unused", encodings=run.ENCODINGS, rate_factors=recipe.FACTORS,
+               recipe_seeds=run.RECIPE_SEEDS)  # fmt: skip
+  rated = {r.key: r.config for r in run.rate_runs(args)}
+  assert len(rated) == 3 * len(run.PROTOCOLS) * (len(run.ENCODINGS) - 1)  # rates x arms
+  assert not any("/none/" in key for key in rated)
+  config = rated["recipe/lr=0.004/heldout/mlp/200"]
+  assert config.optim.lr == 4e-3 and config.seed == 200 and config.total_steps == 2000
+  assert str(config.model.posemb) == run.spec("mlp", "heldout", args)  # at defaults
+  assert (config.data.train_split, config.data.eval_split) == ("train[1000:]", "train[:500]")
+  args.lr = 1e-3  # the chosen rate: every sweep and record run trains at it
+  record = run.record_runs(_args(**{**vars(args), "seeds": 1}), {})
+  assert {r.config.optim.lr for r in record} == {1e-3}
+  assert {r.config.optim.lr for r in run.planned_sweep(_args(**{**vars(args), "sweep_seeds": 1,
+          "values": 3, "widenings": 0, "swept": ("fourier",)}), {})} == {1e-3}  # fmt: skip
+  with pytest.raises(SystemExit, match="recorded with lr=0.002"):
+    runs.check_encodings(record[:1], {record[0].key: {"lr": 2e-3}})
+
+
+def test_the_rate_rule_averages_validation_ap_over_encodings():
+  from experiments import recipe  # noqa: PLC0415
+
+  results = {recipe.run_key(r, f"{p}/{x}", 200): _entry(ap) for r, p, x, ap in (
+    (1e-3, "all", "mlp", 0.30), (1e-3, "heldout", "fourier", 0.10),
+    (2e-3, "all", "mlp", 0.25), (2e-3, "heldout", "fourier", 0.20),
+  )}  # fmt: skip
+  assert report.DEFAULT_LR == detr_shapes.get_config().optim.lr
+  assert report.learning_rate(results) == 2e-3  # 0.225 against 0.20
+  assert report.learning_rate({}) is None
+  assert "| 0.002 | 25.0 | 20.0 | 22.5 | **yes** |" in report.rate_table(results)
+
+
+def test_tables_show_each_encoding_at_defaults_and_as_tuned_and_check_the_length():
+  curve = lambda end: [[1000, 0.1], [2000, 0.3], [3000, 0.5], [4000, end]]
+  results = {}
+  for seed, ap in enumerate((0.50, 0.52)):
+    results[f"all/fourier/{seed}"] = {**_entry(ap), "posemb": "fourier", "curve": curve(ap)}
+    results[f"all/fourier/gamma=4/{seed}"] = {**_entry(ap + 0.1), "posemb": "fourier(gamma=4.0)"}
+    results[f"sweep/all/fourier/gamma=4/{100 + seed}"] = _entry(0.6)
+    results[f"sweep/all/fourier/gamma=1/{100 + seed}"] = _entry(0.5)
+  rows = report.table(results, "all")
+  defaults = "| Learnable-Fourier+MLP | 2 | " + " | ".join(
+    f"51.0 ± 12.7 ({p})" for p in (40.2, 60.7, 42.7)
+  )
+  assert rows[2] == defaults + " |"
+  assert rows[3].startswith("| Learnable-Fourier+MLP (tuned, gamma = 4) | 2 | 61.0 ± 12.7 (40.2)")
+  settled = report.settled_table(results)
+  assert settled[2] == "| Learnable-Fourier+MLP, all | 1.0 ± 12.7 | 20.0 ± 0.0 | yes |"
 
 
 def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_images():

@@ -142,6 +142,25 @@ def test_status_times_a_recorded_run_whose_workdir_is_gone_from_its_seconds(tmp_
   assert "100 steps left: about 3 min" in out.getvalue()  # 100 x 2 s
 
 
+def test_status_adds_each_unfinished_runs_scoring_time_by_its_kind(tmp_path):
+  """Scoring runs outside training (a record run tested at every size can take longer than
+  it trained): each unfinished run adds the median `score_seconds` of its kind."""
+  config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
+  keys = ("sweep/a/0", "sweep/a/1", "a/0", "a/1", "a/2", "recipe/lr=1/a/0")
+  runs_ = [Run(k, config(), str(tmp_path / k)) for k in keys]
+  results = {
+    "sweep/a/0": {"seconds": 60.0, progress.SCORE_SECONDS: 30.0},  # 0.6 s a step
+    "a/0": {"seconds": 60.0, progress.SCORE_SECONDS: 600.0},
+  }
+  out = io.StringIO()
+  progress.status(runs_, results, out)
+  # 400 steps x 0.6 s = 240 s, + 30 s (sweep/a/1) + 2 x 600 s (a/1, a/2) = 1470 s, and the
+  # recipe run's scoring is unknown
+  assert "400 steps left: about 24 min" in out.getvalue()
+  assert "not counting the scoring of recipe runs" in out.getvalue()
+  assert [progress.kind(k) for k in (keys[0], keys[2], keys[5])] == ["sweep", "record", "recipe"]
+
+
 def test_a_failed_job_stops_the_record_and_kills_the_other_jobs(tmp_path):
   """One run's error ends `execute` at once (not after every queued run), with that error;
   the other job is killed part-way and nothing is saved for it."""

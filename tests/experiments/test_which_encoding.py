@@ -2,6 +2,7 @@
 intervals and the tuning support."""
 
 from experiments import which_encoding
+from experiments.resolution import plan
 
 
 def test_the_page_is_what_the_committed_records_give(tmp_path):
@@ -63,3 +64,24 @@ def test_layout_reads_record_runs_at_defaults_and_as_tuned_never_the_sweep():
   assert family.scores(results) == {"MLP": {0: 10.0, 1: 11.0}}
   assert family.tuned_scores(results) == {"MLP": {0: 20.0, 1: 21.0}}
   assert family.swept(results) == {"MLP"}
+
+
+def test_resolution_reads_each_arms_first_policy_at_twice_the_training_size():
+  family = next(f for f in which_encoding.FAMILIES if f.record == "resolution")
+  scores = lambda policy, acc: {policy: {"64": 0.99, "128": acc}, "pi": {"128": 0.0}}
+  results = {
+    "rope_mixed/0": {"seed": 0, "scores": scores("extrapolate", 0.7)},
+    "rope_mixed/1": {"seed": 1, "scores": scores("extrapolate", 0.8)},
+    "embed_1d/0": {"seed": 0, "scores": {"bicubic_pytorch": {"128": 0.5}, "bilinear": {}}},
+    "sweep/rope_mixed/theta=40/0": {"validation": 0.9, "posemb": "rope_mixed(theta=40.0)"},
+    "sweep/rope_mixed/theta=10/0": {"validation": 0.8, "posemb": "rope_mixed"},
+    "rope_mixed/theta=40/0": {"seed": 0, "scores": scores("extrapolate", 0.9)},
+  }
+  assert family.scores(results) == {
+    "rope_mixed / extrapolate": {0: 0.7, 1: 0.8},
+    "embed_1d / bicubic_pytorch": {0: 0.5},
+  }
+  assert family.tuned_scores(results)["rope_mixed / extrapolate"] == {0: 0.9}
+  assert family.swept(results) == {"rope_mixed / extrapolate"}
+  sine = plan.by_slug()["sine_2d"]  # the reference names a real arm and its first policy
+  assert family.reference == f"{sine.name} / {next(iter(sine.policies))}"

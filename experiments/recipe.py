@@ -1,0 +1,140 @@
+"""A record's training recipe, one for every arm, by declared rules (issue 38).
+
+A recipe taken from one encoding's pilots favours that encoding. So a record that picks its
+learning rate trains every compared encoding, at defaults, at each rate of `rates` (on
+validation data, as the knob sweep) and takes the rate with the best score averaged over
+the encodings (`choose`), before the sweep and the record train at it. Its length is checked
+on the record's own learning curves (`settled`): each encoding's mean curve at defaults must
+gain less than a declared tolerance over the last stretch of training. Results keys of the
+rate runs: `recipe/lr=<rate>/<arm>/<seed>` (`experiments.runs.recipe_runs` plans them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from experiments import stats, sweeps
+
+FACTORS = (0.5, 1.0, 2.0)  # the rates tried: the config's, halved and doubled
+PREFIX = "recipe/"
+
+
+def rates(base: float, factors: Sequence[float] = FACTORS) -> tuple[float, ...]:
+  """The learning rates tried around the config's `base`, ascending."""
+  return tuple(sorted(base * f for f in factors))
+
+
+def run_key(rate: float, arm: str, seed: int) -> str:
+  """`recipe/lr=<rate>/<arm>/<seed>`: the results key of one run of the rate choice."""
+  return f"{PREFIX}lr={rate:g}/{arm}/{seed}"
+
+
+def scores(results: dict, score: Callable[[dict], float]) -> dict[float, dict[str, list[float]]]:
+  """{rate: {arm: [`score` of each seed's entry]}} of the rate runs in `results` (NaN for a
+  run that diverged)."""
+  out = {}
+  for key, entry in sorted(results.items()):
+    if key.startswith(PREFIX):
+      setting, *arm, _ = key.removeprefix(PREFIX).split("/")
+      got = float("nan") if sweeps.DIVERGED in entry else score(entry)
+      rate = float(setting.split("=", 1)[1])
+      out.setdefault(rate, {}).setdefault("/".join(arm), []).append(got)
+  return out
+
+
+def overall(by_arm: dict[str, list[float]]) -> float:
+  """A rate's score: the mean over arms of each arm's mean over seeds (every arm weighs the
+  same, however many seeds it has); NaN if a run diverged."""
+  return float(np.mean([np.mean(v) for v in by_arm.values()]))
+
+
+def choose(
+  by_rate: dict[float, dict[str, list[float]]], *, higher_is_better: bool, default: float
+) -> float:
+  """The declared rule: the rate with the best `overall` score; a rate with a diverged run
+  ranks last; ties go to the config's own rate (`default`), then to the smaller."""
+  sign = 1.0 if higher_is_better else -1.0
+
+  def rank(rate: float) -> tuple[float, bool, float]:
+    value = overall(by_rate[rate])
+    own = math.isclose(rate, default, rel_tol=1e-6)
+    return (sign * value if np.isfinite(value) else -np.inf, own, -rate)
+
+  return max(by_rate, key=rank)
+
+
+def table(
+  by_rate: dict[float, dict[str, list[float]]],
+  chosen: float,
+  *,
+  name: Callable[[str], str],
+  cell: Callable[[list[float]], str],
+) -> list[str]:
+  """A markdown table of the rate choice: one row per rate, one column per arm, the mean over
+  arms that the rule reads (through `cell`), the chosen rate marked."""
+  arms = sorted({arm for by_arm in by_rate.values() for arm in by_arm})
+  lines = [
+    "| lr | " + " | ".join(name(a) for a in arms) + " | mean over encodings | chosen |",
+    "|---|" + "---|" * (len(arms) + 2),
+  ]
+  for rate, by_arm in sorted(by_rate.items()):
+    cells = [cell(by_arm[a]) if a in by_arm else "–" for a in arms]
+    mark = "**yes**" if rate == chosen else ""
+    lines.append(f"| {rate:g} | " + " | ".join(cells) + f" | {cell([overall(by_arm)])} | {mark} |")
+  return lines
+
+
+def gains(curves: Sequence[Sequence[Sequence[float]]], window: int) -> list[float]:
+  """Each seed's gain over its curve's last `window` steps: the last value minus the value at
+  `window` steps before the end (curves `[[step, value], ...]`; that step must be evaluated)."""
+  out = []
+  for curve in curves:
+    at = dict((int(step), value) for step, value in curve)
+    last = max(at)
+    if last - window not in at:
+      raise ValueError(f"a curve evaluated at {sorted(at)} has no step {last - window}")
+    out.append(at[last] - at[last - window])
+  return out
+
+
+def settled(
+  curves: dict[str, Sequence[Sequence[Sequence[float]]]],
+  *,
+  window: int,
+  tolerance: float,
+  higher_is_better: bool,
+  name: Callable[[str], str],
+  scale: float = 1.0,
+  digits: int = 1,
+  unit: str = "",
+) -> list[str]:
+  """The length check, as a markdown table: per arm (`curves`: {arm: each seed's curve}), the
+  mean gain (95 % interval over seeds) over the last `window` steps and over the `window`
+  before, and whether the mean gain is below `tolerance` (the improvement, in the metric's
+  better direction, times `scale`; shown with `digits` decimals)."""
+  sign = 1.0 if higher_is_better else -1.0
+  lines = [
+    f"| encoding | gain over the last {window} steps{unit} | over the {window} before | "
+    f"settled (< {tolerance:g}) |",
+    "|---|---|---|---|",
+  ]
+  fmt = lambda v: stats.fmt(v, scale=scale, digits=digits)
+  for arm, runs in curves.items():
+    try:
+      last = [sign * g for g in gains(runs, window)]
+      before = [sign * g for g in gains([c[: _until(c, window)] for c in runs], window)]
+    except ValueError:  # a curve too short for the window (e.g. a --quick run's)
+      lines.append(f"| {name(arm)} | – | – | n/a (evaluated at too few steps) |")
+      continue
+    mark = "yes" if np.mean(last) * scale < tolerance else "**no**"
+    lines.append(f"| {name(arm)} | {fmt(last)} | {fmt(before)} | {mark} |")
+  return lines
+
+
+def _until(curve: Sequence[Sequence[float]], window: int) -> int:
+  """How many points of `curve` lie at or before `window` steps before its end."""
+  last = curve[-1][0]
+  return sum(1 for step, _ in curve if step <= last - window)

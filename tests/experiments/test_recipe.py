@@ -1,0 +1,83 @@
+"""The recipe rules: one learning rate for every arm, and the length check on every curve."""
+
+import pytest
+
+from experiments import recipe, runs
+
+
+def _rate_results(aps: dict) -> dict:
+  """Rate-run entries from {(rate, arm): [AP per seed]}."""
+  return {
+    recipe.run_key(rate, arm, seed): {"eval": {"AP": ap}}
+    for (rate, arm), values in aps.items()
+    for seed, ap in enumerate(values, start=200)
+  }
+
+
+def test_rates_halve_and_double_the_configs():
+  assert recipe.rates(2e-3) == pytest.approx((1e-3, 2e-3, 4e-3))
+
+
+def test_the_rate_rule_weighs_every_arm_the_same_whatever_its_seeds():
+  results = _rate_results({
+    (1e-3, "all/a"): [0.50], (1e-3, "all/b"): [0.10, 0.10, 0.10],
+    (2e-3, "all/a"): [0.20], (2e-3, "all/b"): [0.30, 0.30, 0.30],
+  })  # fmt: skip
+  results["all/a/0"] = {"eval": {"AP": 0.9}}  # a record run is no rate run
+  by_rate = recipe.scores(results, lambda e: e["eval"]["AP"])
+  assert by_rate == {
+    1e-3: {"all/a": [0.5], "all/b": [0.1] * 3},
+    2e-3: {"all/a": [0.2], "all/b": [0.3] * 3},
+  }
+  # Per arm, then over arms: 0.30 against 0.25 (pooling the runs would give 0.20 vs 0.275).
+  assert recipe.choose(by_rate, higher_is_better=True, default=2e-3) == 1e-3
+  assert recipe.choose(by_rate, higher_is_better=False, default=2e-3) == 2e-3
+
+
+def test_a_diverged_rate_ranks_last_and_ties_go_to_the_configs_rate():
+  diverged = {1e-3: {"x": [0.1]}, 4e-3: {"x": [float("nan")]}}
+  assert recipe.choose(diverged, higher_is_better=True, default=4e-3) == 1e-3
+  tied = {1e-3: {"x": [0.0]}, 2e-3: {"x": [0.0]}, 4e-3: {"x": [0.0]}}
+  assert recipe.choose(tied, higher_is_better=True, default=2e-3) == 2e-3
+  table = "\n".join(recipe.table(tied, 2e-3, name=str, cell=lambda v: f"{v[0]:.1f}"))
+  assert "| 0.002 | 0.0 | 0.0 | **yes** |" in table
+
+
+def test_gains_are_read_window_steps_before_the_end():
+  curve = [[1000, 0.1], [2000, 0.4], [3000, 0.6], [4000, 0.65]]
+  assert recipe.gains([curve], 1000) == pytest.approx([0.05])
+  assert recipe.gains([curve], 2000) == pytest.approx([0.25])
+  with pytest.raises(ValueError, match="no step 3500"):
+    recipe.gains([curve], 500)
+
+
+def test_settled_marks_an_arm_still_improving_in_the_metrics_better_direction():
+  flat = [[[1000, 0.1], [2000, 0.4], [3000, 0.6], [4000, 0.62]]] * 2
+  rising = [[[1000, 0.1], [2000, 0.2], [3000, 0.3], [4000, 0.4 + d]] for d in (0.0, 0.02)]
+  lines = recipe.settled(
+    {"flat": flat, "rising": rising}, window=1000, tolerance=5.0, higher_is_better=True,
+    name=str, scale=100,
+  )  # fmt: skip
+  assert lines[2] == "| flat | 2.0 ± 0.0 | 20.0 ± 0.0 | yes |"
+  assert lines[3].startswith("| rising | 11.0 ± ") and lines[3].endswith("| **no** |")
+  falling_loss = [[[250, 2.0], [500, 1.5], [750, 1.49]]]  # bits/dim: lower is better
+  lines = recipe.settled(
+    {"g": falling_loss}, window=250, tolerance=0.01, higher_is_better=False, name=str,
+    digits=3,
+  )  # fmt: skip
+  assert lines[2] == "| g | 0.010 | 0.500 | **no** |"  # a gain of 0.01 is not below 0.01
+  short = recipe.settled({"q": [[[4, 0.0]]]}, window=1000, tolerance=5.0, higher_is_better=True,
+                         name=str)  # fmt: skip
+  assert short[2] == "| q | – | – | n/a (evaluated at too few steps) |"
+
+
+def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):
+  made = []
+  make = lambda arm, rate, seed: made.append((arm, rate, seed)) or {"arm": arm}
+  planned = runs.recipe_runs((1e-3, 2e-3), ("all/a", "all/b"), (200, 201), make, str(tmp_path))
+  assert [r.key for r in planned[:4]] == [
+    "recipe/lr=0.001/all/a/200", "recipe/lr=0.001/all/b/200",
+    "recipe/lr=0.002/all/a/200", "recipe/lr=0.002/all/b/200",
+  ]  # fmt: skip
+  assert len(planned) == 8 and made[-1] == ("all/b", 2e-3, 201)
+  assert planned[0].workdir == str(tmp_path / "runs" / "recipe/lr=0.001/all/a/200")
