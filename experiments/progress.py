@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable
 
 from experiments.runs import SCORE_SECONDS, Run
+from experiments.sweeps import DIVERGED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,10 +111,11 @@ def kind(key: str) -> str:
 
 
 def _scoring(results: dict) -> dict[str, float]:
-  """{kind: median seconds its finished runs spent scoring} (entries that recorded it)."""
+  """{kind: median seconds its finished runs spent scoring} (entries that recorded it; not a
+  diverged run's, which had nothing to score)."""
   spent = {}
   for key, entry in results.items():
-    if isinstance(entry, dict) and SCORE_SECONDS in entry:
+    if isinstance(entry, dict) and SCORE_SECONDS in entry and DIVERGED not in entry:
       spent.setdefault(kind(key), []).append(entry[SCORE_SECONDS])
   return {k: statistics.median(v) for k, v in spent.items()}
 

@@ -1,17 +1,18 @@
 """A record's training recipe, one for every arm, by declared rules (issue 38).
 
 A recipe taken from one encoding's pilots favours that encoding. So a record that picks its
-learning rate trains every compared encoding, at defaults, at each rate of `rates` (on
-validation data, as the knob sweep) and takes the rate with the best score averaged over
-the encodings (`choose`), before the sweep and the record train at it. Its length is checked
-on the record's own learning curves (`settled`): each encoding's mean curve at defaults must
-gain less than a declared tolerance over the last stretch of training. Results keys of the
-rate runs: `recipe/lr=<rate>/<arm>/<seed>` (`experiments.runs.recipe_runs` plans them).
+learning rate trains each encoding it compares (not its no-position control, which then
+trains at the chosen rate), at defaults, at each rate of `rates` (on validation data, as the
+knob sweep), widens past a winning edge (`plan`), and takes the rate with the best score
+averaged over the arms (`choose`), before the sweep and the record train at it. Its length
+is checked on the record's own learning curves (`settled`): each encoding's mean curve at
+defaults must gain less than a declared tolerance over the last stretch of training.
+Results keys of the rate runs: `recipe/lr=<rate>/<arm>/<seed>`
+(`experiments.runs.recipe_runs` plans them); each entry records the rate it trained at.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,6 +20,8 @@ import numpy as np
 from experiments import stats, sweeps
 
 FACTORS = (0.5, 1.0, 2.0)  # the rates tried: the config's, halved and doubled
+WIDEN_FACTOR = 2.0  # a rate added past a winning edge: the base grid's own step
+WIDENINGS = 1  # at most this many rates added
 PREFIX = "recipe/"
 
 
@@ -34,13 +37,14 @@ def run_key(rate: float, arm: str, seed: int) -> str:
 
 def scores(results: dict, score: Callable[[dict], float]) -> dict[float, dict[str, list[float]]]:
   """{rate: {arm: [`score` of each seed's entry]}} of the rate runs in `results` (NaN for a
-  run that diverged)."""
+  run that diverged); the rate is the one the entry recorded (its key's, rounded to 6
+  digits, where it has none)."""
   out = {}
   for key, entry in sorted(results.items()):
     if key.startswith(PREFIX):
       setting, *arm, _ = key.removeprefix(PREFIX).split("/")
       got = float("nan") if sweeps.DIVERGED in entry else score(entry)
-      rate = float(setting.split("=", 1)[1])
+      rate = float(entry.get("lr", setting.split("=", 1)[1]))
       out.setdefault(rate, {}).setdefault("/".join(arm), []).append(got)
   return out
 
@@ -51,19 +55,47 @@ def overall(by_arm: dict[str, list[float]]) -> float:
   return float(np.mean([np.mean(v) for v in by_arm.values()]))
 
 
-def choose(
-  by_rate: dict[float, dict[str, list[float]]], *, higher_is_better: bool, default: float
-) -> float:
-  """The declared rule: the rate with the best `overall` score; a rate with a diverged run
-  ranks last; ties go to the config's own rate (`default`), then to the smaller."""
+def choose(by_rate: dict[float, dict[str, list[float]]], *, higher_is_better: bool) -> float:
+  """The declared rule: the rate with the best `overall` score; a rate with a diverged run,
+  or missing an arm that another rate has (not comparable), ranks last; ties go to the
+  smaller rate."""
   sign = 1.0 if higher_is_better else -1.0
+  arms = {arm for by_arm in by_rate.values() for arm in by_arm}
 
-  def rank(rate: float) -> tuple[float, bool, float]:
+  def rank(rate: float) -> tuple[float, float]:
     value = overall(by_rate[rate])
-    own = math.isclose(rate, default, rel_tol=1e-6)
-    return (sign * value if np.isfinite(value) else -np.inf, own, -rate)
+    whole = set(by_rate[rate]) == arms and np.isfinite(value)
+    return (sign * value if whole else -np.inf, -rate)
 
   return max(by_rate, key=rank)
+
+
+def plan(
+  make: Callable[[tuple[float, ...]], list],
+  base: tuple[float, ...],
+  results: dict,
+  score: Callable[[dict], float],
+  *,
+  higher_is_better: bool,
+  widenings: int = WIDENINGS,
+) -> list:
+  """The rate choice's runs as far as `results` decide them: `make(rates)` for the `base`
+  rates, and, once all of them are scored, a rate `WIDEN_FACTOR` past the best where it is
+  the smallest or the largest (at most `widenings` added), as the knob sweep widens
+  (`sweeps.widen`): a best rate at an edge says only that the optimum may lie beyond it."""
+  grid = tuple(sorted(base))
+  while True:
+    planned = make(grid)
+    if any(run.key not in results for run in planned) or len(grid) >= len(base) + widenings:
+      return planned
+    best = choose(scores({r.key: results[r.key] for r in planned}, score),
+                  higher_is_better=higher_is_better)  # fmt: skip
+    if best == grid[0]:
+      grid = (best / WIDEN_FACTOR, *grid)
+    elif best == grid[-1]:
+      grid = (*grid, best * WIDEN_FACTOR)
+    else:
+      return planned
 
 
 def table(
@@ -77,7 +109,7 @@ def table(
   arms that the rule reads (through `cell`), the chosen rate marked."""
   arms = sorted({arm for by_arm in by_rate.values() for arm in by_arm})
   lines = [
-    "| lr | " + " | ".join(name(a) for a in arms) + " | mean over encodings | chosen |",
+    "| lr | " + " | ".join(name(a) for a in arms) + " | mean over arms | chosen |",
     "|---|" + "---|" * (len(arms) + 2),
   ]
   for rate, by_arm in sorted(by_rate.items()):
@@ -92,6 +124,8 @@ def gains(curves: Sequence[Sequence[Sequence[float]]], window: int) -> list[floa
   `window` steps before the end (curves `[[step, value], ...]`; that step must be evaluated)."""
   out = []
   for curve in curves:
+    if not curve:
+      raise ValueError("a run without a curve")
     at = dict((int(step), value) for step, value in curve)
     last = max(at)
     if last - window not in at:
@@ -121,17 +155,24 @@ def settled(
     f"settled (< {tolerance:g}) |",
     "|---|---|---|---|",
   ]
-  fmt = lambda v: stats.fmt(v, scale=scale, digits=digits)
   for arm, runs in curves.items():
-    try:
-      last = [sign * g for g in gains(runs, window)]
-      before = [sign * g for g in gains([c[: _until(c, window)] for c in runs], window)]
-    except ValueError:  # a curve too short for the window (e.g. a --quick run's)
-      lines.append(f"| {name(arm)} | – | – | n/a (evaluated at too few steps) |")
-      continue
-    mark = "yes" if np.mean(last) * scale < tolerance else "**no**"
-    lines.append(f"| {name(arm)} | {fmt(last)} | {fmt(before)} | {mark} |")
+    last = _signed_gains(runs, window, sign)
+    before = _signed_gains([c[: _until(c, window)] for c in runs if c], window, sign)
+    cell = lambda v: stats.fmt(v, scale=scale, digits=digits) if v else "–"
+    if last:
+      mark = "yes" if np.mean(last) * scale < tolerance else "**no**"
+    else:  # a run without a curve, or one too short for the window (e.g. a --quick run's)
+      mark = "n/a (evaluated at too few steps)"
+    lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark} |")
   return lines
+
+
+def _signed_gains(curves, window: int, sign: float) -> list[float]:
+  """`gains` in the metric's better direction; [] where a curve lacks a step it needs."""
+  try:
+    return [sign * g for g in gains(curves, window)]
+  except ValueError:
+    return []
 
 
 def _until(curve: Sequence[Sequence[float]], window: int) -> int:

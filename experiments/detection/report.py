@@ -40,7 +40,7 @@ PAPER = {
 }
 
 
-DEFAULT_LR = detr_shapes.get_config().optim.lr  # the rate choice's centre (report.learning_rate)
+DEFAULT_LR = detr_shapes.get_config().optim.lr  # the rate choice's centre (run.rate_runs)
 # The declared length rule (issue 38): the record's length is settled where each encoding's
 # mean test AP at defaults gains less than SETTLE_TOLERANCE points over the last SETTLE_WINDOW
 # steps (`settled_table`), checked on every encoding's own curve, not on one encoding's pilot.
@@ -70,9 +70,9 @@ def chosen(results: dict) -> dict[str, float]:
 
 def learning_rate(results: dict) -> float | None:
   """The declared rate rule (`recipe.choose`): the rate with the highest validation AP averaged
-  over the encodings (ties to the config's); None before any rate run."""
+  over the arms (ties to the smaller); None before any rate run."""
   by_rate = recipe.scores(results, validation_ap)
-  return recipe.choose(by_rate, higher_is_better=True, default=DEFAULT_LR) if by_rate else None
+  return recipe.choose(by_rate, higher_is_better=True) if by_rate else None
 
 
 def rate_table(results: dict) -> list[str]:
@@ -92,7 +92,7 @@ def settled_table(results: dict) -> list[str]:
     for protocol in PROTOCOLS
     for posemb in NAMES
   }
-  curves = {arm: c for arm, c in curves.items() if c and all(c)}
+  curves = {arm: c for arm, c in curves.items() if any(c)}
   if not curves:
     return ["(no learning curves: the first edition did not record them)"]
   name = lambda arm: f"{NAMES[arm.split('/')[1]]}, {arm.split('/')[0]}"

@@ -1,17 +1,18 @@
 """DETR-lite with four position encodings and a no-position control under 002's two protocols.
 
   python -m experiments.detection.run --quick --out=/tmp/detection_quick   # CI, < 5 min
-  python -m experiments.detection.run --out=experiments/detection          # the record
-  python -m experiments.detection.run --status --out=experiments/detection # done / left, ETA
+  python -m experiments.detection.run --jobs 2            # the record (its second edition)
+  python -m experiments.detection.run --status --jobs 2   # done / left, ETA
 
 Trains `configs/detr_shapes.py` (Tables 1 and 2 of 002) in two phases, through the regular
 trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stopped record
 resumes where it stopped, a finished run is read back, `--status` reports without training):
 0. **The learning rate**, one for every encoding (issue 38; `experiments/recipe.py`): each
    encoding but the control, at defaults, under both protocols, trains at the config's rate,
-   half and twice it (`RECIPE_SEEDS`, `SWEEP_STEPS` steps, on the sweep's validation split);
-   the declared rule (`report.learning_rate`) takes the rate with the highest validation AP
-   averaged over those arms, and the sweep and the record train at it.
+   half and twice it (one more past a winning edge; `RECIPE_SEEDS`, `SWEEP_STEPS` steps, on
+   the sweep's validation split); the declared rule (`report.learning_rate`) takes the rate
+   with the highest validation AP averaged over those arms (ties to the smaller), and the
+   sweep and the record, the control's runs too, train at it.
 1. **The sweep**, the same budget for every encoding (issue 38): each one's own knob
    (`lfpe.encodings.knob`: the DETR sine's frequency scale, the table's init std, MLP's input
    scale, Fourier's γ) over `experiments.sweeps.grid`'s values around the config's, per protocol,
@@ -44,6 +45,7 @@ from configs import detr_shapes
 from experiments import cli, progress, recipe, runs, sweeps
 from experiments.detection import picture, report
 from experiments.runs import for_run
+from lfpe.errors import ConfigError
 from lfpe.train import trainer
 
 CONTROL = "none"
@@ -92,9 +94,10 @@ def sweep_config(protocol: str, posemb: str, value: float, seed: int, args):
   return config
 
 
-def rate_runs(args: argparse.Namespace) -> list[runs.Run]:
-  """The rate choice's runs: every encoding but the control, at defaults, under each
-  protocol, at each of `recipe.rates` around the config's rate, on validation data."""
+def rate_runs(args: argparse.Namespace, results: dict) -> list[runs.Run]:
+  """The rate choice's runs as far as `results` decide them (`recipe.plan`): every encoding
+  but the control, at defaults, under each protocol, at each of `recipe.rates` around the
+  config's rate (one past a winning edge), on validation data."""
   arms = [f"{p}/{posemb}" for p in PROTOCOLS for posemb in args.encodings if posemb != CONTROL]
 
   def make(arm: str, rate: float, seed: int):
@@ -103,8 +106,34 @@ def rate_runs(args: argparse.Namespace) -> list[runs.Run]:
       config.optim.lr = rate
     return config
 
-  rates = recipe.rates(report.DEFAULT_LR, args.rate_factors)
-  return runs.recipe_runs(rates, arms, args.recipe_seeds, make, args.out)
+  return recipe.plan(
+    lambda rates: runs.recipe_runs(rates, arms, args.recipe_seeds, make, args.out),
+    recipe.rates(report.DEFAULT_LR, args.rate_factors),
+    results,
+    report.validation_ap,
+    higher_is_better=True,
+    widenings=args.rate_widenings,
+  )
+
+
+def chosen_rate(rated: list[runs.Run], results: dict) -> float | None:
+  """The rate the rule chose once every rate run of `rated` is in `results`, else None."""
+  if any(run.key not in results for run in rated):
+    return None
+  return report.learning_rate(runs.chosen(rated, results))
+
+
+def refuse_a_first_edition(args: argparse.Namespace, results: dict) -> None:
+  """Stops before training into an `--out` whose runs recorded no learning rate: the first
+  edition, trained at the config's rate before the rate choice existed; its runs would be
+  read back as if trained at whichever rate the choice makes."""
+  old = [k for k, e in results.items() if k != "provenance" and "lr" not in e]
+  if old:
+    raise ConfigError(
+      f"--out={args.out} holds {len(old)} runs that recorded no learning rate (the first "
+      "edition, e.g. " + old[0] + "); give the second edition its own --out, e.g. "
+      "--out=experiments/detection_v2."
+    )
 
 
 def swept_arms(args: argparse.Namespace) -> dict[str, tuple[float, ...]]:
@@ -187,7 +216,7 @@ def one_size_each(config, sizes) -> Any:
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="tiny sizes: a test of the pipeline")
-  parser.add_argument("--out", default="experiments/detection")
+  parser.add_argument("--out", default="experiments/detection_v2", help="the second edition's")
   parser.add_argument("--seeds", type=int, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
@@ -197,29 +226,26 @@ def main(argv: list[str] | None = None) -> dict:
   args = parser.parse_args(argv)
   runs.settle_mode(args)
   args.values, args.encodings, args.widenings = sweeps.VALUES, ENCODINGS, sweeps.WIDENINGS
-  args.swept, args.rate_factors, args.recipe_seeds, args.lr = (
-    ENCODINGS,
-    recipe.FACTORS,
-    RECIPE_SEEDS,
-    0.0,
-  )
-  if args.quick:  # two rates; Fourier swept at two values (and one widening); the control
+  args.swept, args.recipe_seeds, args.lr = ENCODINGS, RECIPE_SEEDS, 0.0
+  args.rate_factors, args.rate_widenings = recipe.FACTORS, recipe.WIDENINGS
+  if args.quick:  # two rates, neither the config's; Fourier swept at two values (and one
+    # widening); the control: every phase
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
     args.values, args.encodings, args.widenings, args.swept = 2, QUICK_ENCODINGS, 1, ("fourier",)
-    args.rate_factors = recipe.FACTORS[1:]
+    args.rate_factors, args.rate_widenings = (0.5, 2.0), 0
   results = runs.load(os.path.join(args.out, "results.json"))
-  rated = rate_runs(args)
   if args.status:
-    args.lr = report.learning_rate(runs.chosen(rated, results)) or 0.0
+    rated = rate_runs(args, results)
+    args.lr = chosen_rate(rated, results) or 0.0
     sweep = planned_sweep(args, results)
     chosen = report.chosen(runs.chosen(sweep, results))
     progress.status(rated + sweep + record_runs(args, chosen), results, jobs=args.jobs)
     return {}
+  refuse_a_first_edition(args, results)
   save = runs.saver(os.path.join(args.out, "results.json"))
   scored = lambda run, summary: score(run, summary, args.quick)
   train = lambda planned: runs.execute(planned, results, scored, save, jobs=args.jobs)
-  train(rated)
-  args.lr = report.learning_rate(runs.chosen(rated, results))
+  args.lr = chosen_rate(sweeps.run(lambda: rate_runs(args, results), train, results), results)
   sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
   chosen = report.chosen(runs.chosen(sweep, results))
   sweeps.require(chosen, swept_arms(args))

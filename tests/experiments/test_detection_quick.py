@@ -17,9 +17,10 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
   rated = sorted(k for k in results if k.startswith("recipe/"))
-  lr = report.DEFAULT_LR  # two rates (the config's and twice it) for Fourier, each protocol
+  lr = report.DEFAULT_LR  # two rates for Fourier, each protocol: neither the config's, so that
+  # a sweep or record run left at the config's rate fails the check below
   assert rated == sorted(
-    f"recipe/lr={r:g}/{p}/fourier/200" for r in (lr, 2 * lr) for p in run.PROTOCOLS
+    f"recipe/lr={r:g}/{p}/fourier/200" for r in (lr / 2, 2 * lr) for p in run.PROTOCOLS
   )
   swept = [k for k in results if k.startswith("sweep/")]
   widened = lambda p: widened_keys(
@@ -34,6 +35,7 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
   for entry in json.loads((tmp_path / "claims.json").read_text()):
     check_claim(entry)
   chosen_lr = report.learning_rate(results)
+  assert chosen_lr in (lr / 2, 2 * lr)
   for key, value in results.items():
     assert 0.0 <= value["eval"]["AP"] <= 1.0, key
     assert key in swept + rated or (value["by_size"] and value["curve"][-1][0] == 4), key
@@ -41,7 +43,7 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
       assert value["lr"] == pytest.approx(chosen_lr), key
   tables = (tmp_path / "tables.md").read_text()
   assert "002 Table 1" in tables and "No position" in tables and "knob sweep" in tables
-  assert "| mean over encodings |" in tables and "gained over the last" in tables
+  assert "| mean over arms |" in tables and "gained over the last" in tables
   assert (tmp_path / "ap_by_size.png").stat().st_size > 0
   assert (tmp_path / "predictions.png").stat().st_size > 0
   capsys.readouterr()

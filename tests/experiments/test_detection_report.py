@@ -4,6 +4,7 @@ import pytest
 
 from configs import detr_shapes
 from experiments.detection import report, run
+from lfpe.errors import ConfigError
 from lfpe.train import evaluation, validate
 
 
@@ -67,8 +68,8 @@ def test_the_rate_choice_trains_each_encoding_but_the_control_at_defaults_on_val
   from experiments import recipe, runs  # noqa: PLC0415
 
   args = _args(out="/unused", encodings=run.ENCODINGS, rate_factors=recipe.FACTORS,
-               recipe_seeds=run.RECIPE_SEEDS)  # fmt: skip
-  rated = {r.key: r.config for r in run.rate_runs(args)}
+               recipe_seeds=run.RECIPE_SEEDS, rate_widenings=1)  # fmt: skip
+  rated = {r.key: r.config for r in run.rate_runs(args, {})}
   assert len(rated) == 3 * len(run.PROTOCOLS) * (len(run.ENCODINGS) - 1)  # rates x arms
   assert not any("/none/" in key for key in rated)
   config = rated["recipe/lr=0.004/heldout/mlp/200"]
@@ -82,6 +83,10 @@ def test_the_rate_choice_trains_each_encoding_but_the_control_at_defaults_on_val
           "values": 3, "widenings": 0, "swept": ("fourier",)}), {})} == {1e-3}  # fmt: skip
   with pytest.raises(SystemExit, match="recorded with lr=0.002"):
     runs.check_encodings(record[:1], {record[0].key: {"lr": 2e-3}})
+  first_edition = {"all/fourier/0": {"eval": {}}, "provenance": {}}  # no `lr` in its entries
+  with pytest.raises(ConfigError, match="the first edition, e.g. all/fourier/0"):
+    run.refuse_a_first_edition(args, first_edition)
+  run.refuse_a_first_edition(args, {"all/fourier/0": {"lr": 2e-3}})
 
 
 def test_the_rate_rule_averages_validation_ap_over_encodings():

@@ -30,17 +30,44 @@ def test_the_rate_rule_weighs_every_arm_the_same_whatever_its_seeds():
     2e-3: {"all/a": [0.2], "all/b": [0.3] * 3},
   }
   # Per arm, then over arms: 0.30 against 0.25 (pooling the runs would give 0.20 vs 0.275).
-  assert recipe.choose(by_rate, higher_is_better=True, default=2e-3) == 1e-3
-  assert recipe.choose(by_rate, higher_is_better=False, default=2e-3) == 2e-3
+  assert recipe.choose(by_rate, higher_is_better=True) == 1e-3
+  assert recipe.choose(by_rate, higher_is_better=False) == 2e-3
 
 
-def test_a_diverged_rate_ranks_last_and_ties_go_to_the_configs_rate():
+def test_the_rate_is_the_one_the_run_recorded_not_its_keys_rounding():
+  results = {recipe.run_key(1 / 3 * 1e-3, "all/a", 200): {"eval": {"AP": 0.5}, "lr": 1 / 3 * 1e-3}}
+  assert list(recipe.scores(results, lambda e: e["eval"]["AP"])) == [1 / 3 * 1e-3]
+
+
+def test_a_diverged_or_incomplete_rate_ranks_last_and_ties_go_to_the_smaller():
   diverged = {1e-3: {"x": [0.1]}, 4e-3: {"x": [float("nan")]}}
-  assert recipe.choose(diverged, higher_is_better=True, default=4e-3) == 1e-3
+  assert recipe.choose(diverged, higher_is_better=True) == 1e-3
+  partial = {1e-3: {"a": [0.2], "b": [0.3]}, 2e-3: {"a": [0.26]}}  # 2e-3 lacks arm b
+  assert recipe.choose(partial, higher_is_better=True) == 1e-3
   tied = {1e-3: {"x": [0.0]}, 2e-3: {"x": [0.0]}, 4e-3: {"x": [0.0]}}
-  assert recipe.choose(tied, higher_is_better=True, default=2e-3) == 2e-3
-  table = "\n".join(recipe.table(tied, 2e-3, name=str, cell=lambda v: f"{v[0]:.1f}"))
-  assert "| 0.002 | 0.0 | 0.0 | **yes** |" in table
+  assert recipe.choose(tied, higher_is_better=True) == 1e-3
+  table = "\n".join(recipe.table(tied, 1e-3, name=str, cell=lambda v: f"{v[0]:.1f}"))
+  assert "| 0.001 | 0.0 | 0.0 | **yes** |" in table
+
+
+def test_the_rates_widen_once_past_a_winning_edge_after_every_base_rate_is_scored():
+  make = lambda rates: [runs.Run(recipe.run_key(r, "all/a", 200), None, "") for r in rates]
+  score = lambda e: e["eval"]["AP"]
+  entry = lambda ap: {"eval": {"AP": ap}}
+  base = (1e-3, 2e-3, 4e-3)
+  plan = lambda results: [
+    r.key.split("/")[1] for r in recipe.plan(make, base, results, score, higher_is_better=True)
+  ]
+  scored = lambda aps: {
+    recipe.run_key(r, "all/a", 200): entry(ap) for r, ap in zip(base, aps, strict=True)
+  }
+  assert plan({}) == ["lr=0.001", "lr=0.002", "lr=0.004"]  # nothing scored: the base rates
+  results = scored((0.1, 0.2, 0.3))
+  assert plan(results) == ["lr=0.001", "lr=0.002", "lr=0.004", "lr=0.008"]  # 4e-3 leads
+  results[recipe.run_key(8e-3, "all/a", 200)] = entry(0.4)  # leads again: no second widening
+  assert plan(results) == ["lr=0.001", "lr=0.002", "lr=0.004", "lr=0.008"]
+  assert plan(scored((0.1, 0.3, 0.2))) == ["lr=0.001", "lr=0.002", "lr=0.004"]  # inside
+  assert plan(scored((0.3, 0.2, 0.1)))[0] == "lr=0.0005"
 
 
 def test_gains_are_read_window_steps_before_the_end():
@@ -66,9 +93,12 @@ def test_settled_marks_an_arm_still_improving_in_the_metrics_better_direction():
     digits=3,
   )  # fmt: skip
   assert lines[2] == "| g | 0.010 | 0.500 | **no** |"  # a gain of 0.01 is not below 0.01
-  short = recipe.settled({"q": [[[4, 0.0]]]}, window=1000, tolerance=5.0, higher_is_better=True,
-                         name=str)  # fmt: skip
+  odd = {"q": [[[4, 0.0]]], "r": [None, flat[0]], "s": [[[500, 0.1], [1500, 0.2]]]}
+  short = recipe.settled(odd, window=1000, tolerance=5.0, higher_is_better=True, name=str,
+                         scale=100)  # fmt: skip
   assert short[2] == "| q | – | – | n/a (evaluated at too few steps) |"
+  assert short[3] == "| r | – | 20.0 | n/a (evaluated at too few steps) |"  # a run without one
+  assert short[4] == "| s | 10.0 | – | **no** |"  # too short only for the window before
 
 
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):
