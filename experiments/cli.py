@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from experiments import runs
+from experiments import provenance
 from lfpe.errors import Interrupted, UserError, traceback_requested
 
 RESUME = (
@@ -29,7 +29,7 @@ RESUME = (
 def run(main: Callable[[], Any]) -> None:
   """Calls `main()`; a user error or Ctrl-C ends the process with one line."""
   program = f"python -m {sys.modules['__main__'].__spec__.name}"
-  runs.run_provenance()  # the commit of the code imported now, whatever is committed later
+  provenance.run_provenance()  # the commit of the code imported now, whatever is committed later
   try:
     main()
   except KeyboardInterrupt as e:

@@ -1,13 +1,17 @@
 """Where a record comes from: commit, command, machine, library versions and date.
 
 Every results file an experiment writes carries `provenance()` under "provenance", so a
-number can be traced to the code and machine that made it (tests/experiments check it).
+number can be traced to the code and machine that made it (tests/experiments check it);
+every run keeps its own (`run_provenance`), and a `--jobs` job process checks that the code
+it imports is the code its record started with (`same_code`).
 """
 
 from __future__ import annotations
 
 import datetime
 import fnmatch
+import functools
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -15,12 +19,42 @@ import re
 import subprocess
 import sys
 
+from lfpe.errors import ConfigError
+
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "numpy", "orbax-checkpoint", "grain")
 FIELDS = ("commit", "command", "machine", "libraries", "date")
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAINED_CODE = ("lfpe", "configs")  # what a job process imports to train a run
+
+
+def _git(*args: str) -> str:
+  return subprocess.run(
+    ["git", "-C", ROOT, *args], capture_output=True, text=True, check=True
+  ).stdout
+
+
+def code_fingerprint(paths: tuple[str, ...] = TRAINED_CODE) -> str | None:
+  """A hash of the tracked files under `paths` as the working tree has them (their contents,
+  so committing them, or committing elsewhere, e.g. experiments/, leaves it as it was); None
+  outside a git checkout."""
+  try:
+    files = _git("ls-files", "--", *paths).split()
+    blobs = subprocess.run(
+      ["git", "-C", ROOT, "hash-object", "--stdin-paths"],
+      input="\n".join(files),
+      capture_output=True,
+      text=True,
+      check=True,
+    ).stdout
+  except (OSError, subprocess.CalledProcessError):
+    return None
+  return hashlib.sha256((" ".join(files) + blobs).encode()).hexdigest()
+
+
 def _commit() -> str:
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  root = ROOT
   try:
     out = subprocess.run(
       ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
@@ -82,3 +116,58 @@ def provenance(command: list[str] | None = None) -> dict:
     "libraries": versions,
     "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
   }
+
+
+@functools.cache
+def run_provenance() -> dict:
+  """The provenance each run this invocation trains records in its own results entry: the
+  commit (with "+uncommitted changes" when the tree was dirty), command, date and CPU, and
+  `own_command`: whether the command was an experiment's `run.py` rather than, say, a driver
+  script (records span many invocations; the record-level provenance names only the last). A
+  run read back from a finished workdir is stamped by the invocation that read it.
+
+  Taken once per process, as it starts (`experiments.cli.run` calls it before the record's
+  `main`): the commit of the code the process imported, not of commits made while it trains."""
+  stamp = provenance()
+  start_code()  # fixed now, with the commit
+  spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+  name = getattr(spec, "name", "") or ""
+  own = name.startswith("experiments.") and name.endswith(".run")
+  keep = {k: stamp[k] for k in ("commit", "command", "date")}
+  return {**keep, "cpu": stamp["machine"]["cpu"], "own_command": own}
+
+
+@functools.cache
+def start_code() -> str | None:
+  """The trained code's fingerprint (`provenance.code_fingerprint`) as this process started:
+  cached on the first call, which `run_provenance` makes before a record's `main`."""
+  return code_fingerprint()
+
+
+def warn_if_unfit_for_a_record(stamp: dict) -> None:
+  """One loud line when the runs about to train cannot be traced to a commit and to the
+  record's own command (their entries say so too)."""
+  problems = []
+  if "+uncommitted changes" in stamp["commit"]:
+    problems.append("the tree has uncommitted changes")
+  if not stamp["own_command"]:
+    problems.append(f"the command ({stamp['command']}) is not an experiment's run.py")
+  if problems:
+    print(
+      f"WARNING: the runs trained now are marked in results.json: {'; '.join(problems)}.",
+      file=sys.stderr,
+      flush=True,
+    )
+
+
+def same_code(code: str | None) -> None:
+  """Stops a job process whose library differs from its record's: a job imports lfpe/ and
+  configs/ from the working tree when it starts, while the record's process (and the
+  provenance it stamps on every run) keeps the code it started with."""
+  now = code_fingerprint()
+  if code and now and now != code:
+    raise ConfigError(
+      "lfpe/ or configs/ changed since this record started, so a new job would train with "
+      "code its provenance does not name: start the record's command again (finished runs "
+      "are kept; a run part-way resumes from its checkpoint)."
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import functools
 import json
 import multiprocessing
 import os
@@ -23,8 +22,7 @@ from typing import Any
 
 import jax
 
-from experiments import recipe, sweeps
-from experiments.provenance import provenance
+from experiments import provenance, recipe, sweeps
 from lfpe import data
 from lfpe.errors import ConfigError
 from lfpe.train import trainer
@@ -148,7 +146,7 @@ def saver(path: str) -> Callable[[dict], None]:
   invocation that trained the newest run), creating its folder. The provenance is taken
   now, as the invocation starts: the commit of the code it imported, not of later commits
   made while it trains."""
-  stamp = provenance()
+  stamp = provenance.provenance()
 
   def save(results: dict) -> None:
     results["provenance"] = stamp
@@ -190,40 +188,6 @@ def _trained_with(run: Run, summary: dict) -> dict:
   to record)."""
   steps = {"steps": summary["step"]} if "step" in summary else {}
   return {"posemb": str(run.config.model.posemb), **steps, "lr": float(run.config.optim.lr)}
-
-
-@functools.cache
-def run_provenance() -> dict:
-  """The provenance each run this invocation trains records in its own results entry: the
-  commit (with "+uncommitted changes" when the tree was dirty), command, date and CPU, and
-  `own_command`: whether the command was an experiment's `run.py` rather than, say, a driver
-  script (records span many invocations; the record-level provenance names only the last). A
-  run read back from a finished workdir is stamped by the invocation that read it.
-
-  Taken once per process, as it starts (`experiments.cli.run` calls it before the record's
-  `main`): the commit of the code the process imported, not of commits made while it trains."""
-  stamp = provenance()
-  spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-  name = getattr(spec, "name", "") or ""
-  own = name.startswith("experiments.") and name.endswith(".run")
-  keep = {k: stamp[k] for k in ("commit", "command", "date")}
-  return {**keep, "cpu": stamp["machine"]["cpu"], "own_command": own}
-
-
-def _warn_if_unfit_for_a_record(stamp: dict) -> None:
-  """One loud line when the runs about to train cannot be traced to a commit and to the
-  record's own command (their entries say so too)."""
-  problems = []
-  if "+uncommitted changes" in stamp["commit"]:
-    problems.append("the tree has uncommitted changes")
-  if not stamp["own_command"]:
-    problems.append(f"the command ({stamp['command']}) is not an experiment's run.py")
-  if problems:
-    print(
-      f"WARNING: the runs trained now are marked in results.json: {'; '.join(problems)}.",
-      file=sys.stderr,
-      flush=True,
-    )
 
 
 def chosen(sweep: Iterable[Run], results: dict) -> dict:
@@ -291,7 +255,7 @@ def execute(
 ) -> dict[str, Any]:
   """Trains (or resumes, or reads) every run not yet in `results`, after `check_encodings`;
   each new entry also records what its run was trained with (`posemb`, `steps`) and its own
-  `provenance` (`run_provenance`; a dirty tree or a foreign command is also said loudly).
+  `provenance` (`provenance.run_provenance`; a dirty tree or a foreign command is also said loudly).
 
   `score(run, summary)` turns a finished run into its results entry (its time is recorded as
   `score_seconds`, which `progress.status` adds to the time left); `save(results)` is
@@ -302,17 +266,18 @@ def execute(
   (benchmarks/README.md, "`--jobs` on one thread, really"). A run that fails stops the
   record with its error (the other jobs are killed, to resume from their checkpoints), but
   for a sweep or rate-choice run whose loss diverges: its entry says `diverged` and its
-  validation score reads NaN (`sweeps.scores`, `recipe.scores`). Float sums may group
-  differently with one thread than with several, so keep `jobs` the same across the
-  invocations of one record.
+  validation score reads NaN (`sweeps.scores`, `recipe.scores`). A job whose lfpe/ or
+  configs/ differ from this process's start refuses to train (`provenance.same_code`). Float
+  sums may group differently with one thread than with several, so keep `jobs` the same
+  across the invocations of one record.
   """
   runs = list(runs)
   check_encodings(runs, results)
   pending = [run for run in runs if run.key not in results]
   stamp = {}
   if pending:
-    stamp = run_provenance()
-    _warn_if_unfit_for_a_record(stamp)
+    stamp = provenance.run_provenance()
+    provenance.warn_if_unfit_for_a_record(stamp)
 
   def entry(run: Run, summary: dict) -> dict:
     start = time.monotonic()
@@ -332,8 +297,9 @@ def execute(
   for name, data_dir in {(r.config.data.name, r.config.data.data_dir) for r in pending}:
     data.prepare(name, data_dir)  # here, once: jobs building one dataset at once collide
   context = multiprocessing.get_context("spawn")  # a fresh interpreter: never fork JAX
+  code = provenance.start_code()  # the library this process started with (`same_code`)
   with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
-    started = {pool.submit(_train, run.config, run.workdir, run.key): run for run in pending}
+    started = {pool.submit(_train, run.config, run.workdir, run.key, code): run for run in pending}
     try:
       for done in futures.as_completed(started):
         run = started[done]
@@ -379,12 +345,14 @@ def _one_thread() -> None:
   one_thread_backend()
 
 
-def _train(config: Any, workdir: str, key: str) -> dict:
+def _train(config: Any, workdir: str, key: str, code: str | None = None) -> dict:
   """`trainer.train_and_evaluate` (a module-level function: picklable for job processes). A
   sweep or rate-choice run whose loss goes non-finite returns `{sweeps.DIVERGED: message}`: a
   knob value or learning rate that diverges is a result of its choice (it ranks last,
   `sweeps.choose`, `recipe.choose`), and re-running would only reach the same NaN, so it must
-  not stop the record. A record run's stops it."""
+  not stop the record. A record run's stops it. In a job process, `code` is the record's
+  library fingerprint (`provenance.same_code`; None: not checked)."""
+  provenance.same_code(code)
   try:
     return trainer.train_and_evaluate(config, workdir)
   except trainer.NonFiniteLossError as e:

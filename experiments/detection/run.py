@@ -98,7 +98,9 @@ def rate_runs(args: argparse.Namespace, results: dict) -> list[runs.Run]:
   """The rate choice's runs as far as `results` decide them (`recipe.plan`): every encoding
   but the control, at defaults, under each protocol, at each of `recipe.rates` around the
   config's rate (one past a winning edge), on validation data."""
-  arms = [f"{p}/{posemb}" for p in PROTOCOLS for posemb in args.encodings if posemb != CONTROL]
+  arms = [
+    f"{p}/{posemb}" for p in args.rate_protocols for posemb in args.encodings if posemb != CONTROL
+  ]
 
   def make(arm: str, rate: float, seed: int):
     config = sweep_config(*arm.split("/"), None, seed, args)
@@ -227,12 +229,16 @@ def main(argv: list[str] | None = None) -> dict:
   runs.settle_mode(args)
   args.values, args.encodings, args.widenings = sweeps.VALUES, ENCODINGS, sweeps.WIDENINGS
   args.swept, args.recipe_seeds, args.lr = ENCODINGS, RECIPE_SEEDS, 0.0
-  args.rate_factors, args.rate_widenings = recipe.FACTORS, recipe.WIDENINGS
-  if args.quick:  # two rates, neither the config's; Fourier swept at two values (and one
-    # widening); the control: every phase
+  args.rate_factors, args.rate_widenings, args.rate_protocols = (
+    recipe.FACTORS,
+    recipe.WIDENINGS,
+    PROTOCOLS,
+  )
+  if args.quick:  # two rates (neither the config's) under `all`; Fourier swept at two values
+    # (and one widening); the control: every phase
     args.seeds, args.steps, args.sweep_seeds, args.sweep_steps = 1, args.steps or 4, 1, 4
     args.values, args.encodings, args.widenings, args.swept = 2, QUICK_ENCODINGS, 1, ("fourier",)
-    args.rate_factors, args.rate_widenings = (0.5, 2.0), 0
+    args.rate_factors, args.rate_widenings, args.rate_protocols = (0.5, 2.0), 0, ("all",)
   results = runs.load(os.path.join(args.out, "results.json"))
   if args.status:
     rated = rate_runs(args, results)

@@ -59,7 +59,7 @@ def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
     assert made.read_text() == (EXPERIMENTS / name / made.name).read_text(), made.name
 
 
-# Recorded before runs carried their own provenance (experiments/runs.py, `run_provenance`);
+# Recorded before runs carried their own provenance (experiments/provenance.py, `run_provenance`);
 # each leaves this list when it is re-recorded (issue 38: equal tuning budgets).
 BEFORE_PER_RUN_PROVENANCE = {"detection", "generation", "layout", "resolution_redgreen"}
 

@@ -68,7 +68,8 @@ def test_the_rate_choice_trains_each_encoding_but_the_control_at_defaults_on_val
   from experiments import recipe, runs  # noqa: PLC0415
 
   args = _args(out="/unused", encodings=run.ENCODINGS, rate_factors=recipe.FACTORS,
-               recipe_seeds=run.RECIPE_SEEDS, rate_widenings=1)  # fmt: skip
+               recipe_seeds=run.RECIPE_SEEDS, rate_widenings=1,
+               rate_protocols=run.PROTOCOLS)  # fmt: skip
   rated = {r.key: r.config for r in run.rate_runs(args, {})}
   assert len(rated) == 3 * len(run.PROTOCOLS) * (len(run.ENCODINGS) - 1)  # rates x arms
   assert not any("/none/" in key for key in rated)

@@ -198,7 +198,7 @@ def _running_jobs() -> list[str]:
 def test_saver_stamps_the_provenance_of_the_invocation_start(tmp_path, monkeypatch):
   """Commits made while a record trains do not relabel the code that trained it."""
   stamps = iter([{"commit": "start"}, {"commit": "later"}])
-  monkeypatch.setattr(runs_lib, "provenance", lambda: next(stamps))
+  monkeypatch.setattr(provenance, "provenance", lambda: next(stamps))
   save = runs_lib.saver(str(tmp_path / "out" / "results.json"))
   save({"a": 1})
   save({"a": 1, "b": 2})
@@ -210,9 +210,9 @@ def test_saver_stamps_the_provenance_of_the_invocation_start(tmp_path, monkeypat
 def fresh_stamp():
   """This process's run provenance taken anew in the test (a faked `provenance`), and dropped
   after it, so no other test sees the fake."""
-  runs_lib.run_provenance.cache_clear()
+  provenance.run_provenance.cache_clear()
   yield
-  runs_lib.run_provenance.cache_clear()
+  provenance.run_provenance.cache_clear()
 
 
 def _args(out, *, quick, status=False):
@@ -269,7 +269,7 @@ def test_each_run_records_its_own_provenance_and_a_dirty_tree_is_said_loudly(
     "date": "2026-11-27T00:00:00+00:00",
     "machine": {"cpu": "test CPU"},
   }
-  monkeypatch.setattr(runs_lib, "provenance", lambda: stamp)
+  monkeypatch.setattr(provenance, "provenance", lambda: stamp)
   monkeypatch.setattr(runs_lib.trainer, "train_and_evaluate", lambda config, workdir: {"step": 6})
   run = Run("a/0", for_run(vit_digits.get_config("small=1"), seed=0), str(tmp_path / "a"))
   results = execute([run], {}, lambda run, summary: {"score": 1.0}, lambda results: None)
@@ -322,9 +322,9 @@ def test_run_provenance_is_the_commit_the_process_started_with(monkeypatch, fres
   commits = iter(["aaa", "bbb+uncommitted changes"])
   fake = lambda *a, **k: {"commit": next(commits), "command": "c", "date": "d",
                           "machine": {"cpu": "x"}}  # fmt: skip
-  monkeypatch.setattr(runs_lib, "provenance", fake)
-  assert runs_lib.run_provenance()["commit"] == "aaa"
-  assert runs_lib.run_provenance()["commit"] == "aaa"  # not "bbb...", committed later
+  monkeypatch.setattr(provenance, "provenance", fake)
+  assert provenance.run_provenance()["commit"] == "aaa"
+  assert provenance.run_provenance()["commit"] == "aaa"  # not "bbb...", committed later
 
 
 def test_another_records_progress_does_not_make_the_tree_dirty():
@@ -346,3 +346,31 @@ def test_sweep_runs_start_at_first_seed_in_key_config_and_workdir(tmp_path):
   assert [r.key.rsplit("/", 1)[1] for r in planned] == ["100", "101"]
   assert all(r.workdir.endswith(r.key) for r in planned)
   assert runs_lib.SWEEP_FIRST_SEED >= 10  # past any record's seeds
+
+
+def test_the_code_fingerprint_follows_the_trained_codes_contents_not_commits(tmp_path, monkeypatch):
+  git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                                     capture_output=True)  # fmt: skip
+  git("init", "-q")
+  git("config", "user.email", "t@t")
+  git("config", "user.name", "t")
+  (tmp_path / "lfpe").mkdir()
+  (tmp_path / "experiments").mkdir()
+  (tmp_path / "lfpe" / "a.py").write_text("x = 1\n")
+  (tmp_path / "experiments" / "b.py").write_text("y = 1\n")
+  git("add", ".")
+  git("commit", "-qm", "one")
+  monkeypatch.setattr(provenance, "ROOT", str(tmp_path))
+  start = provenance.code_fingerprint()
+  (tmp_path / "experiments" / "b.py").write_text("y = 2\n")  # not trained code
+  git("commit", "-qam", "elsewhere")
+  assert provenance.code_fingerprint() == start
+  provenance.same_code(start)  # the same library: the job trains
+  (tmp_path / "lfpe" / "a.py").write_text("x = 2\n")
+  edited = provenance.code_fingerprint()
+  assert edited != start
+  with pytest.raises(ConfigError, match="changed since this record started"):
+    provenance.same_code(start)
+  git("commit", "-qam", "the edit, committed")
+  assert provenance.code_fingerprint() == edited  # contents, not commits
+  provenance.same_code(None)  # a caller that passes no fingerprint is not checked
