@@ -56,8 +56,10 @@ def status(
   is done even where its workdir is gone (`execute` reads it back, never retrains it), and
   its recorded `seconds` still give its speed.
 
-  The ETA is the steps left times the median seconds per step of the finished runs (the
-  median, so that a few runs slowed by other work on the machine do not move it), over `jobs`
+  The ETA is the steps left times the median seconds per step of the finished runs of the
+  same kind (`kind`: a record run may test far more than a sweep run inside its trainer; all
+  finished runs where none of its kind has finished; the median, so that a few runs slowed
+  by other work on the machine do not move it), over `jobs`
   runs at once (each run's seconds per step were measured beside the other jobs), plus each
   unfinished run's scoring: the median `score_seconds` of the finished runs of its kind
   (`kind`; scoring runs in the record's own process, one run at a time). A guess from this
@@ -83,10 +85,16 @@ def status(
     print(
       f"  part-way: {key} at step {states[key].steps_done} of {states[key].total_steps}", file=out
     )
-  rates = [p.seconds_per_step for p in states.values() if p.done and p.seconds_per_step]
+  rates = {}  # seconds per step of the finished runs, by kind
+  for key, p in states.items():
+    if p.done and p.seconds_per_step:
+      rates.setdefault(kind(key), []).append(p.seconds_per_step)
+  every = [r for by_kind in rates.values() for r in by_kind]
   left = sum(p.total_steps - p.steps_done for p in states.values())
-  if left and rates:
-    seconds = left * statistics.median(rates) / max(jobs, 1)
+  if left and every:
+    rate = lambda k: statistics.median(rates.get(k, every))  # noqa: E731
+    steps = lambda k, p: (p.total_steps - p.steps_done) * rate(k)  # noqa: E731
+    seconds = sum(steps(kind(k), p) for k, p in states.items()) / max(jobs, 1)
     scoring = _scoring(results)
     unscored = [kind(k) for k, p in states.items() if not p.done]
     seconds += sum(scoring.get(k, 0.0) for k in unscored)

@@ -142,21 +142,23 @@ def test_status_times_a_recorded_run_whose_workdir_is_gone_from_its_seconds(tmp_
   assert "100 steps left: about 3 min" in out.getvalue()  # 100 x 2 s
 
 
-def test_status_adds_each_unfinished_runs_scoring_time_by_its_kind(tmp_path):
-  """Scoring runs outside training (a record run tested at every size can take longer than
-  it trained): each unfinished run adds the median `score_seconds` of its kind."""
+def test_status_times_each_unfinished_run_by_its_kind(tmp_path):
+  """A record run can take far longer than a sweep run (tested at every size): each unfinished
+  run is timed at its kind's median seconds per step, and adds its kind's median scoring
+  time (`score_seconds`, spent outside the trainer)."""
   config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
   keys = ("sweep/a/0", "sweep/a/1", "a/0", "a/1", "a/2", "recipe/lr=1/a/0")
   runs_ = [Run(k, config(), str(tmp_path / k)) for k in keys]
   results = {
     "sweep/a/0": {"seconds": 60.0, progress.SCORE_SECONDS: 30.0},  # 0.6 s a step
-    "a/0": {"seconds": 60.0, progress.SCORE_SECONDS: 600.0},
+    "a/0": {"seconds": 300.0, progress.SCORE_SECONDS: 600.0},  # 3 s a step: its kind's rate
   }
   out = io.StringIO()
   progress.status(runs_, results, out)
-  # 400 steps x 0.6 s = 240 s, + 30 s (sweep/a/1) + 2 x 600 s (a/1, a/2) = 1470 s, and the
-  # recipe run's scoring is unknown
-  assert "400 steps left: about 24 min" in out.getvalue()
+  # Training: sweep/a/1 100 x 0.6 s, a/1 and a/2 200 x 3 s, the recipe run (no finished run of
+  # its kind) 100 x 1.8 s (the median of all) = 840 s; scoring: 30 s (sweep/a/1) + 2 x 600 s
+  # (a/1, a/2) = 1230 s, and the recipe run's is unknown: 2070 s in all
+  assert "400 steps left: about 34 min" in out.getvalue()
   assert "not counting the scoring of recipe runs" in out.getvalue()
   assert [progress.kind(k) for k in (keys[0], keys[2], keys[5])] == ["sweep", "record", "recipe"]
 
