@@ -99,10 +99,14 @@ def status(
     unscored = [kind(k) for k, p in states.items() if not p.done]
     seconds += sum(scoring.get(k, 0.0) for k in unscored)
     unknown = sorted({k for k in unscored if k not in scoring})
-    note = f" (not counting the scoring of {', '.join(unknown)} runs: not yet measured)"
+    untimed = sorted({k for k in unscored if k not in rates})
+    notes = [f"{', '.join(untimed)} runs timed at the other kinds' speed"] * bool(untimed)
+    notes += [f"not counting the scoring of {', '.join(unknown)} runs: not yet measured"] * bool(
+      unknown
+    )
     print(
       f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far"
-      + (note if unknown else "")
+      + (f" ({'; '.join(notes)})" if notes else "")
       + ".",
       file=out,
     )

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import importlib.metadata
 import os
+import pathlib
 import platform
 import re
 import subprocess
@@ -36,21 +37,20 @@ def _git(*args: str) -> str:
 
 
 def code_fingerprint(paths: tuple[str, ...] = TRAINED_CODE) -> str | None:
-  """A hash of the tracked files under `paths` as the working tree has them (their contents,
-  so committing them, or committing elsewhere, e.g. experiments/, leaves it as it was); None
-  outside a git checkout."""
+  """A hash of the files under `paths` as the working tree has them, tracked or not (but
+  ignored): their names and contents, so committing them, or committing elsewhere (e.g.
+  experiments/), leaves it as it was; a deleted file hashes as deleted. None outside a git
+  checkout."""
   try:
-    files = _git("ls-files", "--", *paths).split()
-    blobs = subprocess.run(
-      ["git", "-C", ROOT, "hash-object", "--stdin-paths"],
-      input="\n".join(files),
-      capture_output=True,
-      text=True,
-      check=True,
-    ).stdout
+    listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *paths)
   except (OSError, subprocess.CalledProcessError):
     return None
-  return hashlib.sha256((" ".join(files) + blobs).encode()).hexdigest()
+  digest = hashlib.sha256()
+  for name in sorted(set(listed.split("\0")) - {""}):
+    path = os.path.join(ROOT, name)
+    content = pathlib.Path(path).read_bytes() if os.path.isfile(path) else b"<deleted>"
+    digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+  return digest.hexdigest()
 
 
 def _commit() -> str:
@@ -161,11 +161,11 @@ def warn_if_unfit_for_a_record(stamp: dict) -> None:
 
 
 def same_code(code: str | None) -> None:
-  """Stops a job process whose library differs from its record's: a job imports lfpe/ and
-  configs/ from the working tree when it starts, while the record's process (and the
+  """Stops a job process whose library differs from its record's (`code`, the record's
+  `start_code`; None: not checked): a job process imports lfpe/ and configs/ from the working
+  tree as it starts (one per run, `runs.execute`), while the record's process (and the
   provenance it stamps on every run) keeps the code it started with."""
-  now = code_fingerprint()
-  if code and now and now != code:
+  if code and code_fingerprint() != code:
     raise ConfigError(
       "lfpe/ or configs/ changed since this record started, so a new job would train with "
       "code its provenance does not name: start the record's command again (finished runs "

@@ -298,7 +298,10 @@ def execute(
     data.prepare(name, data_dir)  # here, once: jobs building one dataset at once collide
   context = multiprocessing.get_context("spawn")  # a fresh interpreter: never fork JAX
   code = provenance.start_code()  # the library this process started with (`same_code`)
-  with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
+  pool = futures.ProcessPoolExecutor(  # a fresh process per run: it imports the code it checks
+    jobs, mp_context=context, initializer=_one_thread, max_tasks_per_child=1
+  )
+  with pool:
     started = {pool.submit(_train, run.config, run.workdir, run.key, code): run for run in pending}
     try:
       for done in futures.as_completed(started):

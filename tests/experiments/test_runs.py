@@ -151,14 +151,15 @@ def test_status_times_each_unfinished_run_by_its_kind(tmp_path):
   runs_ = [Run(k, config(), str(tmp_path / k)) for k in keys]
   results = {
     "sweep/a/0": {"seconds": 60.0, progress.SCORE_SECONDS: 30.0},  # 0.6 s a step
-    "a/0": {"seconds": 300.0, progress.SCORE_SECONDS: 600.0},  # 3 s a step: its kind's rate
+    "a/0": {"seconds": 300.0, progress.SCORE_SECONDS: 900.0},  # 3 s a step: its kind's rate
   }
   out = io.StringIO()
   progress.status(runs_, results, out)
   # Training: sweep/a/1 100 x 0.6 s, a/1 and a/2 200 x 3 s, the recipe run (no finished run of
-  # its kind) 100 x 1.8 s (the median of all) = 840 s; scoring: 30 s (sweep/a/1) + 2 x 600 s
-  # (a/1, a/2) = 1230 s, and the recipe run's is unknown: 2070 s in all
-  assert "400 steps left: about 34 min" in out.getvalue()
+  # its kind) 100 x 1.8 s (the median of all) = 840 s; scoring: 30 s (sweep/a/1) + 2 x 900 s
+  # (a/1, a/2) = 1830 s, and the recipe run's is unknown: 2670 s in all
+  assert "400 steps left: about 44 min" in out.getvalue()
+  assert "recipe runs timed at the other kinds' speed" in out.getvalue()
   assert "not counting the scoring of recipe runs" in out.getvalue()
   assert [progress.kind(k) for k in (keys[0], keys[2], keys[5])] == ["sweep", "record", "recipe"]
 
@@ -375,4 +376,17 @@ def test_the_code_fingerprint_follows_the_trained_codes_contents_not_commits(tmp
     provenance.same_code(start)
   git("commit", "-qam", "the edit, committed")
   assert provenance.code_fingerprint() == edited  # contents, not commits
+  (tmp_path / "lfpe" / "new module.py").write_text("z = 1\n")  # untracked, a space in its name
+  assert provenance.code_fingerprint() not in (edited, None)
   provenance.same_code(None)  # a caller that passes no fingerprint is not checked
+
+
+def test_execute_hands_each_job_the_records_start_code(tmp_path, monkeypatch):
+  """A job (a fresh process per run) compares its library with the record's start: a record
+  whose start fingerprint differs from the tree's stops with the message, before training."""
+  monkeypatch.setattr(provenance, "start_code", lambda: "stale")
+  config = for_run(vit_digits.get_config("small=1"), seed=0, steps=2)
+  planned = [Run(k, config, str(tmp_path / k)) for k in ("a", "b")]
+  with pytest.raises(ConfigError, match="changed since this record started"):
+    execute(planned, {}, lambda run, summary: {}, lambda results: None, jobs=2)
+  assert not os.path.exists(tmp_path / "a" / "summary.json")
