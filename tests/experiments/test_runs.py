@@ -31,9 +31,9 @@ def test_for_run_sets_seed_steps_and_keeps_the_configs_checkpoints():
 
 
 def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp_path, monkeypatch):
-  """Two runs at once (`jobs=2`: spawned one-thread processes) both finish, each saved as it
-  ends, their dataset prepared once here first; a second invocation reads the finished
-  workdirs instead of training again."""
+  """Three runs, two at once (`jobs=2`: spawned one-thread processes, a fresh one per run) all
+  finish, each saved as it ends, their dataset prepared once here first; a second invocation
+  reads the finished workdirs instead of training again."""
   prepared = []
   monkeypatch.setattr(runs_lib.data, "prepare", lambda *a: prepared.append(a))
   planned = [
@@ -42,12 +42,12 @@ def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp
       for_run(vit_digits.get_config("small=1"), seed=s, steps=3),
       str(tmp_path / f"s{s}"),
     )
-    for s in (0, 1)
+    for s in (0, 1, 2)
   ]
   saved = []
   score = lambda run, summary: {"step": summary["step"], "loss": summary["train"]["loss"]}
   results = execute(planned, {}, score, lambda r: saved.append(dict(r)), jobs=2)
-  assert sorted(results) == ["seed0", "seed1"] and [len(r) for r in saved] == [1, 2]
+  assert sorted(results) == ["seed0", "seed1", "seed2"] and [len(r) for r in saved] == [1, 2, 3]
   assert prepared == [(planned[0].config.data.name, planned[0].config.data.data_dir)]
   assert all(r["step"] == 3 for r in results.values())
   assert results["seed0"]["loss"] != results["seed1"]["loss"]  # each run has its own seed
