@@ -59,11 +59,10 @@ def status(
   The ETA is the steps left times the median seconds per step of the finished runs of the
   same kind (`kind`: a record run may test far more than a sweep run inside its trainer; all
   finished runs where none of its kind has finished; the median, so that a few runs slowed
-  by other work on the machine do not move it), over `jobs`
-  runs at once (each run's seconds per step were measured beside the other jobs), plus each
-  unfinished run's scoring: the median `score_seconds` of the finished runs of its kind
-  (`kind`; scoring runs in the record's own process, one run at a time). A guess from this
-  machine's speed.
+  by other work on the machine do not move it), over `jobs` runs at once (each run's seconds
+  per step were measured beside the other jobs), plus each unfinished run's scoring: the
+  median `score_seconds` of the finished runs of its kind (scoring runs in the record's own
+  process, one run at a time). A guess from this machine's speed.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: read(run) for run in runs}
@@ -100,10 +99,11 @@ def status(
     seconds += sum(scoring.get(k, 0.0) for k in unscored)
     unknown = sorted({k for k in unscored if k not in scoring})
     untimed = sorted({k for k in unscored if k not in rates})
-    notes = [f"{', '.join(untimed)} runs timed at the other kinds' speed"] * bool(untimed)
-    notes += [f"not counting the scoring of {', '.join(unknown)} runs: not yet measured"] * bool(
-      unknown
-    )
+    notes = []
+    if untimed:
+      notes.append(f"{', '.join(untimed)} runs timed at the other kinds' speed")
+    if unknown:
+      notes.append(f"not counting the scoring of {', '.join(unknown)} runs: not yet measured")
     print(
       f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far"
       + (f" ({'; '.join(notes)})" if notes else "")

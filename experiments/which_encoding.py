@@ -141,17 +141,22 @@ def _resolution_v2(at: str, size: str = "128") -> Callable[[dict], dict]:
     for arm in plan.arms():
       row = (arm.name, next(iter(arm.policies)))
       if rows.get(row, {}).get(size):
-        out[" / ".join(row)] = rows[row][size]
+        out[_resolution_label(arm)] = rows[row][size]
     return out
 
   return scores
+
+
+def _resolution_label(arm) -> str:
+  """A second-edition arm's row on the page: `<arm> / <its first policy>`."""
+  return f"{arm.name} / {next(iter(arm.policies))}"
 
 
 def _resolution_swept(results: dict) -> set[str]:
   from experiments.resolution import plan, report  # noqa: PLC0415
 
   picks = report.chosen(results)
-  return {f"{a.name} / {next(iter(a.policies))}" for a in plan.arms() if a.slug in picks}
+  return {_resolution_label(a) for a in plan.arms() if a.slug in picks}
 
 
 _AP = lambda e: e["eval"]["AP"]

@@ -68,6 +68,12 @@ def chosen(results: dict) -> dict[str, float]:
   return sweeps.choose(sweep(results), higher_is_better=True)
 
 
+def _arm_name(arm: str) -> str:
+  """`protocol/posemb` as a table names it: "Sine-2D (DETR), all"."""
+  protocol, posemb = arm.split("/")
+  return f"{NAMES[posemb]}, {protocol}"
+
+
 def learning_rate(results: dict) -> float | None:
   """The declared rate rule (`recipe.choose`): the rate with the highest validation AP averaged
   over the arms (ties to the smaller); None before any rate run."""
@@ -80,9 +86,8 @@ def rate_table(results: dict) -> list[str]:
   by_rate = recipe.scores(results, validation_ap)
   if not by_rate:
     return ["(no rate runs: this record trained at the config's rate)"]
-  name = lambda arm: f"{NAMES[arm.split('/')[1]]}, {arm.split('/')[0]}"
   cell = lambda values: fmt(values, scale=100)
-  return recipe.table(by_rate, learning_rate(results), name=name, cell=cell)
+  return recipe.table(by_rate, learning_rate(results), name=_arm_name, cell=cell)
 
 
 def settled_table(results: dict) -> list[str]:
@@ -95,10 +100,9 @@ def settled_table(results: dict) -> list[str]:
   curves = {arm: c for arm, c in curves.items() if any(c)}
   if not curves:
     return ["(no learning curves: the first edition did not record them)"]
-  name = lambda arm: f"{NAMES[arm.split('/')[1]]}, {arm.split('/')[0]}"
   return recipe.settled(
     curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
-    name=name, scale=100, unit=" (AP points)",
+    name=_arm_name, scale=100, unit=" (AP points)",
   )  # fmt: skip
 
 
