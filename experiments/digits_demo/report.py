@@ -125,12 +125,13 @@ def verdict(accuracy: dict[str, list[float]]) -> str:
   a, b = accuracy["fourier"], accuracy["sine_2d"]
   paired = len(a) == len(b)  # seed s of both: the same data order and init stream
   diff, half = (stats.paired_difference if paired else stats.difference)(a, b, scale=100)
-  word = "beats" if diff - half > 0 else "trails" if diff + half < 0 else "matches"
-  return (
+  head = (
     f"`fourier` − `sine_2d`: {diff:+.2f} ± {half:.2f} points (95 % CI, "
-    f"{'paired by seed' if paired else 'Welch'}): `fourier` {word} `sine_2d`"
-    + (" (the interval holds 0: no difference shown)." if word == "matches" else ".")
+    f"{'paired by seed' if paired else 'Welch'}): "
   )
+  if abs(diff) <= half:  # neither a difference nor an equivalence is shown
+    return head + "unresolved (the interval holds 0: no difference shown, nor equivalence)."
+  return head + f"`fourier` {'beats' if diff > 0 else 'trails'} `sine_2d`."
 
 
 def table(accuracy: dict[str, list[float]], seconds: dict[str, float] | None = None) -> str:

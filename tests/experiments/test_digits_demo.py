@@ -20,11 +20,13 @@ def test_demo_config_keeps_the_recipe_but_the_length():
   assert config.model.posemb == "sine_2d" and config.task.label_smoothing == 0.1
 
 
-def test_verdict_says_beats_matches_or_trails():
+def test_verdict_says_beats_trails_or_unresolved():
   low, high = [0.90, 0.91, 0.92], [0.95, 0.96, 0.97]
   assert "`fourier` beats" in report.verdict({"fourier": high, "sine_2d": low})
   assert "`fourier` trails" in report.verdict({"fourier": low, "sine_2d": high})
-  assert "`fourier` matches" in report.verdict({"fourier": low, "sine_2d": [0.89, 0.91, 0.93]})
+  assert "unresolved (the interval holds 0" in report.verdict(
+    {"fourier": low, "sine_2d": [0.89, 0.91, 0.93]}
+  )
 
 
 def _other_setting_run(encoding: str, seed: int) -> dict:
