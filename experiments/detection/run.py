@@ -63,7 +63,9 @@ def load_config(posemb: str, protocol: str, seed: int, args, value: float | None
   (`args.lr`, once the rate choice has made it; the config's before), and the encoding's knob
   at `value` (None: the config's own)."""
   arg = f"posemb={posemb},protocol={protocol}" + (",small=1" if args.quick else "")
-  config = for_run(detr_shapes.get_config(arg), seed=seed, steps=args.steps)
+  config = detr_shapes.get_config(arg)
+  # At any --steps, the record evaluates at the config's period: the curve the length rule reads.
+  for_run(config, seed=seed, steps=args.steps, eval_every=config.eval_every)
   with config.unlocked():
     config.model.posemb = sweeps.at(config.model.posemb, value)
     config.optim.lr = args.lr or config.optim.lr

@@ -136,6 +136,14 @@ def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_imag
   assert record.train_side == "short"
 
 
+def test_a_record_at_other_steps_keeps_its_curve_and_a_sweep_scores_at_its_end():
+  from experiments.detection import run  # noqa: PLC0415
+
+  longer = run.load_config("fourier", "all", 1, _args(steps=6000))
+  assert (longer.total_steps, longer.eval_every) == (6000, 1000)  # the length rule's curve
+  assert run.sweep_config("all", "fourier", 4.0, 1, _args(steps=6000)).eval_every == 2000
+
+
 def test_a_finished_run_recorded_with_another_gamma_stops_the_record():
   from experiments import runs  # noqa: PLC0415
   from experiments.detection import run  # noqa: PLC0415
