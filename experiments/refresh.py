@@ -1,7 +1,7 @@
 """Every record's reports rewritten from its committed results, with nothing trained.
 
   python -m experiments.refresh                      # every record, then the summaries
-  python -m experiments.refresh detection layout     # some
+  python -m experiments.refresh detection layout     # some (an edition: generation_v2)
 
 Each record's `report.write` reads only its results.json (and layout's checks.json): its
 tables, claims.json (with the family's Holm verdicts), the README blocks generated from them
@@ -19,7 +19,7 @@ import pathlib
 import sys
 from collections.abc import Callable
 
-from experiments import summary, which_encoding
+from experiments import editions, summary, which_encoding
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
@@ -82,13 +82,21 @@ RECORDS: dict[str, Callable[[pathlib.Path], None]] = {
 }
 
 
+def names() -> list[str]:
+  """Every record folder refresh rewrites: each finished edition of each of `RECORDS`
+  (`experiments.editions`: `generation` and, once finished, `generation_v2`)."""
+  found = editions.finished(ROOT)
+  return [edition for name in RECORDS for edition in found.get(name, [name])]
+
+
 def main(argv: list[str] | None = None) -> None:
-  names = (sys.argv[1:] if argv is None else argv) or list(RECORDS)
-  unknown = sorted(set(names) - set(RECORDS))
+  every = names()
+  chosen = (sys.argv[1:] if argv is None else argv) or every
+  unknown = sorted(set(chosen) - set(every))
   if unknown:
-    sys.exit(f"unknown records {unknown}; the records: {', '.join(RECORDS)}")
-  for name in names:
-    RECORDS[name](ROOT / name)
+    sys.exit(f"unknown records {unknown}; the records: {', '.join(every)}")
+  for name in chosen:
+    RECORDS[editions.family(name)](ROOT / name)
     print(f"rewrote experiments/{name}'s reports from its results")
   summary.main(["--write"])
   which_encoding.write()

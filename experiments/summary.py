@@ -6,9 +6,12 @@
 One row per experiment: how many of the papers' claims it tests, how many reproduce, are
 contradicted or stay unresolved (how many of those with both arms at the metric's ceiling),
 how many stay resolved (either way) under Holm's correction within the record, and whether
-its no-position controls pass. A second table counts 002's claims by how fairly their
-arms were tuned (at defaults, only some arms tuned, each arm tuned by the same rule) and
-lists the verdicts that change between a claim's less and more fair readings.
+its no-position controls pass; a record with a later finished edition (`experiments.editions`:
+`generation_v2` re-records `generation`) is replaced by it. A second table counts 002's
+claims by how fairly their arms were tuned (at defaults, only some arms tuned, each arm tuned
+by the same rule), each reading from the newest edition that has it (the first editions hold
+the Fourier-only readings), and lists the verdicts that change between a claim's less and
+more fair readings, across editions.
 tests/experiments/test_summary.py checks that the README's blocks are these tables, so the
 front page cannot drift from the records.
 """
@@ -20,6 +23,7 @@ import json
 import pathlib
 
 from experiments import claims as claims_table
+from experiments import editions
 
 ROOT = pathlib.Path(__file__).resolve().parent
 README = ROOT.parent / "README.md"
@@ -29,13 +33,18 @@ CONTROL = "control"  # claims whose text names the control are the no-position c
 TUNINGS = ("defaults", "some tuned", "each tuned")
 
 
+def _claims(name: str) -> list[dict]:
+  return json.loads((ROOT / name / "claims.json").read_text())
+
+
 def _records() -> list[tuple[str, list[dict]]]:
-  """(experiment, its claims.json entries) of every current record, by name."""
-  return [(p.parent.name, json.loads(p.read_text())) for p in sorted(ROOT.glob("*/claims.json"))]
+  """(experiment, its claims.json entries) of every current record (each record's newest
+  finished edition), by name."""
+  return [(found[-1], _claims(found[-1])) for found in editions.finished(ROOT).values()]
 
 
 def rows() -> list[dict]:
-  """Per experiment with a claims.json: its counts of claims by verdict and its controls."""
+  """Per current record: its counts of claims by verdict and its controls."""
   out = []
   for name, entries in _records():
     verdicts = [e["verdict"] for e in entries]
@@ -86,29 +95,39 @@ def tuning(entry: dict) -> str:
 
 def fair_rows() -> tuple[list[dict], list[str]]:
   """Per record, 002's claims (controls aside) counted by `tuning`: (tested, reproduced,
-  contradicted) each; and the changed verdicts: a claim (same item, arms and metric) read
-  less fairly (some tuned, else defaults) and with each arm tuned."""
+  contradicted) each, from the newest edition with claims read that way; and the changed
+  verdicts: a claim (same item, arms and metric) read less fairly (some tuned, else
+  defaults) and with each arm tuned, the two readings possibly from different editions."""
   rows, changes = [], []
-  for name, entries in _records():
-    claims = [e for e in entries if e["paper"] == "002" and CONTROL not in e["claim"]]
-    if not claims:
+  for found in editions.finished(ROOT).values():
+    by_kind: dict[str, tuple[str, list[dict]]] = {}
+    for name in found:  # oldest first: a later edition's reading replaces an earlier one's
+      claims = [e for e in _claims(name) if e["paper"] == "002" and CONTROL not in e["claim"]]
+      for kind in TUNINGS:
+        if any(tuning(e) == kind for e in claims):
+          by_kind[kind] = (name, [e for e in claims if tuning(e) == kind])
+    if not by_kind:
       continue
-    row = {"experiment": name}
+    used = sorted({name for name, _ in by_kind.values()}, key=editions.number)
+    row = {"experiment": ", ".join(used)}
+    readings: dict[tuple, dict[str, tuple[str, dict]]] = {}
     for kind in TUNINGS:
-      verdicts = [e["verdict"] for e in claims if tuning(e) == kind]
+      name, claims = by_kind.get(kind, ("", []))
+      verdicts = [e["verdict"] for e in claims]
       row[kind] = (len(verdicts), verdicts.count("reproduced"), verdicts.count("contradicted"))
+      for e in claims:
+        readings.setdefault((e["item"], e["a"], e["b"], e["metric"]), {})[kind] = (name, e)
     rows.append(row)
-    readings: dict[tuple, dict[str, dict]] = {}
-    for e in claims:
-      readings.setdefault((e["item"], e["a"], e["b"], e["metric"]), {})[tuning(e)] = e
-    for found in readings.values():
-      before = found.get("some tuned") or found.get("defaults")
-      after = found.get("each tuned")
-      if before and after and before["verdict"] != after["verdict"]:
+    for found_readings in readings.values():
+      before = found_readings.get("some tuned") or found_readings.get("defaults")
+      after = found_readings.get("each tuned")
+      if before and after and before[1]["verdict"] != after[1]["verdict"]:
+        (was, b), (now, a) = before, after
+        where = "" if was == now else f", {was}"
         changes.append(
-          f"- {name}: {after['claim']}: {before['verdict']} ({tuning(before)}) → "
-          f"{after['verdict']} (each tuned; {after['difference']:+.3g} "
-          f"[{after['ci_low']:+.3g}, {after['ci_high']:+.3g}])"
+          f"- {now}: {a['claim']}: {b['verdict']} ({tuning(b)}{where}) → "
+          f"{a['verdict']} (each tuned; {a['difference']:+.3g} "
+          f"[{a['ci_low']:+.3g}, {a['ci_high']:+.3g}])"
         )
   return rows, changes
 
@@ -123,7 +142,11 @@ def fair_markdown() -> str:
   rows, changes = fair_rows()
   for r in rows:
     lines.append(f"| {r['experiment']} | " + " | ".join(cell(*r[k]) for k in TUNINGS) + " |")
-  lines += ["", "Each cell: 002 claims reproduced / contradicted of those tested that way."]
+  lines += [
+    "",
+    "Each cell: 002 claims reproduced / contradicted of those tested that way, from the newest "
+    "edition of the record that tests them so (a record's editions are named in its row).",
+  ]
   lines += ["", "Verdicts that change when each arm is tuned:", ""]
   lines += changes or ["- none yet (no claim has both readings with different verdicts)"]
   return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from experiments import stats, sweeps
+from experiments import editions, stats, sweeps
 from lfpe import encodings
 
 ROOT = pathlib.Path(__file__).resolve().parent
@@ -337,7 +337,7 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       f"## {family.name}",
       "",
       f"Reference: {family.label(family.reference)}; metric: {family.metric}; record: "
-      f"[experiments/{family.record}](../experiments/{family.record}/README.md).",
+      f"[experiments/{family.record}](../experiments/{editions.family(family.record)}/README.md).",
       "",
       "| encoding | effect vs reference (95 % CI) | seeds | tuning |",
       "|---|---|---|---|",
@@ -381,9 +381,11 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
 
 
 def write(page: pathlib.Path = PAGE, figure: pathlib.Path = FIGURE) -> None:
-  """The page and its plot, from each family whose record has a results.json and at least
-  one arm paired with the reference on two seeds (a record under way may have none yet)."""
-  every = [(f, effects(f)) for f in FAMILIES if (ROOT / f.record / "results.json").exists()]
+  """The page and its plot, from each family whose record (its newest finished edition,
+  `experiments.editions`) has a results.json and at least one arm paired with the reference
+  on two seeds (a record under way may have none yet)."""
+  newest = [dataclasses.replace(f, record=editions.newest(ROOT, f.record)) for f in FAMILIES]
+  every = [(f, effects(f)) for f in newest if (ROOT / f.record / "results.json").exists()]
   results = [(family, rows) for family, rows in every if rows]
   page.write_text(markdown(results))
   plot(results, figure)

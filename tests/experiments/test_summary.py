@@ -78,3 +78,59 @@ def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypat
     "- toy: fourier beats b (" + each + "): reproduced (some tuned) → unresolved "
     "(each tuned; +1 [+0.5, +1.5])"
   ]
+
+
+def test_a_later_edition_replaces_the_record_and_pairs_its_readings_with_the_first(
+  tmp_path, monkeypatch
+):
+  entry = lambda tuned, verdict: {
+    "paper": "002",
+    "item": "Fig. 3",
+    "claim": "fourier beats b",
+    "a": "fourier",
+    "b": "b",
+    "metric": "bits/dim",
+    "tuned": tuned,
+    "verdict": verdict,
+    "difference": -1.0,
+    "ci_low": -2.0,
+    "ci_high": 0.5,
+  }
+  some = "Learnable-Fourier+MLP: γ over 3 values x 2 seeds, best; b at defaults"
+  each = "Learnable-Fourier+MLP, b: each one's knob over 3 values x 2 seeds, best"
+  editions = {
+    "toy": [entry("none: every arm at its defaults", "contradicted"), entry(some, "reproduced")],
+    "toy_v2": [entry("none: every arm at its defaults", "unresolved"), entry(each, "unresolved")],
+  }
+  for name, entries in editions.items():
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "claims.json").write_text(json.dumps(entries))
+  (tmp_path / "toy_v3").mkdir()  # under way: a live results.json, no claims.json yet
+  (tmp_path / "toy_v3" / "results.json").write_text("{}")
+  monkeypatch.setattr(summary, "ROOT", tmp_path)
+  assert [r["experiment"] for r in summary.rows()] == ["toy_v2"]
+  (row,), changes = summary.fair_rows()
+  assert row == {
+    "experiment": "toy, toy_v2",
+    "defaults": (1, 0, 0),  # the second edition's reading replaces the first's
+    "some tuned": (1, 1, 0),
+    "each tuned": (1, 0, 0),
+  }
+  assert changes == [
+    "- toy_v2: fourier beats b: reproduced (some tuned, toy) → unresolved (each tuned; -1 "
+    "[-2, +0.5])"
+  ]
+
+
+def test_editions_are_named_numbered_and_finished_by_their_claims(tmp_path):
+  from experiments import editions  # noqa: PLC0415
+
+  assert editions.family("detection_v2") == "detection" == editions.family("detection")
+  assert (editions.number("detection"), editions.number("generation_v12")) == (1, 12)
+  for name in ("gen", "gen_v2", "gen_v10"):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "claims.json").write_text("[]")
+  (tmp_path / "gen_v11").mkdir()  # not finished
+  assert editions.finished(tmp_path) == {"gen": ["gen", "gen_v2", "gen_v10"]}
+  assert editions.newest(tmp_path, "gen") == "gen_v10" == editions.newest(tmp_path, "gen_v2")
+  assert editions.newest(tmp_path, "resolution") == "resolution"  # none finished: itself
