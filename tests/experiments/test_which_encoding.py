@@ -85,3 +85,23 @@ def test_resolution_reads_each_arms_first_policy_at_twice_the_training_size():
   assert family.swept(results) == {"rope_mixed / extrapolate"}
   sine = plan.by_slug()["sine_2d"]  # the reference names a real arm and its first policy
   assert family.reference == f"{sine.name} / {next(iter(sine.policies))}"
+
+
+def test_a_family_reads_its_newest_finished_edition(tmp_path, monkeypatch):
+  import json  # noqa: PLC0415
+
+  scores = lambda r: r["scores"]
+  family = which_encoding.Family("toy", "toy", "points", "ref", scores, label=str)
+  for name, gain, finished in (("toy", 1.0, True), ("toy_v2", 5.0, True), ("toy_v3", 9.0, False)):
+    (tmp_path / name).mkdir()
+    arms = {"ref": {0: 0.0, 1: 0.0}, "x": {0: gain, 1: gain + 0.5}}
+    (tmp_path / name / "results.json").write_text(json.dumps({"scores": arms}))
+    if finished:
+      (tmp_path / name / "claims.json").write_text("[]")
+  monkeypatch.setattr(which_encoding, "ROOT", tmp_path)
+  monkeypatch.setattr(which_encoding, "FAMILIES", (family,))
+  monkeypatch.setattr(which_encoding, "plot", lambda results, figure: None)
+  which_encoding.write(tmp_path / "page.md", tmp_path / "plot.png")
+  page = (tmp_path / "page.md").read_text()
+  assert "[experiments/toy_v2](../experiments/toy/README.md)" in page  # v3 is under way
+  assert "+5.25" in page and "+9.25" not in page and "+1.25" not in page
