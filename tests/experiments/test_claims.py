@@ -60,7 +60,7 @@ def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
 
 
 # Recorded before runs carried their own provenance (experiments/provenance.py, `run_provenance`);
-# each leaves this list when it is re-recorded (issue 38: equal tuning budgets).
+# their second editions (issue 38: equal tuning budgets, `experiments/editions.py`) carry it.
 BEFORE_PER_RUN_PROVENANCE = {"detection", "generation", "layout", "resolution_redgreen"}
 
 
