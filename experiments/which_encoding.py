@@ -381,11 +381,11 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
 
 
 def write(page: pathlib.Path = PAGE, figure: pathlib.Path = FIGURE) -> None:
-  """The page and its plot, from each family whose record (its newest finished edition,
-  `experiments.editions`) has a results.json and at least one arm paired with the reference
-  on two seeds (a record under way may have none yet)."""
+  """The page and its plot, from each family's newest finished record (`experiments.editions`:
+  its claims.json written; a record under way, with a partial live results.json, is left
+  out) with at least one arm paired with the reference on two seeds."""
   newest = [dataclasses.replace(f, record=editions.newest(ROOT, f.record)) for f in FAMILIES]
-  every = [(f, effects(f)) for f in newest if (ROOT / f.record / "results.json").exists()]
+  every = [(f, effects(f)) for f in newest if (ROOT / f.record / "claims.json").exists()]
   results = [(family, rows) for family, rows in every if rows]
   page.write_text(markdown(results))
   plot(results, figure)
