@@ -8,10 +8,11 @@ configs/vit_shape_layout.py) and is tested at each of `TEST_SIZES` without fine-
 under each *policy* that applies to it: the encoding options used at test time (the
 parameters are the same).
 
-Each (policy, size) is a named evaluation of the run's config (`evals`,
-lfpe.train.evaluation): the 10,000 test scenes drawn natively at that size by the shapes
-renderer (nothing resized), stored once per size as `shape_layout/colour_test_S` (what
-`redraw(S)` draws), scored by the classification task's own eval. At
+Each (policy, size) is a named evaluation (`evals`, lfpe.train.evaluation), run on the
+trained run (experiments/resolution/run.py, one size at a time): the 10,000 test scenes
+drawn natively at that size by the shapes renderer (nothing resized), stored once per size
+as `shape_layout/colour_test_S` (what `redraw(S)` draws), scored by the classification
+task's own eval. At
 the training size every policy is the identity (a table resampled to its own grid, RoPE's
 factors at 1), so the trainer's own test evaluation scores them all there.
 
@@ -147,7 +148,7 @@ def tested(arm: Arm, sizes) -> list[tuple[str, int]]:
 
 def evals(arm: Arm, posemb: str, sizes, dataset: str) -> dict:
   """`config.evals` testing a run of `arm` (trained with the encoding spec `posemb` on
-  `dataset`) at each of `sizes` under each of its policies (`tested`), run at the last step:
+  `dataset`) at each of `sizes` under each of its policies (`tested`), run once it is trained:
   the policy's encoding options on `dataset`'s test scenes drawn at the size, as stored once
   (`shape_layout.at_size`: `<dataset>_test_<size>`, equal to `redraw(size)`), read in one
   pass per size for all policies (not cached: each run reads them once)."""

@@ -13,13 +13,16 @@ test split); the best mean chooses. Then the record: every arm of `plan.py`, `--
 seeds, at its defaults and at its chosen value (one run when the default wins), through the
 one trainer (one workdir per run under `--out/runs`; a re-run reads finished runs and
 resumes interrupted ones), each tested at every size of `plan.TEST_SIZES` under each policy
-of its arm (named evaluations, `plan.evals`). `report.py` writes `results.json` (with
+of its arm (named evaluations, `plan.evals`) once trained, one size at a time: each size's
+accuracies are kept in the run's workdir (`TESTED`) as it finishes, so a killed record tests
+again only the sizes it had not finished. `report.py` writes `results.json` (with
 provenance), `leaderboard.md`, `accuracy_vs_size.png` and `claims.json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -31,12 +34,13 @@ from lfpe import encodings
 from lfpe.train import trainer
 
 QUICK_SIZES = (32, 64, 128)
+TESTED = "tested.json"  # in a record run's workdir: {evaluation name: accuracy}, size by size
 
 
 def load_config(arm: plan.Arm, seed: int, args: argparse.Namespace, value=None, *, sweep=False):
   """configs/vit_shape_layout.py for one arm and seed, with its encoding's knob at `value`
   (None: the arm's own); a sweep run trains and scores on the validation split, a record run
-  is tested at every size under each of the arm's policies."""
+  trains on every training scene (its tests, `plan.evals`, run once it is trained: `score`)."""
   config = vit_shape_layout.get_config(f"small={int(args.quick)}")
   runs.for_run(config, seed=seed, steps=args.steps)  # warmup: at most a tenth of the run
   spec = sweeps.at(encodings.with_options(arm.posemb, **arm.options), value)
@@ -45,8 +49,6 @@ def load_config(arm: plan.Arm, seed: int, args: argparse.Namespace, value=None, 
     config.model.update(arm.model)
     if arm.train_sizes:
       config.data.train_sizes = arm.train_sizes
-    sizes, dataset = test_sizes(args.quick), config.data.name
-    config.evals = {} if sweep else plan.evals(arm, spec, sizes, dataset)
   if sweep:
     runs.on_validation(config, 64 if args.quick else plan.VALIDATION)
   return config
@@ -84,11 +86,13 @@ def planned(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run
   return runs.record_runs(slugs, args.seeds, chosen, arm_config(args), args.out)
 
 
-def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
-  """A sweep run's validation accuracy; a record run's test accuracy at every size under each
-  policy of its arm (the trainer's own evaluation at 64 px, where every policy is the
-  identity). An evaluation the run lacks (a policy or size added later) runs on the trained
-  run; nothing retrains."""
+def score(
+  run: runs.Run, summary: dict, entry: dict | None = None, *, sizes=plan.TEST_SIZES
+) -> dict:
+  """A sweep run's validation accuracy; a record run's test accuracy at every one of `sizes`
+  under each policy of its arm (the trainer's own evaluation at 64 px, where every policy is
+  the identity). The tests a run lacks (all of them once trained; a policy or size added
+  later) run on the trained run (`_test`); nothing retrains."""
   slug = run.key.removeprefix("sweep/").split("/")[0]
   arm = plan.by_slug()[slug]
   if run.key.startswith("sweep/"):
@@ -98,29 +102,51 @@ def score(run: runs.Run, summary: dict, entry: dict | None = None) -> dict:
     return {"arm": arm.name, "seed": run.config.seed, "validation": accuracy, "seconds": seconds}
   entry = entry or {"arm": arm.name, "seed": run.config.seed, "scores": {}}
   entry.setdefault("seconds", summary.get("wall_s"))
-  metrics = {split: m for split, m in summary.items() if split.startswith("eval")}
-  missing = [name for name in run.config.evals if not _scored(entry, name, metrics)]
-  if missing:
-    only = runs.only_evals(run.config, missing)
-    metrics.update(trainer.evaluate_all(only, run.workdir, main=False))
-    print(f"{run.key}: scored {', '.join(missing)}", flush=True)
+  tests = plan.evals(arm, run.config.model.posemb, sizes, run.config.data.name)
+  # Runs recorded before testing left the trainer hold their tests in its summary.
+  found = {k.removeprefix("eval/"): m["accuracy"] for k, m in summary.items() if "eval/" in k}
+  missing = [name for name in tests if name not in found and not _scored(entry, name)]
+  found |= _test(run, tests, missing)
   train = str(plan.TRAIN_SIZE)
-  at_train = metrics.get("eval", {}).get("accuracy")
+  at_train = summary.get("eval", {}).get("accuracy")
   if at_train is None:  # re-scored from its entry: the training size is already there
     at_train = next(iter(entry["scores"].values()))[train]
   for policy in arm.policies:
     entry["scores"].setdefault(policy, {})[train] = at_train
-  for name in run.config.evals:
+  for name in tests:
     policy, size = plan.policy_and_size(name)
-    found = metrics.get(f"eval/{name}")
-    if found is not None:
-      entry["scores"][policy][size] = found["accuracy"]
+    if name in found:
+      entry["scores"][policy][size] = found[name]
   return entry
 
 
-def _scored(entry: dict, name: str, metrics: dict) -> bool:
+def _test(run: runs.Run, tests: dict, names: list[str]) -> dict[str, float]:
+  """{name: test accuracy} of the evaluations `names` (of `tests`, `plan.evals`) on the
+  trained run, one size at a time (a size's policies share one pass of its scenes), each
+  size's accuracies written to the workdir's `TESTED` as it finishes; sizes found there are
+  not tested again."""
+  path = os.path.join(run.workdir, TESTED)
+  done = runs.load(path) if names else {}
+  by_size: dict[int, list[str]] = {}
+  for name in names:
+    if name not in done:
+      by_size.setdefault(int(plan.policy_and_size(name)[1]), []).append(name)
+  for size, group in sorted(by_size.items()):
+    config = run.config.copy_and_resolve_references()
+    with config.unlocked():
+      config.evals = {name: tests[name] for name in group}
+    metrics = trainer.evaluate_all(config, run.workdir, main=False)
+    done |= {name: metrics[f"eval/{name}"]["accuracy"] for name in group}
+    with open(f"{path}.tmp", "w") as f:  # then renamed: a kill never leaves half a file
+      json.dump(done, f, indent=1)
+    os.replace(f"{path}.tmp", path)
+    print(f"{run.key}: tested at {size} px ({len(group)} policies)", flush=True)
+  return {name: done[name] for name in names}
+
+
+def _scored(entry: dict, name: str) -> bool:
   policy, size = plan.policy_and_size(name)
-  return f"eval/{name}" in metrics or size in entry["scores"].get(policy, {})
+  return size in entry["scores"].get(policy, {})
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -152,13 +178,14 @@ def main(argv: list[str] | None = None) -> dict:
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)
-  train = lambda plan_now: runs.execute(plan_now, results, score, save, jobs=args.jobs)
+  scored = functools.partial(score, sizes=test_sizes(args.quick))
+  train = lambda plan_now: runs.execute(plan_now, results, scored, save, jobs=args.jobs)
   sweeps.run(lambda: planned_sweep(args, results), train, results)
   record = planned(args, chosen())
   train(record)
   before = json.dumps(results, sort_keys=True)
   for run in record:  # policies or sizes added since a run was scored
-    results[run.key] = score(run, {}, results[run.key])
+    results[run.key] = scored(run, {}, results[run.key])
   if json.dumps(results, sort_keys=True) != before:  # a finished record keeps its provenance
     save(results)
   report.write(results, args.out)

@@ -21,6 +21,11 @@ def _config(slug: str, value=None, *, sweep=False):
   return run.load_config(ARMS[slug], 1, ARGS, value, sweep=sweep)
 
 
+def _tests(slug: str, config) -> dict:
+  """The named evaluations that test a record run of `slug` once trained (`run.score`)."""
+  return plan.evals(ARMS[slug], config.model.posemb, plan.TEST_SIZES, config.data.name)
+
+
 def test_sizes_aligned_and_not():
   for size in plan.ALIGNED:  # test patches nest in training patches, or hold whole ones
     ratio = size / plan.TRAIN_SIZE
@@ -51,8 +56,11 @@ def test_a_sweep_run_trains_and_scores_on_validation_at_its_knob_value():
   assert config.data.eval_split == f"train[:{plan.VALIDATION}]"  # never the test split
   assert not config.evals
   tuned = _config("rope_axial", 400.0)  # the record run at the chosen value: every test size
-  assert encodings.knob(tuned.model.posemb) == ("theta", 400.0) and tuned.evals
-  assert all(encodings.knob(e.model.posemb) == ("theta", 400.0) for e in tuned.evals.values())
+  assert encodings.knob(tuned.model.posemb) == ("theta", 400.0) and not tuned.evals
+  tests = _tests("rope_axial", tuned)  # run once it is trained
+  assert tests and all(
+    encodings.knob(e["model"]["posemb"]) == ("theta", 400.0) for e in tests.values()
+  )
 
 
 @pytest.mark.parametrize("slug", sorted(ARMS))
@@ -61,11 +69,11 @@ def test_every_policy_of_every_arm_builds_a_model(slug):
   model is built, as the trainer builds each named evaluation's model)."""
   config = _config(slug)
   task = classification.Classification()
-  for evaluation in config.evals.values():
+  for evaluation in _tests(slug, config).values():
     variant = config.copy_and_resolve_references()
     with variant.unlocked():
-      variant.model.posemb = evaluation.model.posemb
-      variant.data.image_size = evaluation.data.image_size
+      variant.model.posemb = evaluation["model"]["posemb"]
+      variant.data.image_size = evaluation["data"]["image_size"]
     task.create_model(variant).check()
   if encodings.knob(config.model.posemb):  # every arm but the control has a knob to sweep
     assert len(sweeps.grid(config.model.posemb)) == sweeps.VALUES
@@ -74,30 +82,58 @@ def test_every_policy_of_every_arm_builds_a_model(slug):
 
 
 def test_each_policy_and_size_is_a_named_evaluation_of_the_scenes_drawn_at_that_size():
-  config = _config("rope_axial")
+  tests = _tests("rope_axial", _config("rope_axial"))
   others = [s for s in plan.TEST_SIZES if s != plan.TRAIN_SIZE]  # 64 px: the trainer's eval
   larger = [s for s in others if s > plan.TRAIN_SIZE]
   want = {plan.eval_name("extrapolate", s) for s in others}
   want |= {plan.eval_name(p, s) for p in ("pi", "ntk", "yarn") for s in larger}
-  assert set(config.evals) == want
-  ntk = config.evals[plan.eval_name("ntk", 144)]
-  assert ntk.data.image_size == 144 and ntk.data.name == "shape_layout/colour_test_144"
+  assert set(tests) == want
+  ntk = tests[plan.eval_name("ntk", 144)]
+  assert ntk["data"]["image_size"] == 144 and ntk["data"]["name"] == "shape_layout/colour_test_144"
   assert set(plan.TEST_SIZES) - {plan.TRAIN_SIZE} == set(shape_layout.TEST_SIZES)  # all stored
-  assert encodings.parse(ntk.model.posemb) == ("rope_axial", {"scaling": "ntk"})
-  table = _config("embed_1d").evals[plan.eval_name("bicubic_pytorch", 128)]
-  assert encodings.parse(table.model.posemb)[1]["resample_method"] == "bicubic_pytorch"
+  assert encodings.parse(ntk["model"]["posemb"]) == ("rope_axial", {"scaling": "ntk"})
+  table = _tests("embed_1d", _config("embed_1d"))[plan.eval_name("bicubic_pytorch", 128)]
+  assert encodings.parse(table["model"]["posemb"])[1]["resample_method"] == "bicubic_pytorch"
 
 
-def test_score_reads_every_policy_and_size():
-  config = _config("rope_mixed")
+def test_score_reads_every_policy_and_size_a_trainer_tested():
+  config = _config("rope_mixed")  # a run recorded when the trainer ran the tests
   summary = {"eval": {"accuracy": 0.9}, "wall_s": 70.0}
-  summary |= {f"eval/{name}": {"accuracy": 0.5} for name in config.evals}
+  summary |= {f"eval/{name}": {"accuracy": 0.5} for name in _tests("rope_mixed", config)}
   entry = run.score(run.runs.Run("rope_mixed/1", config, "/nonexistent"), summary)
   assert set(entry["scores"]) == {"extrapolate", "pi"}
   scored = lambda sizes: {str(s): 0.9 if s == plan.TRAIN_SIZE else 0.5 for s in sizes}
   assert entry["scores"]["extrapolate"] == scored(plan.TEST_SIZES)
   assert entry["scores"]["pi"] == scored(s for s in plan.TEST_SIZES if s >= plan.TRAIN_SIZE)
   assert entry["seconds"] == 70.0 and entry["arm"] == "rope_mixed" and entry["seed"] == 1
+
+
+def test_a_killed_test_resumes_at_the_first_size_it_had_not_finished(tmp_path, monkeypatch):
+  config = _config("rope_mixed")
+  record = run.runs.Run("rope_mixed/1", config, str(tmp_path))
+  tested = []
+
+  def evaluate_all(config, workdir, main):  # a fake trained run: accuracy = size / 1000
+    assert workdir == str(tmp_path) and not main and not config.get("seeds")
+    sizes = {plan.policy_and_size(name)[1] for name in config.evals}
+    assert len(sizes) == 1  # one size at a time, all its policies in one pass
+    if sizes == {"192"} and not tested[-1:] == ["retry"]:
+      raise KeyboardInterrupt  # killed while testing the largest size
+    tested.append(sizes.pop())
+    return {f"eval/{n}": {"accuracy": int(plan.policy_and_size(n)[1]) / 1000} for n in config.evals}
+
+  monkeypatch.setattr(run.trainer, "evaluate_all", evaluate_all)
+  summary = {"eval": {"accuracy": 0.9}, "wall_s": 70.0}
+  with pytest.raises(KeyboardInterrupt):
+    run.score(record, summary)
+  assert tested == ["32", "48", "96", "128", "144"]  # each one kept in the workdir
+  tested.append("retry")
+  entry = run.score(record, summary)  # the re-run tests only what was left
+  assert tested[-1] == "192" and tested.count("32") == 1
+  assert entry["scores"]["pi"] == {"64": 0.9, "96": 0.096, "128": 0.128, "144": 0.144, "192": 0.192}
+  assert entry["scores"]["extrapolate"]["32"] == 0.032
+  again = run.score(record, {}, entry)  # a finished entry re-scored: nothing runs
+  assert again == entry and tested[-1] == "192"
 
 
 def test_power_table_reads_the_paired_sd_and_the_seeds_a_two_point_difference_needs():
