@@ -334,7 +334,9 @@ def test_path_choice_explicit_only_where_weights_are_needed(monkeypatch):
   module, variables, _ = _init(x)
   calls = []
   fused = attn_lib.fused_attention
-  monkeypatch.setattr(attn_lib, "fused_attention", lambda *a: calls.append(1) or fused(*a))
+  monkeypatch.setattr(
+    attn_lib, "fused_attention", lambda *a, **kw: calls.append(1) or fused(*a, **kw)
+  )
   module.apply(variables, x)
   assert len(calls) == 1  # nothing needs the weights: fused
   _weights(module, variables, x)  # sown attention maps
