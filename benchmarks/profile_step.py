@@ -11,6 +11,8 @@ three warm-up steps,
 then traces three steps with `jax.profiler` (a Perfetto trace under `--out`) and prints the
 kernels that took the most device time, with their share, and the step time the trace
 shows. On a GPU the events are the accelerator's kernels; on CPU, the XLA ops of the host.
+Below the table, the HLO of the `--hlo` costliest kernels that XLA fused itself (not cuBLAS's
+or cuDNN's): which ops each one holds, to tell a layer norm from a layout change.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import collections
 import gzip
 import json
 import pathlib
+import re
 
 import jax
 import numpy as np
@@ -46,6 +49,36 @@ def device_events(trace: dict) -> list[dict]:
   return [e for e in events if e.get("ph") == "X" and keep(e)]
 
 
+def _kernel_name(hlo_name: str) -> str:
+  """The kernel name a GPU trace gives a fused HLO instruction (`fusion.3` -> `fusion_3`)."""
+  return re.sub(r"[^A-Za-z0-9_]", "_", hlo_name.lstrip("%"))
+
+
+def _short(hlo_line: str) -> str:
+  """An HLO line with its metadata cut to the op's name: `... # jit(step)/.../mul`."""
+  return re.sub(r', metadata=\{op_name="([^"]*)"[^}]*\}', r"  # \1", hlo_line.strip())
+
+
+def fusion_bodies(hlo_text: str, kernels: list[str], max_lines: int = 30) -> dict[str, str]:
+  """For each kernel of `kernels` that is a fusion of the compiled HLO `hlo_text`: its
+  instruction line and the body of the computation it calls (first `max_lines` lines)."""
+  computations, current = {}, None
+  for line in hlo_text.splitlines():
+    if match := re.match(r"^%?([\w.\-]+) .*\{$", line):
+      current = computations.setdefault(match.group(1), [])
+    elif line.startswith("}"):
+      current = None
+    elif current is not None:
+      current.append(_short(line))
+  found, wanted = {}, {_kernel_name(k): k for k in kernels}
+  for line in hlo_text.splitlines():
+    fused = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .* fusion\(.*calls=%?([\w.\-]+)", line)
+    if fused and (kernel := wanted.get(_kernel_name(fused.group(1)))):
+      body = computations.get(fused.group(2), [])
+      found[kernel] = "\n".join([_short(line), *body[:max_lines]])
+  return found
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--family", default="vit", choices=("vit", "detr", "reformer"))
@@ -56,6 +89,7 @@ def main() -> None:
   parser.add_argument("--dtype", default="bfloat16", choices=("float32", "bfloat16"))
   parser.add_argument("--attention", default="auto", choices=tuple(train_step.PATHS))
   parser.add_argument("--top", type=int, default=25)
+  parser.add_argument("--hlo", type=int, default=8, help="XLA fusions whose HLO to print")
   parser.add_argument("--out", default="/tmp/profile")
   args = parser.parse_args()
 
@@ -98,6 +132,9 @@ def main() -> None:
       f"| `{name[:90]}` | {dur / TRACED_STEPS / 1e3:.2f} | {100 * dur / total:.1f} % "
       f"| {count[name] // TRACED_STEPS} |"
     )
+  own = [n for n, _ in by_name.most_common() if "fusion" in n][: args.hlo]
+  for name, body in fusion_bodies(compiled.as_text(), own).items():
+    print(f"\n`{name}`:\n```\n{body}\n```")
 
 
 if __name__ == "__main__":

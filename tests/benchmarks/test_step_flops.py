@@ -1,6 +1,8 @@
 """The benchmarks' FLOP count and trace reading, against hand-computed values; the NaFlex
 benchmark's two layouts."""
 
+import re
+
 import pytest
 
 from benchmarks import naflex, profile_step, train_step
@@ -39,3 +41,17 @@ def test_the_naflex_benchmark_runs_both_layouts(capsys):
   out = capsys.readouterr().out
   assert "| packed (NaFlex, `resolution.pack`) | 32 |" in out
   assert "| padded to the largest size | 64 |" in out and "padded / packed step time" in out
+
+
+def test_fusion_bodies_finds_the_hlo_of_a_traced_kernel():
+  import jax
+  import jax.numpy as jnp
+
+  hlo = jax.jit(lambda x: jnp.tanh(x.T * 2.0).sum(0) + 1.0).lower(jnp.ones((8, 4))).compile()
+  text = hlo.as_text()
+  names = [profile_step._kernel_name(m) for m in re.findall(r"%?([\w.\-]+) = \S+ fusion\(", text)]
+  assert names, text
+  bodies = profile_step.fusion_bodies(text, names[:1])
+  assert list(bodies) == names[:1] and "fusion(" in bodies[names[0]]
+  assert len(bodies[names[0]].splitlines()) > 1  # the called computation's ops too
+  assert profile_step.fusion_bodies(text, ["no_such_kernel"]) == {}
