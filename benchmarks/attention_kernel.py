@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from benchmarks.timing import machine, time_jitted
-from lfpe.nn.attention import fused_attention
+from lfpe.nn.fused import fused_attention
 
 
 def step(pad: int | None, implementation: str | None):

@@ -42,7 +42,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from lfpe.nn.attention import IMPLEMENTATIONS, fused_attention
+from lfpe.nn.attention import IMPLEMENTATIONS
+from lfpe.nn.fused import fused_attention
 
 Array = jnp.ndarray
 ATTENTIONS = ("lsh", "full_shared", "full")

@@ -9,6 +9,7 @@ import pytest
 
 from lfpe import encodings
 from lfpe.nn import attention as attn_lib
+from lfpe.nn import fused as fused_lib
 from lfpe.nn.attention import Attention
 
 B, N, D, H = 2, 5, 8, 2
@@ -333,9 +334,9 @@ def test_path_choice_explicit_only_where_weights_are_needed(monkeypatch):
   x = _inputs()
   module, variables, _ = _init(x)
   calls = []
-  fused = attn_lib.fused_attention
+  fused = fused_lib.fused_attention
   monkeypatch.setattr(
-    attn_lib, "fused_attention", lambda *a, **kw: calls.append(1) or fused(*a, **kw)
+    fused_lib, "fused_attention", lambda *a, **kw: calls.append(1) or fused(*a, **kw)
   )
   module.apply(variables, x)
   assert len(calls) == 1  # nothing needs the weights: fused

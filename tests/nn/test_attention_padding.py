@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lfpe.nn import attention as attn_lib
+from lfpe.nn import fused as fused_lib
 
 B, H, HD = 2, 2, 4
 
@@ -42,7 +43,7 @@ def test_padded_path_equals_the_unpadded_one_forward_and_gradients(case, multipl
   is_causal = spec.pop("is_causal", False)
 
   def out(q, k, v, bias, multiple):
-    return attn_lib.fused_attention(q, k, v, bias, mask, is_causal, "xla", pad_multiple=multiple)
+    return fused_lib.fused_attention(q, k, v, bias, mask, is_causal, "xla", pad_multiple=multiple)
 
   padded, plain = out(q, k, v, bias, multiple), out(q, k, v, bias, None)
   assert padded.shape == plain.shape == (B, n_q, H, v.shape[-1])
@@ -69,7 +70,7 @@ def test_padding_to_a_multiple_adds_as_few_tokens_as_it_can():
   q, k, v = _qkv(197, 197)
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(jax.nn, "dot_product_attention", spy)
-    attn_lib.fused_attention(q, k, v, implementation="xla", pad_multiple=64)
+    fused_lib.fused_attention(q, k, v, implementation="xla", pad_multiple=64)
   assert seen["shape"][1] == 256 and np.all(np.asarray(seen["lengths"]) == 197)
 
 
@@ -100,11 +101,11 @@ def _refusing_kernel(refuses):
 )
 def test_cudnn_padding_asks_the_kernel_for_the_fewest_tokens(refuses, pads, monkeypatch):
   monkeypatch.setattr(jax.nn, "dot_product_attention", _refusing_kernel(refuses))
-  attn_lib.cudnn_padding.cache_clear()
+  fused_lib.cudnn_padding.cache_clear()
   try:
-    assert attn_lib.cudnn_padding(2, 197, 197, 2, 8, "bfloat16", False) == pads
+    assert fused_lib.cudnn_padding(2, 197, 197, 2, 8, "bfloat16", False) == pads
   finally:
-    attn_lib.cudnn_padding.cache_clear()
+    fused_lib.cudnn_padding.cache_clear()
 
 
 def _module_out(attention, x, kv, hooks, seed=0):
@@ -164,8 +165,8 @@ def test_on_a_gpu_the_inputs_are_padded_as_cudnn_needs_unless_a_hook_follows(mon
   """On a GPU (faked: a kernel that refuses odd lengths) 197 tokens are padded to 198 before
   the projections; a rotary hook, which acts per token after them, keeps the padding of
   q, k, v inside the fused call instead."""
-  monkeypatch.setattr(attn_lib, "on_gpu", lambda: True)
-  attn_lib.cudnn_padding.cache_clear()
+  monkeypatch.setattr(fused_lib, "on_gpu", lambda: True)
+  fused_lib.cudnn_padding.cache_clear()
   monkeypatch.setattr(jax.nn, "dot_product_attention", _refusing_kernel(lambda n: n % 2))
   try:
     attention = attn_lib.Attention(num_heads=H, dtype=jnp.bfloat16)
@@ -186,4 +187,4 @@ def test_on_a_gpu_the_inputs_are_padded_as_cudnn_needs_unless_a_hook_follows(mon
     assert projected == {"query": 197, "key": 197, "value": 197}
     assert _seen_lengths(monkeypatch, attention, 196) == (196, None)  # taken as it is
   finally:
-    attn_lib.cudnn_padding.cache_clear()
+    fused_lib.cudnn_padding.cache_clear()
