@@ -3,7 +3,7 @@
   python -m benchmarks.attention_kernel [--tokens 197] [--batch 256] [--heads 12]
       [--head-dim 64] [--dtype bfloat16] [--pad 0,64] [--steps 20]
 
-For each `--pad` (0: `lfpe.nn.attention.fused_attention` as the models call it, cuDNN where
+For each `--pad` (0: `lfpe.nn.fused.fused_attention` as the models call it, cuDNN where
 it takes the call, else the padded cuDNN call, else XLA; N: cuDNN on the sequences padded to
 a multiple of N with the true lengths, `pad_multiple=N`, its refusal printed if it refuses)
 and for XLA's einsum-softmax-einsum (`xla`), compiles the forward and backward of
