@@ -131,18 +131,26 @@ def cudnn_padding(
   """The fewest (query, key) tokens to append for cuDNN's fused kernel to take this call:
   `(0, 0)` where it takes it as it is, else to a multiple of each of `CUDNN_PAD_MULTIPLES` in
   turn; None where it takes none (not a GPU, float32, a head dim it lacks). Asked of the
-  kernel itself, by tracing the call abstractly (`jax.eval_shape`), once per shape."""
+  kernel itself, by tracing the call's gradient abstractly (`jax.eval_shape`), once per
+  shape: jax checks what cuDNN takes in training (where it refuses more lengths) only when
+  the call is differentiated."""
   shape = lambda n: jax.ShapeDtypeStruct((batch, n, heads, head_dim), dtype)
   for multiple in (1, *CUDNN_PAD_MULTIPLES):
     pads = (-num_q % multiple, -num_k % multiple)
     q, k = shape(num_q + pads[0]), shape(num_k + pads[1])
-    lengths = (num_q, num_k) if multiple > 1 else None
-    call = functools.partial(_attend, bias=None, mask=None, is_causal=is_causal)
-    try:
-      jax.eval_shape(
-        functools.partial(call, implementation="cudnn", multiple=None, lengths=lengths), q, k, k
-      )
-    except (NotImplementedError, ValueError, RuntimeError):
-      continue
-    return pads
+    if _cudnn_trains((q, k, k), is_causal, (num_q, num_k) if multiple > 1 else None):
+      return pads
   return None
+
+
+def _cudnn_trains(shapes, is_causal: bool, lengths: tuple[int, int] | None) -> bool:
+  """Whether cuDNN's kernel takes a differentiated call on q, k, v of these shapes."""
+
+  def loss(q, k, v):
+    return jnp.sum(_attend(q, k, v, None, None, is_causal, "cudnn", None, lengths))
+
+  try:
+    jax.eval_shape(jax.grad(loss, (0, 1, 2)), *shapes)
+  except (NotImplementedError, ValueError, RuntimeError):  # dtype, shape, or no cuDNN
+    return False
+  return True

@@ -74,17 +74,26 @@ def test_padding_to_a_multiple_adds_as_few_tokens_as_it_can():
   assert seen["shape"][1] == 256 and np.all(np.asarray(seen["lengths"]) == 197)
 
 
-def _refusing_kernel(refuses):
+def _refusing_kernel(refuses, training_only=False):
   """`jax.nn.dot_product_attention` whose 'cudnn' refuses the lengths `refuses(n)` says it
-  does (as cuDNN refuses odd ones in training) and otherwise runs XLA's, on the CPU."""
+  does (as cuDNN refuses odd ones in training) and otherwise runs XLA's, on the CPU; with
+  `training_only`, it refuses them only where the call is differentiated, as jax checks."""
   real = jax.nn.dot_product_attention
 
   def kernel(q, k, v, *args, implementation=None, **kwargs):
-    if implementation == "cudnn":
+    if implementation != "cudnn":
+      return real(q, k, v, *args, implementation=implementation, **kwargs)
+    xla = lambda q, k, v: real(q, k, v, *args, implementation="xla", **kwargs)
+
+    def check(q, k):
       if refuses(q.shape[1]) or refuses(k.shape[1]):
         raise NotImplementedError(f"refused length {q.shape[1]}")
-      implementation = "xla"
-    return real(q, k, v, *args, implementation=implementation, **kwargs)
+
+    checked = jax.custom_vjp(xla)
+    checked.defvjp(lambda q, k, v: (check(q, k), jax.vjp(xla, q, k, v))[1], lambda f, g: f(g))
+    if not training_only:
+      check(q, k)
+    return checked(q, k, v)
 
   return kernel
 
@@ -100,7 +109,8 @@ def _refusing_kernel(refuses):
   ids=["takes 197", "refuses odd", "refuses all but tiles", "refuses all"],
 )
 def test_cudnn_padding_asks_the_kernel_for_the_fewest_tokens(refuses, pads, monkeypatch):
-  monkeypatch.setattr(jax.nn, "dot_product_attention", _refusing_kernel(refuses))
+  """Asked in training: the (faked) kernel refuses only where the call is differentiated."""
+  monkeypatch.setattr(jax.nn, "dot_product_attention", _refusing_kernel(refuses, True))
   fused_lib.cudnn_padding.cache_clear()
   try:
     assert fused_lib.cudnn_padding(2, 197, 197, 2, 8, "bfloat16", False) == pads
