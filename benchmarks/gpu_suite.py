@@ -3,17 +3,18 @@
   python -m benchmarks.gpu_suite [--out DIR] [--budget 450] [--rows 4,5,6,7] [--xla-flags F]...
   python -m benchmarks.gpu_suite --cpu              # tiny shapes on the CPU (CI runs this)
 
-On an H100 the nine rows take about 12 minutes, most of it compiling (about 60 s per lfpe
+On an H100 the eleven rows take about 14 minutes, most of it compiling (about 60 s per lfpe
 ViT-B/16 step, 170 s per DETR-R50 step); rows past `--budget` seconds are skipped and say
 so, in order of importance.
 `--xla-flags=F` adds a row: lfpe's ViT step compiled with XLA_FLAGS=F (one change at a time;
-each `--xla-flags` given adds one, numbered after the nine). A flag this XLA lacks fails its
+each `--xla-flags` given adds one, numbered after the eleven). A flag this XLA lacks fails its
 row only; the log lists the GPU flags XLA knows (`XLA_FLAGS=--help`).
 
 Families and peers (full shapes; `--cpu` shrinks each to seconds):
 * ViT-B/16, 224 px, batch 256, bfloat16 compute over float32 parameters: lfpe with
   `attention='auto'` (Embed-1D, Learnable-Fourier) against timm `vit_base_patch16_224`,
-  eager and under `torch.compile` (`benchmarks/timm_step.py`).
+  eager and under `torch.compile` (`benchmarks/timm_step.py`); rows 10-11 time two earlier
+  ways of padding the 197 tokens for cuDNN (`train_step.PATHS`: 'pad64', 'qkv64').
 * DETR-R50 (configs/detr_coco.py: 6 + 6 post-norm layers, 100 queries, auxiliary losses),
   800 px canvas, batch 8, float32 (TF32 matmuls in both), against torchvision's ResNet-50 with
   DETR's transformer and scipy matching (`benchmarks/torch_peers.py detr`). lfpe's config
@@ -49,8 +50,9 @@ RESULT = "RESULT "
 # (family, implementation label, argv after `python -m`, full-scale timeout in seconds, XLA
 # flags), in order of importance: rows past the time budget are skipped.
 _DETR = "benchmarks.gpu_suite --one detr:detr_sine:auto"
+_VIT = "benchmarks.gpu_suite --one vit:embed_1d"
 GPU_RUNS = (
-  ("vit", "lfpe, embed_1d", "benchmarks.gpu_suite --one vit:embed_1d:auto", 120, ""),
+  ("vit", "lfpe, embed_1d", f"{_VIT}:auto", 120, ""),
   ("vit", "timm, torch.compile", "benchmarks.timm_step --modes compile --result", 150, ""),
   ("vit", "lfpe, fourier", "benchmarks.gpu_suite --one vit:fourier:auto", 120, ""),
   ("detr", "lfpe, detr_sine", _DETR, 240, ""),
@@ -59,6 +61,8 @@ GPU_RUNS = (
   ("reformer", "reformer-pytorch, eager", "benchmarks.torch_peers reformer", 120, ""),
   ("vit", "timm, eager", "benchmarks.timm_step --modes eager --result", 90, ""),
   ("detr", "lfpe, detr_sine, optax matcher", f"{_DETR} task.matcher=optax", 240, ""),
+  ("vit", "lfpe, embed_1d, inputs padded to 256", f"{_VIT}:pad64", 120, ""),
+  ("vit", "lfpe, embed_1d, q, k, v padded to 256", f"{_VIT}:qkv64", 120, ""),
 )
 PEERS = {"vit": "timm, torch.compile", "detr": "PyTorch DETR, eager"}
 PEERS["reformer"] = "reformer-pytorch, eager"
@@ -279,6 +283,7 @@ def report(rows: list, peaks: dict, logs: list[str], out: str) -> str:
     )
   text += f"\n\n{table(rows, peaks)}"
   if out:
+    os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "gpu_suite.md"), "w") as f:
       f.write(text + "\n\n" + "\n".join(json.dumps(row) for row in rows) + "\n")
     with open(os.path.join(out, "gpu_suite_runs.log"), "w") as f:

@@ -36,7 +36,7 @@ import numpy as np
 
 from benchmarks.timing import machine, time_jitted
 from configs import vit_b16_imagenet, vit_digits
-from lfpe.nn import attention, transformer
+from lfpe.nn import attention, fused, transformer
 from lfpe.train import program as program_lib
 from lfpe.train import sharding
 
@@ -60,7 +60,18 @@ SPEC_PEAKS = (
   (("tpu v5",), "TPU v5p", 459.0, 459.0),
   (("tpu v6",), "TPU v6e", 918.0, 918.0),
 )
-PATHS = {"explicit": "explicit", "auto": None, "xla": "xla", "cudnn": "cudnn"}
+# Attention paths, as `Attention` keyword arguments. Two earlier ways of padding ViT's 197
+# tokens for cuDNN, kept to time against the automatic one (inputs padded to 198):
+# 'pad64', the inputs padded to 256; 'qkv64', q, k, v padded to 256 inside the fused call
+# (lfpe until 2026-11-28).
+PATHS = {
+  "explicit": {"implementation": "explicit"},
+  "auto": {},
+  "xla": {"implementation": "xla"},
+  "cudnn": {"implementation": "cudnn"},
+  "pad64": {"pad_multiple": 64},
+  "qkv64": {},
+}
 
 
 def spec_peak(device: jax.Device, dtype: str) -> tuple[str, float] | None:
@@ -80,13 +91,18 @@ def matmul_peak(dtype: str, n: int) -> float:
 
 @contextlib.contextmanager
 def attention_path(path: str):
-  """Programs built and traced inside use `Attention(implementation=PATHS[path])`.
+  """Programs built and traced inside use `Attention(**PATHS[path])`.
 
   The model config has no attention field, so this swaps the class that the transformer
-  blocks instantiate; parameters and their names do not change.
+  blocks instantiate; parameters and their names do not change. 'qkv64' also restores the
+  earlier padding rule: no padding of the inputs, q, k, v padded to a multiple of 64.
   """
-  attn = functools.partial(attention.Attention, implementation=PATHS[path])
-  with mock.patch.object(transformer, "Attention", attn):
+  attn = functools.partial(attention.Attention, **PATHS[path])
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(mock.patch.object(transformer, "Attention", attn))
+    if path == "qkv64":
+      stack.enter_context(mock.patch.object(fused, "cudnn_padding", lambda *shape: None))
+      stack.enter_context(mock.patch.object(fused, "CUDNN_PAD_MULTIPLES", (64,)))
     yield
 
 

@@ -47,17 +47,17 @@ def test_a_failing_or_silent_process_becomes_an_error_row(tmp_path, monkeypatch)
 
 
 def test_a_row_number_out_of_range_is_refused_before_anything_runs():
-  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "4,10"]
+  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "4,12"]
   proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-  assert proc.returncode == 2 and "--rows: no row 10; the rows are 1-9" in proc.stderr
+  assert proc.returncode == 2 and "--rows: no row 12; the rows are 1-11" in proc.stderr
   assert "Traceback" not in proc.stderr
 
 
 def test_each_xla_flags_adds_a_row():
   flags = ["--xla-flags=--xla_a=1", "--xla-flags=--xla_b=2"]  # `=`: a value starting with --
-  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "12", *flags]
+  cmd = [sys.executable, "-m", "benchmarks.gpu_suite", "--cpu", "--rows", "14", *flags]
   proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-  assert proc.returncode == 2 and "--rows: no row 12; the rows are 1-11" in proc.stderr
+  assert proc.returncode == 2 and "--rows: no row 14; the rows are 1-13" in proc.stderr
 
 
 def test_family_config_applies_trainer_overrides_and_names_a_wrong_field():
