@@ -155,7 +155,8 @@ class Attention(nn.Module):
       it applies, else XLA's; or 'xla', 'cudnn') or 'explicit' (benchmarks time both).
     pad_multiple: pad the inputs' tokens to a multiple of this before the projections, on
       any backend (tests, benchmarks); None: on a GPU, as few as cuDNN's kernel needs
-      (`fused.cudnn_padding`), where no per-token hook acts after the projections.
+      (`fused.cudnn_padding`). Either way only on the fused path, where no per-token hook
+      (rope, concatenated channels, biases, masks) acts after the projections.
 
   Applied with `mutable=['intermediates']`, the attention weights `[B, h, Nq, Nk]` are sown
   into `intermediates/attention_weights` (attention maps); this takes the explicit path.
@@ -220,8 +221,8 @@ class Attention(nn.Module):
     num_q, num_k = inputs_q.shape[1], inputs_kv.shape[1]
     is_causal = causal and num_q == num_k  # jax's causal mask aligns first query, first key
     hooks_after = (concat_q, concat_k, logit_bias, relative, rope, key_padding_mask)
-    pads = (0, 0)
-    if not self._needs_weights(deterministic) and all(h is None for h in hooks_after):
+    needs_weights, pads = self._needs_weights(deterministic), (0, 0)
+    if not needs_weights and all(h is None for h in hooks_after):
       if causal == is_causal:
         pads = self._input_padding(num_q, num_k, head_dim, inputs_q.dtype, is_causal)
     pad = lambda x, pos, n: fused.pad_tokens(_add(x, pos), n)  # positions first: they have N rows
@@ -229,7 +230,7 @@ class Attention(nn.Module):
     k = self._proj("key", pad(inputs_kv, pos_k, pads[1]), head_dim)  # [B, Nk(+pad), h, d]
     v = self._proj("value", pad(inputs_kv, pos_v, pads[1]), head_dim)  # [B, Nk(+pad), h, d]
     q, k, bias = _position_terms(q, k, concat_q, concat_k, logit_bias, relative, rope)
-    if self._needs_weights(deterministic):
+    if needs_weights:
       mask = make_mask(key_padding_mask, causal, num_q, num_k)
       out = self._explicit(q, k, v, bias, mask, deterministic)  # [B, Nq, h, d]
     else:
