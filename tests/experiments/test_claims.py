@@ -57,23 +57,3 @@ def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
   refresh.RECORDS[editions.family(name)](out)
   for made in sorted(out.glob("*.md")) + [out / "claims.json"]:
     assert made.read_text() == (EXPERIMENTS / name / made.name).read_text(), made.name
-
-
-# Recorded before runs carried their own provenance (experiments/provenance.py, `run_provenance`);
-# their second editions (issue 38: equal tuning budgets, `experiments/editions.py`) carry it.
-BEFORE_PER_RUN_PROVENANCE = {"detection", "generation", "layout", "resolution_redgreen"}
-
-
-@pytest.mark.parametrize("path", CURRENT, ids=[p.parent.name for p in CURRENT])
-def test_every_run_of_a_record_carries_its_own_provenance(path):
-  """Each run of a record names its own commit (clean), command (the record's run.py) and
-  date, so a record spanning invocations says where every number came from."""
-  results = json.loads((path.parent / "results.json").read_text())
-  entries = results.get("runs", results)
-  runs = {k: v for k, v in entries.items() if k != "provenance" and isinstance(v, dict)}
-  if path.parent.name in BEFORE_PER_RUN_PROVENANCE or "seed" not in next(iter(runs.values())):
-    pytest.skip("recorded before per-run provenance (or not a record of runs)")
-  for key, entry in runs.items():
-    stamp = entry.get("provenance", {})
-    assert {"commit", "command", "date"} <= set(stamp), f"{key}: no provenance of its own"
-    assert "+uncommitted" not in stamp["commit"] and stamp["own_command"], key
