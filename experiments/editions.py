@@ -12,6 +12,8 @@ from __future__ import annotations
 import pathlib
 import re
 
+from lfpe.errors import ConfigError
+
 _SUFFIX = re.compile(r"_v(\d+)$")
 
 
@@ -37,3 +39,16 @@ def finished(root: pathlib.Path) -> dict[str, list[str]]:
 def newest(root: pathlib.Path, name: str) -> str:
   """The newest finished edition of `name`'s record (`name` itself where none is finished)."""
   return finished(root).get(family(name), [name])[-1]
+
+
+def refuse_unstamped(out: str, results: dict, newer: str) -> None:
+  """Stops before training into `out` where its runs carry no provenance of their own: an
+  edition recorded before per-run provenance (a first edition), under a recipe the runs about
+  to train would not share; `newer` is the `--out` to give instead."""
+  old = [k for k, e in results.items() if k != "provenance" and "provenance" not in e]
+  if old:
+    raise ConfigError(
+      f"--out={out} holds {len(old)} runs with no provenance of their own (an earlier "
+      f"edition, e.g. {old[0]}), trained under another recipe: give this edition its own "
+      f"--out, e.g. --out={newer}."
+    )

@@ -1,8 +1,8 @@
 """Reformer-style generation of whole digit images with eight position encodings (002 Fig. 3).
 
   python -m experiments.generation.run --quick --out=/tmp/generation_quick  # CI, < 5 min
-  python -m experiments.generation.run --status --out=experiments/generation   # done / left, ETA
-  python -m experiments.generation.run --out=experiments/generation         # the record
+  python -m experiments.generation.run --status   # done / left, ETA
+  python -m experiments.generation.run --jobs 2   # the record's second edition (generation_v2)
 
 Trains `configs/reformer_digits.py` (a tiny causal Reformer on 16x16 digits in 8 grey levels,
 whose pixels depend strongly on where they are) for Fig. 3a's `embed_2d`, `embed_1d`,
@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from configs import reformer_digits
-from experiments import cli, progress, runs, sweeps
+from experiments import cli, editions, progress, runs, sweeps
 from experiments.generation import report
 from experiments.runs import for_run
 from lfpe.data import digit_images
@@ -178,7 +178,7 @@ def draw_samples(attention: str, args: argparse.Namespace, value: float | None, 
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="tiny: a test of the pipeline")
-  parser.add_argument("--out", default="experiments/generation")
+  parser.add_argument("--out", default="experiments/generation_v2", help="the second edition's")
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--steps", type=int, default=3000, help="from the learning curve")
   parser.add_argument("--eval-every", type=int, default=250)
@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> dict:
     args.widenings = 1
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
+  editions.refuse_unstamped(args.out, results, newer="experiments/generation_v2")
   if args.status:
     sweep = planned_sweep(args, results)
     record = planned(args, report.chosen(runs.chosen(sweep, results)))

@@ -8,6 +8,8 @@ import pathlib
 import pytest
 
 from experiments import editions
+from experiments.generation import run as generation_run
+from lfpe.errors import ConfigError
 
 EXPERIMENTS = pathlib.Path(__file__).resolve().parents[2] / "experiments"
 RESULTS = sorted(EXPERIMENTS.glob("**/results*.json"))  # partial records' too
@@ -72,3 +74,15 @@ def test_every_run_of_a_record_carries_its_own_provenance(path):
         f"{key} was trained from a dirty tree or by a foreign command ({stamp['command']}) "
         f"at {commit}, which {editions.family(record)}/README.md does not explain"
       )
+
+
+def test_a_record_refuses_to_train_into_an_edition_without_per_run_provenance(tmp_path):
+  """The generation record's command, pointed at its first edition, stops before training
+  instead of mixing runs of two recipes; an --out of stamped runs (or none) goes on."""
+  first = {"lsh/fourier/0": {"final": 1.0}, "provenance": {}}
+  (tmp_path / "results.json").write_text(json.dumps(first))
+  with pytest.raises(ConfigError, match=r"1 runs with no provenance .* lsh/fourier/0.*_v2"):
+    generation_run.main([f"--out={tmp_path}", "--status"])
+  stamped = {"lsh/fourier/0": {"final": 1.0, "provenance": {"commit": "abc"}}}
+  editions.refuse_unstamped(str(tmp_path), stamped, newer="x_v2")
+  editions.refuse_unstamped(str(tmp_path), {}, newer="x_v2")
