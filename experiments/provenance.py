@@ -13,6 +13,7 @@ import fnmatch
 import functools
 import hashlib
 import importlib.metadata
+import json
 import os
 import pathlib
 import platform
@@ -135,6 +136,26 @@ def run_provenance() -> dict:
   own = name.startswith("experiments.") and name.endswith(".run")
   keep = {k: stamp[k] for k in ("commit", "command", "date")}
   return {**keep, "cpu": stamp["machine"]["cpu"], "own_command": own}
+
+
+RUN_STAMP = "provenance.json"  # in a run's workdir: the invocation that trained it
+
+
+def stamp_workdir(workdir: str, stamp: dict) -> None:
+  """Writes `stamp` (`run_provenance`) into the workdir of the run it trained."""
+  os.makedirs(workdir, exist_ok=True)
+  with open(os.path.join(workdir, RUN_STAMP), "w") as f:
+    json.dump(stamp, f, indent=1)
+
+
+def of_workdir(workdir: str, reader: dict) -> dict:
+  """The provenance of the invocation that trained the run in `workdir`, else `reader`'s (the
+  invocation reading it back) marked `read_back`: it was trained by code that wrote none."""
+  path = os.path.join(workdir, RUN_STAMP)
+  if not os.path.exists(path):
+    return {**reader, "read_back": True}
+  with open(path) as f:
+    return json.load(f)
 
 
 @functools.cache

@@ -257,6 +257,11 @@ def execute(
   each new entry also records what its run was trained with (`posemb`, `steps`) and its own
   `provenance` (`provenance.run_provenance`; a dirty tree or a foreign command is also said loudly).
 
+  A run's stamp is written into its workdir by the invocation that trains it and
+  read from there, so a run trained elsewhere (another command, a driver script) and read back
+  here keeps its own; one read back from a workdir without a stamp gets this invocation's,
+  marked `read_back`.
+
   `score(run, summary)` turns a finished run into its results entry (its time is recorded as
   `score_seconds`, which `progress.status` adds to the time left); `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
@@ -287,11 +292,12 @@ def execute(
     else:
       scored = score(run, summary)
     spent = {SCORE_SECONDS: round(time.monotonic() - start, 1)}  # for progress's time left
-    return {**scored, **_trained_with(run, summary), **spent, "provenance": stamp}
+    stamped = {"provenance": provenance.of_workdir(run.workdir, stamp)}  # who trained it
+    return {**scored, **_trained_with(run, summary), **spent, **stamped}
 
   if jobs <= 1:
     for run in pending:
-      results[run.key] = entry(run, _train(run.config, run.workdir, run.key))
+      results[run.key] = entry(run, _train(run.config, run.workdir, run.key, stamp=stamp))
       save(results)
     return results
   for name, data_dir in {(r.config.data.name, r.config.data.data_dir) for r in pending}:
@@ -302,7 +308,9 @@ def execute(
     jobs, mp_context=context, initializer=_one_thread, max_tasks_per_child=1
   )
   with pool:
-    started = {pool.submit(_train, run.config, run.workdir, run.key, code): run for run in pending}
+    started = {
+      pool.submit(_train, run.config, run.workdir, run.key, code, stamp): run for run in pending
+    }
     try:
       for done in futures.as_completed(started):
         run = started[done]
@@ -348,17 +356,34 @@ def _one_thread() -> None:
   one_thread_backend()
 
 
-def _train(config: Any, workdir: str, key: str, code: str | None = None) -> dict:
+def _finished(config: Any, workdir: str) -> bool:
+  """Whether `workdir` holds a run trained to `config.total_steps` (its summary.json)."""
+  path = os.path.join(workdir, "summary.json")
+  if not os.path.exists(path):
+    return False
+  with open(path) as f:
+    return json.load(f).get("step", 0) >= config.total_steps
+
+
+def _train(
+  config: Any, workdir: str, key: str, code: str | None = None, stamp: dict | None = None
+) -> dict:
   """`trainer.train_and_evaluate` (a module-level function: picklable for job processes). A
   sweep or rate-choice run whose loss goes non-finite returns `{sweeps.DIVERGED: message}`: a
   knob value or learning rate that diverges is a result of its choice (it ranks last,
   `sweeps.choose`, `recipe.choose`), and re-running would only reach the same NaN, so it must
   not stop the record. A record run's stops it. In a job process, `code` is the record's
-  library fingerprint (`provenance.same_code`; None: not checked)."""
+  library fingerprint (`provenance.same_code`; None: not checked). Unless the workdir was
+  finished already, `stamp` (the record's `provenance.run_provenance`) is written into it as
+  (`provenance.stamp_workdir`): the run's own provenance, wherever it is read back."""
   provenance.same_code(code)
+  trained_here = not _finished(config, workdir)
   try:
-    return trainer.train_and_evaluate(config, workdir)
+    summary = trainer.train_and_evaluate(config, workdir)
   except trainer.NonFiniteLossError as e:
     if not key.startswith(("sweep/", recipe.PREFIX)):
       raise
-    return {sweeps.DIVERGED: str(e).split(":")[0]}
+    summary = {sweeps.DIVERGED: str(e).split(":")[0]}
+  if stamp and trained_here:
+    provenance.stamp_workdir(workdir, stamp)
+  return summary

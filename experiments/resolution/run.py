@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> dict:
   chosen = lambda: report.chosen(results)
   if args.status:
     progress.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
+    print(f"\nThe record plans {args.seeds} seeds per arm (--seeds); its finished seeds give:")
+    print(report.power_table(results) or "no comparison with two paired seeds yet.")
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)

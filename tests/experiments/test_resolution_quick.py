@@ -37,6 +37,8 @@ def test_quick_resolution_benchmark_runs_end_to_end(tmp_path, capsys):
   capsys.readouterr()
   run.main(["--quick", f"--out={tmp_path}", "--status"])
   done = len(results) - 1  # but the provenance
-  assert f"{done} of {done} runs done" in capsys.readouterr().out
+  status = capsys.readouterr().out
+  assert f"{done} of {done} runs done" in status
+  assert "plans 2 seeds per arm" in status and "| seeds needed |" in status  # the power plan
   again = run.main(["--quick", f"--out={tmp_path}"])  # everything is read, nothing retrained
   assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)

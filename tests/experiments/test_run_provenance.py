@@ -3,11 +3,13 @@
 command that is not an experiment's run.py is explained in its record's README."""
 
 import json
+import os
 import pathlib
 
 import pytest
 
-from experiments import editions
+from configs import vit_digits
+from experiments import editions, provenance, runs
 from experiments.generation import run as generation_run
 from lfpe.errors import ConfigError
 
@@ -68,10 +70,11 @@ def test_every_run_of_a_record_carries_its_own_provenance(path):
     if stamp is None:
       continue
     assert {"commit", "command", "date", "own_command"} <= set(stamp), key
-    if "+uncommitted" in stamp["commit"] or not stamp["own_command"]:
+    if "+uncommitted" in stamp["commit"] or not stamp["own_command"] or stamp.get("read_back"):
       commit = stamp["commit"][:7]
       assert commit in readme, (
-        f"{key} was trained from a dirty tree or by a foreign command ({stamp['command']}) "
+        f"{key} was trained from a dirty tree, by a foreign command ({stamp['command']}) or "
+        "outside the record (read_back) "
         f"at {commit}, which {editions.family(record)}/README.md does not explain"
       )
 
@@ -86,3 +89,33 @@ def test_a_record_refuses_to_train_into_an_edition_without_per_run_provenance(tm
   stamped = {"lsh/fourier/0": {"final": 1.0, "provenance": {"commit": "abc"}}}
   editions.refuse_unstamped(str(tmp_path), stamped, newer="x_v2")
   editions.refuse_unstamped(str(tmp_path), {}, newer="x_v2")
+
+
+def test_a_run_keeps_the_stamp_of_the_invocation_that_trained_it(
+  tmp_path, monkeypatch, fresh_stamp
+):
+  """The stamp goes into the workdir as the run trains: another invocation reading the run
+  back (a record resumed at a later commit) records the trainer's, not its own; a workdir
+  trained by code that wrote none (a driver script) is marked `read_back`."""
+  stamps = iter([{"commit": c, "command": "x", "date": "d", "machine": {"cpu": "c"}} for c in "AB"])
+  monkeypatch.setattr(provenance, "provenance", lambda: next(stamps))
+
+  def train(config, workdir):  # a trainer that finishes its workdir
+    os.makedirs(workdir, exist_ok=True)
+    (pathlib.Path(workdir) / "summary.json").write_text(json.dumps({"step": 6}))
+    return {"step": 6}
+
+  monkeypatch.setattr(runs.trainer, "train_and_evaluate", train)
+  config = runs.for_run(vit_digits.get_config("small=1"), seed=0, steps=6)
+  run = runs.Run("a/0", config, str(tmp_path / "a"))
+  score = lambda run, summary: {"score": 1.0}
+  first = runs.execute([run], {}, score, lambda results: None)
+  assert first["a/0"]["provenance"]["commit"] == "A"
+  provenance.run_provenance.cache_clear()  # a later invocation, at commit B
+  again = runs.execute([run], {}, score, lambda results: None)["a/0"]["provenance"]
+  assert again["commit"] == "A" and "read_back" not in again
+  (tmp_path / "a" / provenance.RUN_STAMP).unlink()  # as if trained outside a record
+  provenance.run_provenance.cache_clear()
+  stamps = iter([{"commit": "C", "command": "x", "date": "d", "machine": {"cpu": "c"}}])
+  read = runs.execute([run], {}, score, lambda results: None)["a/0"]["provenance"]
+  assert read["commit"] == "C" and read["read_back"]

@@ -209,15 +209,6 @@ def test_saver_stamps_the_provenance_of_the_invocation_start(tmp_path, monkeypat
     assert json.load(f) == {"a": 1, "b": 2, "provenance": {"commit": "start"}}
 
 
-@pytest.fixture
-def fresh_stamp():
-  """This process's run provenance taken anew in the test (a faked `provenance`), and dropped
-  after it, so no other test sees the fake."""
-  provenance.run_provenance.cache_clear()
-  yield
-  provenance.run_provenance.cache_clear()
-
-
 def _args(out, *, quick, status=False):
   return argparse.Namespace(out=str(out), quick=quick, status=status)
 
