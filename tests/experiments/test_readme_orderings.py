@@ -21,7 +21,8 @@ DOCS = [
 ]
 ORDERING = re.compile(
   r"\b(beats?|beaten|outperforms?|better than|worse than|ahead of(?! time)|behind|trails?"
-  r"|(?:is|are|ends?|was) (?:the )?(?:best|last|worst|lowest|highest)|second best)\b"
+  r"|(?:is|are|ends?|was) (?:the )?(?:best|last|worst|lowest|highest)|second best"
+  r"|(?:gains?|helps?|loses?|drops?|falls?) (?:the )?(?:most|least))\b"
   r"|(?<=[\w)]) [<>] (?=[A-Z])",
   re.IGNORECASE,
 )
@@ -54,6 +55,7 @@ def test_the_rule_finds_an_ordering_with_nothing_behind_it():
     "Here 4/1 is the best grouping.",
     "Sine-2D beats Embed-2D.",
   ]
+  assert unsupported("Tuned, Embed-1D gains most.") == ["Tuned, Embed-1D gains most."]
   assert not unsupported("Sine-2D beats Embed-2D by +4.3 [+2.0, +6.6].")
   assert not unsupported("Sine-2D beats Embed-2D (unresolved).")
   assert not unsupported("002: Embed-2D is second, ahead of the sinusoids.")
