@@ -83,6 +83,16 @@ class Encoding(nnx.Module):
     """The coordinates this encoding reads for a grid of `shape` (absolute, rotary kinds)."""
     return self.module.grid_coords(tuple(shape))
 
+  def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """`[B, L, D]`: each token's encoding in its own example's grid, for NaFlex-packed batches
+    (`index [B, L, M]` cells, `shape [B, M]` grids; absolute kinds; learned tables resampled
+    per example)."""
+    return self.module.apply(self.variables(), index, shape, method="packed")
+
+  def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
+    """The coordinates each token of a packed batch reads in its own grid (see `packed`)."""
+    return self.module.packed_coords(index, shape)
+
 
 def _initial_variables(module: nn.Module, key: jax.Array, init_shape) -> dict[str, Any]:
   """`module.init` on an example of its kind (see the module docstring)."""

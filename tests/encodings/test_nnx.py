@@ -7,6 +7,7 @@ import numpy as np
 import optax
 import pytest
 from flax import nnx
+from test_packed import packed_index
 
 from lfpe import encodings
 from lfpe import nnx as pe
@@ -121,3 +122,17 @@ def test_resolution_policies_give_linen_numbers_at_a_new_grid(spec):
   np.testing.assert_array_equal(coords, linen.grid_coords(new))
   want = linen.apply(pos.variables(), tokens, coords)
   np.testing.assert_allclose(pos(tokens, coords), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["embed_2d", "fourier", "sine_2d", "rope_axial"])
+def test_packed_batches_give_linen_numbers(name):
+  """NaFlex-packed batches (`lfpe.resolution.pack`) through the NNX module: each token's
+  encoding (or coordinates, for RoPE) in its own example's grid, as the linen module gives
+  (a learned table resampled per example)."""
+  pos, linen = pe.build(name, rngs=nnx.Rngs(0), **CONTEXT), encodings.build(name, **CONTEXT)
+  index, shape = packed_index([SHAPE, (3, 5), (6, 8)], 48)
+  np.testing.assert_array_equal(pos.packed_coords(index, shape), linen.packed_coords(index, shape))
+  if linen.kind == "absolute":
+    want = linen.apply(pos.variables(), index, shape, method="packed")
+    np.testing.assert_array_equal(pos.packed(index, shape), want)
+    np.testing.assert_allclose(pos.packed(index, shape)[2, :48], pos.grid((6, 8)), atol=1e-5)
