@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe.checked import Checked
-from lfpe.encodings.base import Registration, check_divisible
+from lfpe.encodings.base import Registration, check_divisible, check_positive
 from lfpe.encodings.learned import INIT_STD, check_table_options, resample_table
 from lfpe.encodings.resample import check_grid_shape, check_resample_options
 
@@ -140,7 +140,8 @@ class RelativeAttention2D(Checked, nn.Module):
   Learned offset embeddings `row` `[2H-1, d/2]` and `col` `[2W-1, d/2]` shared by all
   heads, or `[2H-1, heads, d/2]` with `per_head=True` (then `num_heads` is required).
   Init N(0, 1/head_dim) (as timm's relative-logit embeddings), so for unit-variance q,
-  `q · r` starts with unit variance, the scale of `q · k / √d`. Returns `q · r` unscaled,
+  `q · r` starts with unit variance, the scale of `q · k / √d`; `init_scale` multiplies that
+  std (the scale knob a sweep tunes, `Registration.knob`). Returns `q · r` unscaled,
   exactly Eq. 2: pass the q that the attention module dots with k (already scaled by 1/√d
   or not) so both terms share the scaling.
   `__call__(q, shape=None)`; another `shape` resamples both tables (`resample_method`).
@@ -150,6 +151,7 @@ class RelativeAttention2D(Checked, nn.Module):
   head_dim: int | None = None
   num_heads: int | None = None
   per_head: bool = False
+  init_scale: float = 1.0
   resample_method: str = "bicubic"
   align_corners: bool = False
   antialias: bool | None = None
@@ -161,6 +163,7 @@ class RelativeAttention2D(Checked, nn.Module):
     owner = type(self).__name__
     check_grid_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("head_dim", self.head_dim, 2, "r = row ‖ col halves", owner)
+    check_positive("init_scale", self.init_scale, owner)
     if self.per_head:
       check_divisible("num_heads", self.num_heads, 1, "per_head=True needs it", owner)
     check_resample_options(
@@ -180,7 +183,7 @@ class RelativeAttention2D(Checked, nn.Module):
     if self.per_head and q.shape[2] != self.num_heads:
       raise ValueError(f"{owner}: `q` has {q.shape[2]} heads but num_heads={self.num_heads}.")
     heads = (self.num_heads,) if self.per_head else ()
-    init = nn.initializers.normal(self.head_dim**-0.5)
+    init = nn.initializers.normal(self.init_scale * self.head_dim**-0.5)
     tables = []
     for name, old, new in zip(("row", "col"), self.grid_shape, shape, strict=True):
       t = self.param(name, init, (_num_offsets(old), *heads, self.head_dim // 2))
@@ -207,6 +210,10 @@ ENCODINGS = (
     knob=("init_std", INIT_STD),
   ),
   Registration(
-    "rel_attn_2d", RelativeAttention2D, resolution_free=False, labels=("Relative attention (2-D)",)
+    "rel_attn_2d",
+    RelativeAttention2D,
+    resolution_free=False,
+    labels=("Relative attention (2-D)",),
+    knob=("init_scale", 1.0),
   ),
 )

@@ -48,6 +48,16 @@ def test_param_shapes_and_bias_init():
   assert shapes["row"].shape == (7, 4, 4) and shapes["col"].shape == (9, 4, 4)
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.25])
+def test_rel_attn_tables_start_at_init_scale_over_root_head_dim(scale):
+  """N(0, 1/head_dim) (timm's relative-logit init) times `init_scale`, the knob a sweep tunes."""
+  q = jnp.zeros((1, 400, 1, 64))
+  module = RelativeAttention2D((20, 20), 64, init_scale=scale)
+  params = jax.jit(module.init)(jax.random.key(0), q)["params"]
+  tables = jnp.concatenate([params["row"].ravel(), params["col"].ravel()])  # 2 x 39 x 32 draws
+  assert abs(float(jnp.std(tables)) / (scale / 8) - 1) < 0.05
+
+
 def test_bias_reads_table_at_index():
   module, params = _bias()
   bias = np.asarray(module.apply({"params": params}))
@@ -149,6 +159,7 @@ def test_rel_attn_new_shape_resamples_offset_tables():
     (lambda: RelativeBias2D(grid_shape=(2, 2), resample_method="nearest"), "method"),
     (lambda: RelativeAttention2D(grid_shape=(2, 2), head_dim=5), "head_dim.*multiple of 2"),
     (lambda: RelativeAttention2D(grid_shape=(2, 2), head_dim=4, per_head=True), "num_heads"),
+    (lambda: RelativeAttention2D(grid_shape=(2, 2), head_dim=4, init_scale=0.0), "init_scale"),
   ],
 )
 def test_bad_config_raises(make, match):
