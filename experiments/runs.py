@@ -356,15 +356,6 @@ def _one_thread() -> None:
   one_thread_backend()
 
 
-def _finished(config: Any, workdir: str) -> bool:
-  """Whether `workdir` holds a run trained to `config.total_steps` (its summary.json)."""
-  path = os.path.join(workdir, "summary.json")
-  if not os.path.exists(path):
-    return False
-  with open(path) as f:
-    return json.load(f).get("step", 0) >= config.total_steps
-
-
 def _train(
   config: Any, workdir: str, key: str, code: str | None = None, stamp: dict | None = None
 ) -> dict:
@@ -374,10 +365,13 @@ def _train(
   `sweeps.choose`, `recipe.choose`), and re-running would only reach the same NaN, so it must
   not stop the record. A record run's stops it. In a job process, `code` is the record's
   library fingerprint (`provenance.same_code`; None: not checked). Unless the workdir was
-  finished already, `stamp` (the record's `provenance.run_provenance`) is written into it as
-  (`provenance.stamp_workdir`): the run's own provenance, wherever it is read back."""
+  finished already (`progress.read`), `stamp` (the record's `provenance.run_provenance`) is
+  written into it (`provenance.stamp_workdir`): the run's own provenance, wherever it is read
+  back."""
+  from experiments import progress  # here: progress imports this module
+
   provenance.same_code(code)
-  trained_here = not _finished(config, workdir)
+  trained_here = not progress.read(Run(key, config, workdir)).done
   try:
     summary = trainer.train_and_evaluate(config, workdir)
   except trainer.NonFiniteLossError as e:
