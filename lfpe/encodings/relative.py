@@ -14,11 +14,12 @@
   attended and any mask is the attention module's business.
 
 Both accept a `shape` other than `grid_shape`: the tables are resampled with
-`resample.resample`. The default, `resample_method='bicubic'`, is the antialiased bicubic
-(Keys' a = -0.5) of `jax.image.resize` and timm's `resample_abs_pos_embed`, not Swin's rule:
-Swin fine-tunes at a new window size with PyTorch's `F.interpolate(mode='bicubic')` (a = -0.75,
-no antialiasing), which is `resample_method='bicubic_pytorch'`. On a 7 -> 12 window (a 13^2
--> 23^2 table of N(0, 0.02^2) entries) their largest difference is 5e-3 on average over random
+`resample.resample`. `rel_bias_2d`'s default, `resample_method='bicubic_pytorch'`, is Swin's
+rule: Swin fine-tunes at a new window size with PyTorch's `F.interpolate(mode='bicubic')`
+(a = -0.75, no antialiasing). `rel_attn_2d`'s default, `'bicubic'`, is the antialiased bicubic
+(Keys' a = -0.5) of `jax.image.resize` and timm's `resample_abs_pos_embed`; `rel_bias_2d` takes
+it too (`resample_method='bicubic'`). On a 7 -> 12 window (a 13^2 -> 23^2 table of
+N(0, 0.02^2) entries) the two kernels' largest difference is 5e-3 on average over random
 tables (6e-3 at the 95th percentile, 8e-3 at most in 400 draws), about 5 % of the table's range.
 `resample_method='beit_geometric'` is BEiT's geometric spline enlargement
 (`lfpe.encodings.geometric`), which keeps the offsets 0 and ±1 exactly.
@@ -102,7 +103,7 @@ class RelativeBias2D(Checked, nn.Module):
   grid_shape: tuple[int, ...] | None = None
   num_heads: int = 1
   init_std: float = INIT_STD
-  resample_method: str = "bicubic"
+  resample_method: str = "bicubic_pytorch"  # Swin's F.interpolate (module docstring)
   align_corners: bool = False
   antialias: bool | None = None
 

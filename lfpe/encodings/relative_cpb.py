@@ -3,14 +3,19 @@
 `rel_cpb_2d` (kind `bias`): instead of a learned table indexed by the offset, a small MLP
 maps each relative offset (Δy, Δx) to one bias per head, so the bias exists at any grid:
 
-  Δ̂ = Δ / (L − 1) · 8           per axis, L the training grid's length (SwinV2's
-                                  `pretrained_window_size`), so the training offsets span [−8, 8]
+  Δ̂ = Δ / (L − 1) · s           per axis, L the training grid's length (SwinV2's
+                                  `pretrained_window_size`), so the training offsets span [−s, s]
   Δ̃ = sign(Δ̂) · log2(1 + |Δ̂|) / log2(8)                      (log-spaced coordinates)
   B = 16 · sigmoid(MLP(Δ̃))       MLP: Linear(2, 512) → ReLU → Linear(512, heads, no bias)
 
 and `B[heads, N, N]` is gathered with Swin's relative index, as `rel_bias_2d` gathers its
-table. At a larger grid the offsets run past ±8 on the same log scale (SwinV2's transfer
+table. At a larger grid the offsets run past ±s on the same log scale (SwinV2's transfer
 across window sizes); an offset seen in training keeps its bias exactly.
+
+`span` s is 8 in SwinV2 (its code writes 8 for both the scale and the log's divisor); here
+it is the encoding's scale knob (`Registration.knob`), the distance scaling a sweep tunes: a
+larger s compresses far offsets more against near ones. The divisor stays log2(8), a constant
+the first layer could absorb, so any s > 0 is valid and s = 8 is SwinV2 exactly.
 """
 
 from __future__ import annotations
@@ -24,16 +29,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe.checked import Checked
-from lfpe.encodings.base import Registration, check_divisible
+from lfpe.encodings.base import Registration, check_divisible, check_positive
 from lfpe.encodings.relative import check_grid_2d, relative_bias
 
-SPAN = 8.0  # SwinV2: offsets of the training grid normalised to [-8, 8]
+SPAN = 8.0  # SwinV2: offsets of the training grid normalised to [-8, 8] (`span`'s default)
 SCALE = 16.0  # SwinV2: 16 · sigmoid
 
 
-def log_spaced_offsets(shape: Sequence[int], train_shape: Sequence[int]) -> np.ndarray:
+def log_spaced_offsets(
+  shape: Sequence[int], train_shape: Sequence[int], span: float = SPAN
+) -> np.ndarray:
   """Δ̃ of every offset of a `shape` grid, `[(2H−1)(2W−1), 2]` in Swin's table order."""
-  axes = [np.arange(-(n - 1), n, dtype=np.float64) / max(t - 1, 1) * SPAN
+  axes = [np.arange(-(n - 1), n, dtype=np.float64) / max(t - 1, 1) * span
           for n, t in zip(shape, train_shape, strict=True)]  # fmt: skip
   grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 2)
   return (np.sign(grid) * np.log2(1.0 + np.abs(grid)) / np.log2(SPAN)).astype(np.float32)
@@ -49,6 +56,7 @@ class RelativeCPB2D(Checked, nn.Module):
   grid_shape: tuple[int, ...] | None = None
   num_heads: int = 1
   hidden_dim: int = 512
+  span: float = SPAN
 
   kind: ClassVar[str] = "bias"
 
@@ -58,14 +66,19 @@ class RelativeCPB2D(Checked, nn.Module):
     check_grid_2d(self.grid_shape, "grid_shape", owner)
     check_divisible("num_heads", self.num_heads, 1, "one bias per head", owner)
     check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP's width", owner)
+    check_positive("span", self.span, owner)
 
   @nn.compact
   def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
     shape = self.grid_shape if shape is None else check_grid_2d(shape, "shape", type(self).__name__)
-    coords = jnp.asarray(log_spaced_offsets(shape, self.grid_shape))
+    coords = jnp.asarray(log_spaced_offsets(shape, self.grid_shape, self.span))
     hidden = jax.nn.relu(nn.Dense(self.hidden_dim, name="hidden")(coords))
     table = nn.Dense(self.num_heads, use_bias=False, name="out")(hidden)  # [(2H-1)(2W-1), heads]
     return relative_bias(SCALE * jax.nn.sigmoid(table), shape)
 
 
-ENCODINGS = (Registration("rel_cpb_2d", RelativeCPB2D, labels=("Log-spaced CPB (SwinV2)",)),)
+ENCODINGS = (
+  Registration(
+    "rel_cpb_2d", RelativeCPB2D, labels=("Log-spaced CPB (SwinV2)",), knob=("span", SPAN)
+  ),
+)

@@ -243,4 +243,10 @@ def test_every_encoding_a_record_compares_has_a_knob():
               "embed_1d", "embed_2d", "embed_4d", "learnable_sine", "gabor", "gabor_edge",
               "rel_bias_2d", "rope_axial", "rope_mixed", "detr_sine")  # fmt: skip
   assert [n for n in compared if encodings.knob(n) is None] == []
-  assert encodings.knob("none") is None
+  # Only the parameter-free intuitive encodings (003) and `none` have nothing to scale.
+  assert {n for n in encodings.NAMES if encodings.knob(n) is None} == {
+    "binary",
+    "index",
+    "unit",
+    "none",
+  }

@@ -86,11 +86,11 @@ def test_bias_is_translation_invariant():
   _same_offset_same_value(np.asarray(module.apply({"params": params})), (3, 4))
 
 
-def test_bias_at_new_shape_resamples_the_table_bicubic():
+def test_bias_at_new_shape_resamples_the_table_with_swins_bicubic_by_default():
   module, params = _bias()
   bias = np.asarray(module.apply({"params": params}, (4, 6)))
   assert bias.shape == (2, 24, 24)
-  table = resample(params["table"], (5, 7), (7, 11), "bicubic")
+  table = resample(params["table"], (5, 7), (7, 11), "bicubic_pytorch")
   np.testing.assert_allclose(
     bias[:, 0, :], np.asarray(table)[relative_index((4, 6))[0]].T, atol=1e-6
   )

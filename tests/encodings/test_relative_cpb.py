@@ -26,6 +26,18 @@ def test_log_spaced_offsets_by_hand():
   assert wide[10, 5, 0] == pytest.approx(np.log2(21) / 3, rel=1e-6)
 
 
+def test_span_scales_the_offsets_before_the_log():
+  """`span` s (the knob a sweep tunes): offsets −2..2 of a 3-grid scale to −s..s, then the
+  log divided by SwinV2's log2(8) as before; the module reads it (s = 8, SwinV2's, default)."""
+  got = relative_cpb.log_spaced_offsets((3, 3), (3, 3), span=4.0).reshape(5, 5, 2)
+  want = np.array([-np.log2(5), -np.log2(3), 0.0, np.log2(3), np.log2(5)]) / 3.0
+  np.testing.assert_allclose(got[:, 2, 0], want, rtol=1e-6)
+  variables = _cpb(grid=(3, 3)).init(jax.random.key(0))
+  default, wide = (np.asarray(_cpb(grid=(3, 3), span=s).apply(variables)) for s in (8.0, 4.0))
+  assert not np.allclose(default, wide)
+  np.testing.assert_allclose(default, np.asarray(_cpb(grid=(3, 3)).apply(variables)))
+
+
 def test_the_bias_is_16_sigmoid_of_the_mlp_gathered_by_swins_index():
   module = _cpb()
   variables = module.init(jax.random.key(0))
@@ -61,3 +73,5 @@ def test_a_vit_with_it_runs_at_other_image_sizes():
 def test_bad_fields_name_the_field():
   with pytest.raises(ValueError, match="hidden_dim"):
     _cpb(hidden_dim=0)
+  with pytest.raises(ValueError, match="`span` must be a positive number"):
+    _cpb(span=0.0)

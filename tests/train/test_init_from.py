@@ -78,7 +78,9 @@ def test_a_new_grid_resamples_each_table_by_its_encodings_policy(tmp_path, posem
   path, source = _source(tmp_path, _config(posemb))
   state = _state(_config(posemb, image_size=32, init_from=str(path)))
   new, old = _flat(state.params), _flat(source)
-  method = {"embed_1d": "bilinear", "embed_2d": "bilinear", "rel_bias_2d": "bicubic"}[posemb]
+  method = {"embed_1d": "bilinear", "embed_2d": "bilinear", "rel_bias_2d": "bicubic_pytorch"}[
+    posemb
+  ]
   resampled = [n for n in new if n.split("/")[-1] in tables and new[n].shape != old[n].shape]
   assert len(resampled) >= len(tables)
   for name in resampled:
