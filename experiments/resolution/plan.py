@@ -46,6 +46,7 @@ UNALIGNED = (48, 96, 144)  # 0.75x, 1.5x, 2.25x
 TEST_SIZES = tuple(sorted(ALIGNED + UNALIGNED))
 CLAIM_SIZES = (128, 192)  # 2x and 3x: where the published orderings are tested
 STEPS, WARMUP = 1000, 100  # the pilot's schedule: the best arms at 80-90 % at 64 px
+RECIPE_BAND = (0.80, 0.90)  # the length rule: the best arm at defaults in this band at 64 px
 SEEDS = 10
 VALIDATION = 2000  # the first training scenes (a tenth): the sweep's validation split
 SWEEP_SEEDS = 2

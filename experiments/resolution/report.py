@@ -181,6 +181,26 @@ def _two_seeds(rows: dict, arms: tuple, size: str) -> bool:
   return all(len(rows.get(arm, {}).get(size, {})) >= 2 for arm in arms)
 
 
+def recipe_check(results: dict) -> str:
+  """Markdown: the recipe's length rule (README, "Recipe") on the record's own runs: the best
+  arm at defaults (by mean test accuracy at the training size, the control aside) inside
+  `plan.RECIPE_BAND`; empty before any arm has two seeds there."""
+  train, (low, high) = str(plan.TRAIN_SIZE), plan.RECIPE_BAND
+  rows = cells(results, "defaults")
+  scored = [r for r in rows if r[0] != "none" and len(rows[r].get(train, {})) >= 2]
+  if not scored:
+    return ""
+  best = max(scored, key=lambda r: np.mean(list(rows[r][train].values())))
+  values = list(rows[best][train].values())
+  holds = low <= np.mean(values) <= high
+  return (
+    f"**The recipe's length rule** (the best arm at defaults at "
+    f"{100 * low:.0f}-{100 * high:.0f} % at {train} px): the best is {best[0]} at "
+    f"{stats.fmt(values, scale=100)} % over "
+    f"{len(values)} seeds: {'holds' if holds else '**does not hold**'}.\n"
+  )
+
+
 def power_table(results: dict) -> str:
   """Markdown: for each published comparison at each claim size (both arms at defaults), the
   paired sd of the per-seed differences, the minimum detectable difference at this record's
@@ -334,10 +354,17 @@ def plot(results: dict, path: str) -> None:
 
 
 def write(results: dict, out: str) -> None:
-  """leaderboard.md (the leaderboard, the sweep, the power table), claims.json and
-  accuracy_vs_size.png into `out`, and the README's blocks."""
+  """leaderboard.md (the leaderboard, the recipe's check, the sweep, the power table),
+  claims.json and accuracy_vs_size.png into `out`, and the README's blocks."""
   board = "\n".join(
-    p for p in (leaderboard(results), sweep_table(results), power_table(results)) if p
+    p
+    for p in (
+      leaderboard(results),
+      recipe_check(results),
+      sweep_table(results),
+      power_table(results),
+    )
+    if p
   )
   write_files(out, claims(results), board, lambda path: plot(results, path))
 

@@ -152,6 +152,24 @@ def test_power_table_reads_the_paired_sd_and_the_seeds_a_two_point_difference_ne
   assert "| 128 px | 3 | 4.0 | " in row and row.endswith(f"| {stats.seeds_needed(4.0, 2.0)} |")
 
 
+@pytest.mark.parametrize(
+  ("accuracies", "verdict"), [((0.84, 0.86), "holds"), ((1.0, 0.99), "**does not hold**")]
+)
+def test_recipe_check_reads_the_best_arm_at_defaults_at_the_training_size(accuracies, verdict):
+  """The length rule: the best arm at defaults (never the control) inside 80-90 % at 64 px."""
+  results = {}
+  for arm, policy, accs in (
+    ("none", "extrapolate", (0.99, 0.99)),  # the control is not an arm of the rule
+    ("sine_2d", "extrapolate", (0.5, 0.6)),
+    ("rope_axial", "extrapolate", accuracies),
+  ):
+    for seed, acc in enumerate(accs):
+      results[f"{arm}/{seed}"] = {"arm": arm, "seed": seed, "scores": {policy: {"64": acc}}}
+  line = report.recipe_check(results)
+  assert "the best is rope_axial at " in line and line.rstrip().endswith(f"{verdict}.")
+  assert report.recipe_check({}) == ""
+
+
 def test_claims_pair_arms_on_the_seeds_both_ran():
   """A record part-way: RoPE-Axial ran seeds 0, 1, 3 and the 2-D table 0, 1, 2; the claim at
   2x pairs seeds 0 and 1 (never seed 3 with seed 2)."""
