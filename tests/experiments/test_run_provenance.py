@@ -1,6 +1,6 @@
 """Every run of a record names where it came from (`experiments/provenance.py`,
 `run_provenance`): its own commit, command and date; a run trained from a dirty tree or by a
-command that is not an experiment's run.py is explained in its record's README."""
+command that is not the record's own run.py is explained in its record's README."""
 
 import json
 import os
@@ -70,6 +70,9 @@ def test_every_run_of_a_record_carries_its_own_provenance(path):
     if stamp is None:
       continue
     assert {"commit", "command", "date", "own_command"} <= set(stamp), key
+    if stamp["own_command"]:  # an experiment's run.py: this record's own, not another's
+      own = f"experiments/{editions.family(record)}/run.py"
+      assert stamp["command"].split()[1].endswith(own), (key, stamp["command"])
     if "+uncommitted" in stamp["commit"] or not stamp["own_command"] or stamp.get("read_back"):
       commit = stamp["commit"][:7]
       assert commit in readme, (
