@@ -114,7 +114,7 @@ def _initial_variables(module: nn.Module, key: jax.Array, init_shape) -> dict[st
   tokens = jnp.zeros((1, math.prod(shape), heads, module.head_dim))
   if module.kind == "logits":
     return module.init(key, tokens, shape)
-  return module.init(key, tokens, module.grid_coords(shape))  # rotary
+  return module.init(key, tokens, module.grid_coords(shape), shape)  # rotary
 
 
 def create(spec, *, rngs: nnx.Rngs, init_shape: Sequence[int] | None = None, **kwargs) -> Encoding:

@@ -35,9 +35,9 @@ chooses how RoPE meets it:
   head_dim / 2 the channels that rotate with that axis, so the highest frequency is kept and
   the lowest is divided by s (as PI would). Only for `axial` (fixed frequencies): `mixed`
   learns its frequencies, which have no base to rescale; use `pi` there. L' is the grid's
-  (`shape`, which models pass); only without it is it read from the coordinates (largest
-  index + 1, exact for plain index grids, wrong under coordinate augmentation).
-  `ntk_factor` sets s by hand (both axes) instead.
+  (`shape`, which models pass; a call without it is an error, since coordinates under
+  augmentation do not tell the length). `ntk_factor` sets s by hand (both axes) instead,
+  the same for every grid, so packed batches of several grids take it.
 * `yarn`: NTK-by-parts with YaRN's temperature (Peng et al. 2023), per axis of training
   length L: each frequency f of wavelength 2π/f with r = L·f/2π periods in L becomes
   (1 − γ)·f/s + γ·f, γ = clip((r − alpha)/(beta − alpha), 0, 1) (interpolated where it
@@ -265,18 +265,20 @@ class Rotary2D(Checked, nn.Module):
 
   def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
     """`grid_coords(shape[b])` at the cells `index [B, L, 2]` of per-example grids
-    (`shape [B, 2]`: packed batches): `none` and `pi` only (NTK and YaRN rescale θ per grid)."""
+    (`shape [B, 2]`: packed batches): `none` and `pi`, or `ntk` / `yarn` with a fixed
+    `ntk_factor` (from the grid's length they would rescale θ per grid)."""
     index = jnp.asarray(index, jnp.float32)
     if self.coords_mode == "dinov3":
       return dinov3_coords(index, jnp.asarray(shape, jnp.float32)[:, None, :])
-    if self.scaling == "none":
-      return index
+    if self.scaling == "none" or self.ntk_factor:
+      return index  # a fixed `ntk_factor` rescales θ alike for every grid (`__call__`)
     if self.scaling == "pi":
       factor = jnp.asarray(self.grid_shape, jnp.float32) / jnp.asarray(shape, jnp.float32)
       return index * jnp.minimum(factor, 1.0)[:, None, :]
     raise ValueError(
       f"{type(self).__name__}: scaling={self.scaling!r} rescales θ for one grid, so packed "
-      "batches of several grids cannot use it; use scaling='none' or 'pi'."
+      "batches of several grids cannot use it; use scaling='none' or 'pi', or set "
+      "`ntk_factor` (the same s for every grid)."
     )
 
   @nn.compact
@@ -307,12 +309,17 @@ class Rotary2D(Checked, nn.Module):
     return rope(x, coords, freqs)
 
   def _rescaled(self, x, coords, shape, theta: float) -> jnp.ndarray:
-    """`ntk` or `yarn` (module docstring) at the grid of `shape` (else read from `coords`)."""
-    lengths = (  # (L'_y, L'_x): the grid's, else the largest index + 1 of an index grid
-      jnp.asarray(shape, jnp.float32) if shape is not None else jnp.max(coords, axis=0) + 1.0
-    )
-    train = jnp.asarray(self.grid_shape, jnp.float32)
-    scale = jnp.full((2,), float(self.ntk_factor)) if self.ntk_factor else lengths / train
+    """`ntk` or `yarn` (module docstring) at the grid of `shape` (L'), or by `ntk_factor`."""
+    if self.ntk_factor:
+      scale = jnp.full((2,), float(self.ntk_factor))
+    elif shape is None:
+      raise ValueError(
+        f"{type(self).__name__}: scaling={self.scaling!r} needs the grid's `shape` (its "
+        "length L') in the call, as lfpe's models pass it; coordinates do not tell it "
+        "(augmented ones least), or set `ntk_factor`."
+      )
+    else:
+      scale = jnp.asarray(shape, jnp.float32) / jnp.asarray(self.grid_shape, jnp.float32)
     if self.scaling == "ntk":
       ntk = ntk_theta(theta, scale, self.head_dim)
       return rope(x, coords, axial_freqs(self.head_dim, ntk[0], ntk[1]))

@@ -120,8 +120,8 @@ def test_resolution_policies_give_linen_numbers_at_a_new_grid(spec):
   tokens = jax.random.normal(jax.random.key(6), (1, 72, HEADS, HEAD_DIM))
   coords = pos.grid_coords(new)
   np.testing.assert_array_equal(coords, linen.grid_coords(new))
-  want = linen.apply(pos.variables(), tokens, coords)
-  np.testing.assert_allclose(pos(tokens, coords), want, rtol=1e-6, atol=1e-6)
+  want = linen.apply(pos.variables(), tokens, coords, new)
+  np.testing.assert_allclose(pos(tokens, coords, new), want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["embed_2d", "fourier", "sine_2d", "rope_axial"])

@@ -21,8 +21,8 @@ def _rope(spec: str):
 def _apply(module, shape, seed=0):
   x = jax.random.normal(jax.random.key(seed), (1, shape[0] * shape[1], 2, HEAD_DIM))
   coords = module.grid_coords(shape)
-  variables = module.init(jax.random.key(1), x, coords)
-  return x, coords, np.asarray(module.apply(variables, x, coords))
+  variables = module.init(jax.random.key(1), x, coords, shape)
+  return x, coords, np.asarray(module.apply(variables, x, coords, shape))
 
 
 @pytest.mark.parametrize("mode", ["axial", "mixed"])
@@ -80,12 +80,47 @@ def test_ntk_reads_the_test_length_from_the_grid_not_from_augmented_coordinates(
   x, coords, want = _apply(module, shape)
   jittered = coords_lib.augment(coords, jax.random.key(4), shift=0.1, jitter=1.1, rescale=1.25)
   assert float(np.max(np.asarray(jittered)[:, 0])) + 1 != 16.0
-  variables = module.init(jax.random.key(1), x, coords)
+  variables = module.init(jax.random.key(1), x, coords, shape)
   got = module.apply(variables, x, jittered, shape)
   d_axis = HEAD_DIM // 2
   theta_y, theta_x = (100.0 * s ** (d_axis / (d_axis - 2)) for s in (2.0, 3.0))
   freqs = rotary.axial_freqs(HEAD_DIM, theta_y, theta_x)
   np.testing.assert_allclose(got, np.asarray(rotary.rope(x, jittered, freqs)), atol=1e-5)
+
+
+@pytest.mark.parametrize("scaling", ["ntk", "yarn"])
+def test_ntk_and_yarn_without_the_grid_stop_with_a_message(scaling):
+  """Coordinates do not tell the length L' (augmented ones least): a call without `shape`
+  stops, unless `ntk_factor` fixes the factor."""
+  module = _rope(f"rope_axial(scaling='{scaling}')")
+  x = jnp.zeros((1, 64, 2, HEAD_DIM))
+  with pytest.raises(ValueError, match=f"scaling='{scaling}' needs the grid's `shape`"):
+    module.init(jax.random.key(0), x, module.grid_coords(TRAIN))
+  fixed = _rope(f"rope_axial(scaling='{scaling}', ntk_factor=2.0)")
+  fixed.init(jax.random.key(0), x, fixed.grid_coords(TRAIN))
+
+
+@pytest.mark.parametrize("scaling", ["ntk", "yarn"])
+def test_packed_grids_take_a_fixed_ntk_factor(scaling):
+  """With `ntk_factor` θ is the same for every grid, so a packed batch of two grids rotates
+  each example as its own grid would; without it packing is refused."""
+  module = _rope(f"rope_axial(scaling='{scaling}', ntk_factor=2.0)")
+  shapes = ((4, 6), (8, 3))
+  index = [np.asarray(coords_lib.grid(s, "index")) for s in shapes]
+  width = max(len(i) for i in index)
+  packed_index = np.stack([np.pad(i, ((0, width - len(i)), (0, 0))) for i in index])
+  coords = module.packed_coords(jnp.asarray(packed_index), jnp.asarray(shapes))
+  x = jax.random.normal(jax.random.key(2), (2, width, 2, HEAD_DIM))
+  variables = module.init(jax.random.key(1), x, coords)
+  packed = np.asarray(module.apply(variables, x, coords))
+  for b, shape in enumerate(shapes):
+    n = len(index[b])
+    alone = module.apply(variables, x[b : b + 1, :n], module.grid_coords(shape), shape)
+    np.testing.assert_allclose(packed[b, :n], np.asarray(alone)[0], atol=1e-5)
+  with pytest.raises(ValueError, match="set `ntk_factor`"):
+    _rope(f"rope_axial(scaling='{scaling}')").packed_coords(
+      jnp.asarray(packed_index), jnp.asarray(shapes)
+    )
 
 
 def test_a_user_set_ntk_factor_replaces_the_grid_ratio():
