@@ -26,10 +26,11 @@ PUBLISHED = (
     ("rope_mixed", "extrapolate"),
     ("rope_axial", "extrapolate"),
   ),
-  (
-    "rope-vit",
-    "Heo et al. 2024, Fig. 3",
-    "RoPE-Mixed degrades less than an interpolated learned table when the test size doubles",
+  (  # RoPE-ViT's APE is a full 2-D table resized with PyTorch's bicubic; this one is lfpe's
+    "lfpe",
+    "after Heo et al. 2024, Fig. 3, with lfpe's per-axis tables (not RoPE-ViT's APE)",
+    "RoPE-Mixed degrades less than per-axis learned tables resized with timm's antialiased "
+    "bicubic when the test size doubles",
     ("rope_mixed", "extrapolate"),
     ("embed_2d", "bicubic"),
   ),
@@ -47,10 +48,10 @@ PUBLISHED = (
     ("rope_axial", "pi"),
     ("rope_axial", "extrapolate"),
   ),
-  (
-    "DINOv3",
-    "RoPE box jitter",
-    "coordinate augmentation helps RoPE-Axial at twice the size",
+  (  # DINOv3's three perturbations at lfpe's values (0.1, 1.1, 1.25), on index coordinates
+    "lfpe",
+    "DINOv3-style coordinate augmentation at lfpe's values, not DINOv3's released preset",
+    "coordinate augmentation (lfpe's values) helps RoPE-Axial at twice the size",
     ("rope_axial +aug", "extrapolate"),
     ("rope_axial", "extrapolate"),
   ),
