@@ -1,7 +1,7 @@
 """Every ordering a README states has an interval, a verdict or its source behind it.
 
 A sentence that orders encodings ("A beats B", "ends best", "A > B", ...) in the project's
-README, docs/which_encoding.md or an experiment's README must carry its evidence in the same
+README, the docs (docs/*.md) or an experiment's README must carry its evidence in the same
 sentence: a 95 % interval ([lo, hi], ±, or "lo to hi"), a verdict (reproduced, contradicted,
 (un)resolved), a pointer to the claims, or the paper it quotes (000-004, "the paper", "the
 thesis"). Generated blocks (claims tables) and code blocks are built from claims.json and
@@ -16,7 +16,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = [
   ROOT / "README.md",
-  ROOT / "docs" / "which_encoding.md",
+  *sorted(ROOT.glob("docs/*.md")),
   *sorted(ROOT.glob("experiments/*/README.md")),
 ]
 ORDERING = re.compile(
