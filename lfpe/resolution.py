@@ -17,6 +17,12 @@ Per-example sizes and aspect ratios in one batch (NaFlex, as SigLIP 2 and timm's
   batch = resolution.pack(images, patch=(16, 16), max_tokens=256)  # a list of [H_i, W_i, C]
   logits = vit.apply(params, batch, train=False)                  # lfpe's ViT takes it whole
 
+Several sizes in one step (DINO's multi-crop): `multi_crop` cuts each image into views of
+several sizes, and `pack` puts them all in one batch:
+
+  views = resolution.multi_crop(image, rng, ((32, 2, (0.4, 1.0)), (16, 6, (0.05, 0.4))))
+  batch = resolution.pack(views, patch=(4, 4), max_tokens=64)    # 2 views of 8x8, 6 of 4x4
+
 `pack` resizes each image that does not fit to `naflex_size` (its aspect ratio kept, at most
 `max_tokens` patches), cuts it into patches in raster order and pads the batch to
 `max_tokens` tokens: `patches [B, L, P²C]`, `index [B, L, 2]` (each token's cell),
@@ -116,6 +122,46 @@ def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[s
     cells = np.stack(np.meshgrid(*map(np.arange, grid), indexing="ij"), -1).reshape(-1, 2)
     out["patches"][b, :n] = patchify(image, patch)
     out["index"][b, :n], out["shape"][b], out["valid"][b, :n] = cells, grid, True
+  return out
+
+
+DINO_VIEWS = ((224, 2, (0.4, 1.0)), (96, 8, (0.05, 0.4)))  # DINO's (size, count, area) views
+
+
+def crop_window(
+  rng: np.random.Generator, height: int, width: int, area: Sequence[float] = (0.05, 1.0)
+) -> tuple[int, int, int, int]:
+  """`(top, left, h, w)` of an Inception crop (torchvision's `RandomResizedCrop` window): a
+  uniform fraction of the image area in `area`, a log-uniform aspect ratio in [3/4, 4/3], at
+  a uniform position; 10 tries, else the whole image."""
+  for _ in range(10):
+    size = rng.uniform(*area) * height * width
+    aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+    h, w = round(math.sqrt(size / aspect)), round(math.sqrt(size * aspect))
+    if 0 < h <= height and 0 < w <= width:
+      return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
+  return 0, 0, height, width
+
+
+def multi_crop(
+  image: Any,
+  rng: np.random.Generator,
+  views: Sequence[tuple[int, int, Sequence[float]]],
+  method: str = "bicubic",
+) -> list[np.ndarray]:
+  """DINO's multi-crop (Caron et al. 2021): for each `(size, count, area)` of `views`, `count`
+  crops of `image` `[H, W, C]` (`crop_window` with that `area`) resized to `size` x `size`,
+  in order; `DINO_VIEWS` are DINO's. `method`: `jax.image.resize`'s, antialiased; its
+  `bicubic` has the kernel of PIL's BICUBIC (Keys a = -0.5, widened when shrinking), which
+  DINO's `RandomResizedCrop` uses on PIL images (PIL also rounds to uint8). Flips and colour
+  jitter are the caller's. `pack` trains the views in one step."""
+  image = np.asarray(image, np.float32)
+  out = []
+  for size, count, area in views:
+    for _ in range(count):
+      top, left, h, w = crop_window(rng, *image.shape[:2], area)
+      window = image[top : top + h, left : left + w]
+      out.append(np.asarray(resize_batch(window[None], size, method)[0]))
   return out
 
 

@@ -38,3 +38,29 @@ def test_train_coords_are_the_models_augmented_grid():
   np.testing.assert_allclose(plain, pos.grid_coords((6, 4)), atol=1e-5)
   with pytest.raises(ValueError, match="train_coords: coord_augment.shfit is unknown"):
     resolution.train_coords(pos, (6, 4), key, shfit=0.1)
+
+
+def test_crop_window_covers_its_area_at_a_bounded_aspect_inside_the_image():
+  rng = np.random.default_rng(0)
+  for _ in range(200):
+    top, left, h, w = resolution.crop_window(rng, 60, 80, (0.1, 0.5))
+    assert 0 <= top <= 60 - h and 0 <= left <= 80 - w
+    assert 0.1 * 4800 - 80 <= h * w <= 0.5 * 4800 + 80  # rounding each side by <= 0.5
+    assert 3 / 4 - 0.06 <= w / h <= 4 / 3 + 0.06
+  # No window of the whole area fits at an aspect other than 1 often: a tall strip falls back.
+  assert resolution.crop_window(np.random.default_rng(0), 100, 2, (1.0, 1.0)) == (0, 0, 100, 2)
+
+
+def test_multi_crop_gives_each_views_count_and_size_and_packs_in_one_batch():
+  image = np.random.default_rng(1).random((40, 40, 3)).astype(np.float32)
+  views = ((16, 2, (0.4, 1.0)), (8, 3, (0.05, 0.4)))
+  got = resolution.multi_crop(image, np.random.default_rng(2), views)
+  assert [v.shape for v in got] == [(16, 16, 3)] * 2 + [(8, 8, 3)] * 3
+  again = resolution.multi_crop(image, np.random.default_rng(2), views)
+  np.testing.assert_array_equal(np.stack(got[:2]), np.stack(again[:2]))  # the rng decides
+  # The whole square image at area 1 is the image resized (the window is the image).
+  whole = resolution.multi_crop(image, np.random.default_rng(3), ((20, 1, (1.0, 1.0)),))[0]
+  np.testing.assert_allclose(whole, resolution.resize_batch(image[None], 20, "bicubic")[0])
+  batch = resolution.pack(got, patch=(4, 4), max_tokens=16)  # several sizes, one step
+  np.testing.assert_array_equal(batch["shape"], [[4, 4]] * 2 + [[2, 2]] * 3)
+  assert batch["valid"].sum(1).tolist() == [16, 16, 4, 4, 4]

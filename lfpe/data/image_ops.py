@@ -23,6 +23,7 @@ import grain
 import numpy as np
 import PIL.Image
 
+from lfpe import resolution
 from lfpe.data import jpeg
 
 METHODS = ("nearest", "bilinear")
@@ -177,15 +178,7 @@ class InceptionCrop(grain.transforms.RandomMap):
     image = element["image"]
     encoded = isinstance(image, jpeg.Encoded)
     height, width = jpeg.size(image) if encoded else image.shape[:2]
-    top, left, h, w = 0, 0, height, width
-    for _ in range(10):
-      area = rng.uniform(self.area_min, self.area_max) * height * width
-      aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
-      ch, cw = round(math.sqrt(area / aspect)), round(math.sqrt(area * aspect))
-      if 0 < ch <= height and 0 < cw <= width:
-        top, left = rng.integers(0, height - ch + 1), rng.integers(0, width - cw + 1)
-        h, w = ch, cw
-        break
+    top, left, h, w = resolution.crop_window(rng, height, width, (self.area_min, self.area_max))
     window = (jpeg.decode_crop if encoded else crop)(image, top, left, h, w)
     return {**element, "image": resize_image(window, self.size, antialias=self.antialias)}
 
