@@ -29,6 +29,7 @@ def main() -> None:
 
   import jax
   import jax.numpy as jnp
+  import numpy as np
   from flax import nnx
 
   from lfpe import encodings, models
@@ -49,6 +50,9 @@ def main() -> None:
   rope = encodings.create("rope_axial", head_dim=8)
   augmented = resolution.train_coords(rope, (4, 6), jax.random.key(0), **encodings.coords.DINOV3)
   assert augmented.shape == (24, 2)
+  rng = np.random.default_rng(0)
+  views = resolution.multi_crop(np.ones((24, 24, 3)), rng, ((16, 1, (0.5, 1)),))
+  assert resolution.pack(views, (8, 8), max_tokens=4)["shape"].tolist() == [[2, 2]]
 
   # Each model family: init and a forward pass; ViT training steps with optax, with an
   # absolute encoding, a relative bias and 2-D RoPE in its attention layers (lfpe.nn).
