@@ -86,7 +86,7 @@ class Encoding(nnx.Module):
   def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
     """`[B, L, D]`: each token's encoding in its own example's grid, for NaFlex-packed batches
     (`index [B, L, M]` cells, `shape [B, M]` grids; absolute kinds; learned tables resampled
-    per example)."""
+    per example); `rel_cpb_2d`: its bias `[B, heads, L, L]`."""
     return self.module.apply(self.variables(), index, shape, method="packed")
 
   def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:

@@ -30,6 +30,7 @@ from lfpe.encodings.registry import (
   parse,
   resolve,
   spec,
+  takes_packed,
   with_options,
 )
 from lfpe.encodings.resample import resample
@@ -56,6 +57,7 @@ __all__ = [
   "fourier_features",
   "info",
   "kind",
+  "takes_packed",
   "module_classes",
   "options",
   "parse",

@@ -115,6 +115,14 @@ def kind(spec) -> str:
   return info(parse(spec)[0]).kind
 
 
+def takes_packed(spec) -> bool:
+  """Whether the encoding of `spec` takes NaFlex-packed batches (several grids in one batch):
+  absolute, rotary and `none`, and a bias computed per example (`packed`: `rel_cpb_2d`);
+  relative tables index one grid's offsets."""
+  entry = info(parse(spec)[0])
+  return entry.kind in ("absolute", "rotary", "none") or hasattr(entry.module_class, "packed")
+
+
 def options(name: str) -> tuple[str, ...]:
   """The keyword arguments encoding `name` takes, sorted (those its name fixes excluded)."""
   factory = resolve(name)

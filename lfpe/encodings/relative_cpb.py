@@ -50,7 +50,8 @@ class RelativeCPB2D(Checked, nn.Module):
   """SwinV2's continuous relative position bias `[heads, N, N]` (module docstring).
 
   `__call__(shape=None)`: the bias for `grid_shape`, or for another `(H', W')` from the same
-  MLP (offsets normalised by `grid_shape`, the training grid).
+  MLP (offsets normalised by `grid_shape`, the training grid); `packed(index)`: per example,
+  for NaFlex-packed batches.
   """
 
   grid_shape: tuple[int, ...] | None = None
@@ -68,13 +69,31 @@ class RelativeCPB2D(Checked, nn.Module):
     check_divisible("hidden_dim", self.hidden_dim, 1, "the MLP's width", owner)
     check_positive("span", self.span, owner)
 
-  @nn.compact
+  def setup(self):
+    self.hidden = nn.Dense(self.hidden_dim)
+    self.out = nn.Dense(self.num_heads, use_bias=False)
+
   def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
     shape = self.grid_shape if shape is None else check_grid_2d(shape, "shape", type(self).__name__)
+    return relative_bias(self._table(shape), shape)
+
+  def packed(self, index: jnp.ndarray, shape: jnp.ndarray | None = None) -> jnp.ndarray:
+    """The bias `[B, heads, L, L]` of a NaFlex-packed batch (`index [B, L, 2]`: each token's
+    cell in its own example's grid; `shape`, the grids, is not needed): the MLP read at every
+    offset between two tokens of an example, so each example gets the bias its own grid
+    would. Offsets within an example are below L along each axis, so the MLP runs once over
+    the (2L-1)^2 offsets of an L x L grid (memory (2L-1)^2 x hidden_dim) and is gathered.
+    Padding tokens get a bias too; the attention mask hides them."""
+    length = index.shape[1]
+    table = self._table((length, length))  # [(2L-1)^2, heads]
+    delta = index[:, :, None, :] - index[:, None, :, :] + (length - 1)  # [B, L, L, 2]
+    bias = table[delta[..., 0] * (2 * length - 1) + delta[..., 1]]  # [B, L, L, heads]
+    return jnp.moveaxis(bias, -1, 1)
+
+  def _table(self, shape: Sequence[int]) -> jnp.ndarray:
+    """16 sigmoid(MLP) at every offset of a `shape` grid, `[(2H-1)(2W-1), heads]`."""
     coords = jnp.asarray(log_spaced_offsets(shape, self.grid_shape, self.span))
-    hidden = jax.nn.relu(nn.Dense(self.hidden_dim, name="hidden")(coords))
-    table = nn.Dense(self.num_heads, use_bias=False, name="out")(hidden)  # [(2H-1)(2W-1), heads]
-    return relative_bias(SCALE * jax.nn.sigmoid(table), shape)
+    return SCALE * jax.nn.sigmoid(self.out(jax.nn.relu(self.hidden(coords))))
 
 
 ENCODINGS = (

@@ -171,8 +171,9 @@ class PositionSource(Checked, nn.Module):
     return {}
 
   def _packed(self, index: Array, shape: Array, *, train: bool) -> dict[str, Any]:
-    """The hooks of a packed batch (`__call__`): absolute tables and rotary coordinates per
-    example; relative tables, which index one grid's offsets, are refused."""
+    """The hooks of a packed batch (`__call__`): absolute tables, rotary coordinates and a
+    continuous relative bias (`rel_cpb_2d`) per example; relative tables, which index one
+    grid's offsets, are refused."""
     kind = self.encoding.kind
     if train and self.coord_augment:
       raise ValueError(
@@ -183,12 +184,15 @@ class PositionSource(Checked, nn.Module):
       return self._hooks(self.encoding.packed(index, shape))
     if kind == "rotary":
       return self._rope(self.encoding.packed_coords(index, shape))  # coords [B, L, M]
+    if kind == "bias" and hasattr(self.encoding, "packed"):  # [B, heads, L, L]
+      return {"logit_bias": _pad_prefix(self.encoding.packed(index, shape), self.num_prefix)}
     if kind == "none":
       return {}
     raise ValueError(
       f"posemb={encodings.parse(self.posemb)[0]!r} (kind {kind!r}) indexes the offsets of "
       "one grid, so it cannot take packed batches of several grids; use an absolute or "
-      "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...)."
+      "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...) or SwinV2's continuous "
+      "bias, rel_cpb_2d."
     )
 
   def _rope(self, coords: Array, shape: tuple[int, ...] | None = None) -> dict[str, Any]:

@@ -75,3 +75,18 @@ def test_bad_fields_name_the_field():
     _cpb(hidden_dim=0)
   with pytest.raises(ValueError, match="`span` must be a positive number"):
     _cpb(span=0.0)
+
+
+def test_packed_gives_each_example_its_own_grids_bias():
+  """NaFlex-packed grids (2x3 and 4x4 cells, padded to 16 tokens): each example's block of
+  the packed bias is the bias of its own grid from the same MLP."""
+  module = _cpb(grid=(4, 4))
+  variables = module.init(jax.random.key(3))
+  cells = [np.argwhere(np.ones(shape, bool)) for shape in ((2, 3), (4, 4))]
+  index = np.stack([np.pad(c, ((0, 16 - len(c)), (0, 0))) for c in cells])
+  packed = np.asarray(module.apply(variables, jnp.asarray(index), method="packed"))
+  assert packed.shape == (2, 2, 16, 16)
+  for b, shape in enumerate(((2, 3), (4, 4))):
+    n = shape[0] * shape[1]
+    alone = np.asarray(module.apply(variables, shape))
+    np.testing.assert_allclose(packed[b, :, :n, :n], alone, rtol=1e-6, atol=1e-6)

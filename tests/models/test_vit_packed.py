@@ -44,6 +44,8 @@ def model(posemb, pool="token"):
     ("rope_axial", "token"),
     ("rope_mixed", "gap"),
     ("none", "token"),
+    ("rel_cpb_2d(hidden_dim=16)", "token"),
+    ("rel_cpb_2d(hidden_dim=16, span=4.0)", "gap"),
   ],
 )
 def test_packed_batch_equals_each_examples_own_forward(posemb, pool):
