@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
+from experiments import recipe, sweeps  # noqa: E402
 from experiments import stats as stats_lib  # noqa: E402
-from experiments import sweeps  # noqa: E402
 from experiments.stats import fmt, interval  # noqa: E402
 from lfpe import encodings  # noqa: E402
 from lfpe.models import layout  # noqa: E402
@@ -80,6 +80,11 @@ TUNED = (
   stats_lib.AT_DEFAULTS + " (the Fourier rows at the config's γ = 0.05, set by hand, not swept)"
 )
 RULE = "best mean validation CIDEr"  # the sweep's rule (run.py --tune)
+LENGTH = "length/"  # the length check's results keys (run.py --length)
+# The length rule, declared before its check ran (README, "Recipe"): every encoding row's mean
+# test CIDEr at defaults gains less than this over the last `SETTLE_WINDOW` of its 800 steps
+# (about a twentieth of the control's +180).
+SETTLE_WINDOW, SETTLE_TOLERANCE = 200, 10.0
 IDF_NOTE = (
   "CIDEr of the seen and unseen subsets takes its document frequencies from the references "
   "of the whole test split (lfpe/tasks/captioning.py passes every example's references as "
@@ -137,8 +142,9 @@ def welch_p(a, b) -> float:
 
 
 def _record(results: dict) -> list[dict]:
-  """Every record run (not the sweep's)."""
-  return [r for k, r in results.items() if k != "provenance" and not k.startswith("sweep/")]
+  """Every record run (not the sweep's nor the length check's)."""
+  skip = ("provenance", "sweep/", LENGTH)
+  return [r for k, r in results.items() if not k.startswith(skip)]
 
 
 def scored(results: dict) -> list[str]:
@@ -270,6 +276,25 @@ def tuned_table(results: dict) -> list[str]:
   return [*lines, "", "The sweep:", "", *table, ""]
 
 
+def settled_table(results: dict) -> list[str]:
+  """The length rule (`SETTLE_TOLERANCE`) on the length check's curves (`run.py --length`),
+  as a section of tables.md; none before the check ran."""
+  curves = {}
+  for key, entry in sorted(results.items()):
+    if key.startswith(LENGTH):
+      curves.setdefault(entry["row"], []).append(entry["curve"])
+  if not curves:
+    return []
+  head = (
+    f"## The length rule (test CIDEr curves at defaults, {len(next(iter(curves.values())))} seeds)"
+  )
+  table = recipe.settled(
+    curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
+    name=lambda row: row, unit=" (CIDEr)",
+  )  # fmt: skip
+  return [head, "", *table, ""]
+
+
 def paper_difference(a: str, b: str, metric: str) -> float | None:
   """002's own a − b on `metric` (Table 3, or Table 4's unseen CIDEr or seen − unseen drop),
   where it has both."""
@@ -337,6 +362,7 @@ def write(results: dict, checks: dict, out: str) -> None:
     "The drop's interval is over the runs' own seen - unseen differences (one model scores both).",
     "",
     *tuned_table(results),
+    *settled_table(results),
     "## 002's findings, checked (claims.json: 95 % intervals of a - b)",
     "",
     claims_table.markdown(entries),

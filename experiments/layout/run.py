@@ -4,6 +4,7 @@
   python -m experiments.layout.run --status --out=experiments/layout   # done / left, ETA
   python -m experiments.layout.run --out=experiments/layout         # the record
   python -m experiments.layout.run --tune --out=experiments/layout_v2  # equal budget (issue 38)
+  python -m experiments.layout.run --tune --length --out=experiments/layout  # + the length check
 
 Trains `configs/layout_synthetic.py` (the `tiny` layout captioner on `layout_screens/grid`,
 captions that name the target's cell of a 10 x 10 grid) for every row of 002 Table 3
@@ -24,6 +25,11 @@ rule), `--sweep-seeds` seeds each, trained on the training screens but the first
 Each row then also trains `--seeds` seeds at its chosen value beside its defaults run
 (`<row>/<knob>=<value>/<seed>`; the same run when the default wins), and every finding is
 checked both ways.
+
+`--length` adds the check of the recipe's length (issue 38): every encoding row at defaults,
+`LENGTH_SEEDS` (apart from the record's and the sweep's), trained as the record trains but
+evaluated on the test screens every `LENGTH_EVERY` steps (`length/<row>/<seed>`, each entry
+keeping its CIDEr curve), and `report.settled_table` applies the declared rule to the curves.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import numpy as np
 from configs import layout_synthetic
 from experiments import cli, progress, runs, sweeps
 from experiments.layout import report
-from experiments.layout.report import slug
+from experiments.layout.report import LENGTH, slug
 from experiments.runs import for_run
 from lfpe import encodings, errors
 from lfpe.data import builders, screens
@@ -53,6 +59,8 @@ EXAMPLE_ROW = "Learnable-Fourier+MLP-4/1"
 BY_SLUG = {slug(row): row for row in ROWS}
 SWEEP_SEEDS = 2
 VALIDATION = 2000  # the first training screens (a tenth): the sweep's validation split
+LENGTH_SEEDS = (100, 101)  # the length check's seeds: apart from the record's and the sweep's
+LENGTH_EVERY = 200  # the length check's evaluations: 4 points of the record's 800 steps
 
 
 def load_config(row: str, seed: int, args: argparse.Namespace, value: float | None = None):
@@ -107,17 +115,36 @@ def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
   )
 
 
+def planned_length(args: argparse.Namespace) -> list[runs.Run]:
+  """The length check's runs (`--length`, module docstring): each encoding row at defaults,
+  the record's config evaluated every `LENGTH_EVERY` steps (`--quick`: every 2 of its 4)."""
+  planned = []
+  for row in args.length_rows:
+    for seed in LENGTH_SEEDS:
+      config = load_config(row, seed, args)
+      with config.unlocked():
+        config.eval_every = 2 if args.quick else LENGTH_EVERY
+      key = f"{LENGTH}{slug(row)}/{seed}"
+      planned.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
+  return planned
+
+
 def score(run: runs.Run, summary: dict) -> dict:
-  """A trained run's final eval metrics and seconds (`runs.execute` adds its encoding)."""
-  row = BY_SLUG[run.key.removeprefix("sweep/").split("/")[0]]
-  split = "validation" if run.key.startswith("sweep/") else "test"
+  """A trained run's final eval metrics and seconds (`runs.execute` adds its encoding); a
+  length-check run's CIDEr curve too."""
+  phase = next((p for p in ("sweep/", LENGTH) if run.key.startswith(p)), "")
+  row = BY_SLUG[run.key.removeprefix(phase).split("/")[0]]
+  split = "validation" if phase == "sweep/" else "test"
   print(f"{run.key}: {split} CIDEr {summary['eval']['CIDEr']:.1f}", flush=True)
-  return {
+  entry = {
     "row": row,
     "seed": run.config.seed,
     "eval": summary["eval"],
     "seconds": summary.get("wall_s"),
   }
+  if phase == LENGTH:
+    entry["curve"] = runs.curve(run.workdir, "CIDEr")
+  return entry
 
 
 def restored(row: str, args: argparse.Namespace) -> tuple[Any, Any]:
@@ -199,26 +226,29 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   parser.add_argument("--tune", action="store_true", help="sweep every row's knob too")
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
+  parser.add_argument("--length", action="store_true", help="check the recipe's length too")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   runs.settle_mode(args)
   args.swept = list(BY_SLUG)
+  args.length_rows = list(layout.TABLE3) if args.length else []  # the control has no vote
   if args.quick:  # two rows swept at 3 values (and one widening): every phase of --tune
     args.seeds, args.steps, args.sweep_seeds = 1, args.steps or 4, 1
     args.swept = [slug(report.BEST), slug("Sine-4D")]
+    args.length_rows = [report.BEST, "Sine-4D"] if args.length else []
   path = os.path.join(args.out, "results.json")
   results = runs.load(path)
   sweep = planned_sweep(args, results) if args.tune else []
   chosen = lambda: report.chosen(runs.chosen(sweep, results))
   if args.status:
-    progress.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
+    progress.status(sweep + planned(args, chosen()) + planned_length(args), results, jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)
   train = lambda plan: runs.execute(plan, results, score, save, jobs=args.jobs)
   if args.tune:
     sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
-  results = train(planned(args, chosen()))
+  results = train(planned(args, chosen()) + planned_length(args))
   example, image = example_caption(args)
   checks = {
     "embed_4d_held_out": embed_check(args),

@@ -17,12 +17,17 @@ METRICS = ("BLEU-1", "BLEU-2", "ROUGE-L", "CIDEr", "CIDEr_seen", "CIDEr_unseen")
 
 @pytest.mark.slow
 def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
-  out = run.main(["--quick", "--tune", f"--out={tmp_path}"])
+  out = run.main(["--quick", "--tune", "--length", f"--out={tmp_path}"])
   runs = {k: v for k, v in out["runs"].items() if k != "provenance"}
   assert set(out["runs"]["provenance"]) >= set(FIELDS)
   for entry in json.loads((tmp_path / "claims.json").read_text()):
     check_claim(entry)
   defaults = {k: v for k, v in runs.items() if k.count("/") == 1}
+  # --length: two rows' test curves at the record's recipe, evaluated every 2 of 4 steps
+  length = {k: v for k, v in runs.items() if k.startswith(report.LENGTH)}
+  assert {v["row"] for v in length.values()} == {report.BEST, "Sine-4D"} and len(length) == 4
+  assert all([p[0] for p in v["curve"]] == [2, 4] for v in length.values())
+  assert "## The length rule" in (tmp_path / "tables.md").read_text()
   assert sorted(r["row"] for r in defaults.values()) == sorted(run.ROWS)
   # --tune: the two quick rows' knobs swept on validation screens, each trained at its choice
   swept = {k.split("/")[1] for k in runs if k.startswith("sweep/")}
@@ -42,12 +47,12 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   assert "Table 3" in tables and "Table 4" in tables and "Learnable-Fourier+MLP-4/1" in tables
   assert "| No-position | 1 |" in tables  # the control row
   assert (tmp_path / "screen.png").stat().st_size > 0
-  again = run.main(["--quick", "--tune", f"--out={tmp_path}"])  # resumes: nothing retrained
+  again = run.main(["--quick", "--tune", "--length", f"--out={tmp_path}"])  # resumes: nothing retrained
   # Compared as JSON text: a metric may be NaN, and NaN != NaN.
   assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)
   # A record kept without its workdirs (the first edition's, trained elsewhere): the checks'
   # seed-0 runs train again from their configs, and check the same.
   shutil.rmtree(tmp_path / "runs" / report.slug("Embed-4D") / "0")
-  third = run.main(["--quick", "--tune", f"--out={tmp_path}"])
+  third = run.main(["--quick", "--tune", "--length", f"--out={tmp_path}"])
   assert third["checks"]["embed_4d_held_out"] == out["checks"]["embed_4d_held_out"]
   assert (tmp_path / "runs" / report.slug("Embed-4D") / "0" / "summary.json").exists()

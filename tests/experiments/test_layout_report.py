@@ -100,3 +100,21 @@ def test_tuned_claims_read_each_row_at_the_value_its_sweep_chose():
   assert tuned["difference"] == -25.0 and tuned["verdict"] == "contradicted"
   assert tuned["tuned"].startswith(f"{best}, {embed}: each one's knob over 2 values x 2 seeds")
   assert "Each row tuned" in "\n".join(report.tuned_table(results))
+
+
+def test_length_rule_reads_each_rows_test_curve_and_leaves_the_record_alone():
+  """`run.py --length`: a row still gaining 30 CIDEr over its last 200 steps has not settled,
+  one gaining 2 has; the check's runs are not record runs (no table row, no claim)."""
+  gains = {"Embed-4D": (30.0, 34.0), "Sine-4D": (2.0, 1.0)}
+  results = {"embed-4d/0": _run("Embed-4D", 0, 80)}
+  for row, per_seed in gains.items():
+    for seed, gain in zip((100, 101), per_seed, strict=True):
+      curve = [[200, 10.0], [400, 40.0], [600, 60.0], [800, 60.0 + gain]]
+      entry = {**_run(row, seed, 60 + gain), "curve": curve}
+      results[f"{report.LENGTH}{report.slug(row)}/{seed}"] = entry
+  lines = report.settled_table(results)
+  assert lines[0].startswith("## The length rule") and "2 seeds" in lines[0]
+  rows = {line.split(" | ")[0].strip("| "): line for line in lines if line.startswith("| ")}
+  assert rows["Embed-4D"].endswith("| **no** |") and rows["Sine-4D"].endswith("| yes |")
+  assert len(report._record(results)) == 1
+  assert report.settled_table({"embed-4d/0": _run("Embed-4D", 0, 80)}) == []
