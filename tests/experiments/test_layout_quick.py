@@ -47,7 +47,7 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   assert "Table 3" in tables and "Table 4" in tables and "Learnable-Fourier+MLP-4/1" in tables
   assert "| No-position | 1 |" in tables  # the control row
   assert (tmp_path / "screen.png").stat().st_size > 0
-  again = run.main(["--quick", "--tune", "--length", f"--out={tmp_path}"])  # resumes: nothing retrained
+  again = run.main(["--quick", "--tune", "--length", f"--out={tmp_path}"])  # nothing retrains
   # Compared as JSON text: a metric may be NaN, and NaN != NaN.
   assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)
   # A record kept without its workdirs (the first edition's, trained elsewhere): the checks'
