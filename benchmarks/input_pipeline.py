@@ -34,6 +34,7 @@ import numpy as np
 import PIL.Image
 
 from benchmarks.timing import machine
+from lfpe import resolution
 from lfpe.data import image_ops, jpeg
 
 SHAPE = (375, 500)
@@ -52,17 +53,6 @@ def fabricate(count: int, seed: int = 0) -> list[bytes]:
     PIL.Image.fromarray(np.clip(image, 0, 255).astype(np.uint8)).save(buffer, "JPEG", quality=90)
     out.append(buffer.getvalue())
   return out
-
-
-def crop_box(height: int, width: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
-  """One Inception crop (top, left, h, w), drawn as `image_ops.InceptionCrop` draws it."""
-  for _ in range(10):
-    area = rng.uniform(0.05, 1.0) * height * width
-    aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
-    h, w = round(math.sqrt(area / aspect)), round(math.sqrt(area * aspect))
-    if 0 < h <= height and 0 < w <= width:
-      return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
-  return 0, 0, height, width
 
 
 def lfpe_train(
@@ -86,7 +76,7 @@ def _pil(data: bytes, rng: np.random.Generator, size: int, draft: bool, train: b
   image = PIL.Image.open(io.BytesIO(data))
   width, height = image.size
   if train:
-    top, left, h, w = crop_box(height, width, rng)
+    top, left, h, w = resolution.crop_window(rng, height, width)  # inception_crop's draw
   else:  # the central square of the resize-256 + crop-224 eval
     side = round(min(height, width) * 224 / 256)
     top, left, h, w = (height - side) // 2, (width - side) // 2, side, side

@@ -180,20 +180,20 @@ class PositionSource(Checked, nn.Module):
         "coord_augment: packed batches (several grids in one batch) are not augmented; set "
         "model.coord_augment=None."
       )
+    if not encodings.takes_packed(self.posemb):
+      raise ValueError(
+        f"posemb={encodings.parse(self.posemb)[0]!r} (kind {kind!r}) indexes the offsets of "
+        "one grid, so it cannot take packed batches of several grids; use an absolute or "
+        "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...) or SwinV2's continuous "
+        "bias, rel_cpb_2d."
+      )
     if kind == "absolute":
       return self._hooks(self.encoding.packed(index, shape))
     if kind == "rotary":
       return self._rope(self.encoding.packed_coords(index, shape))  # coords [B, L, M]
-    if kind == "bias" and hasattr(self.encoding, "packed"):  # [B, heads, L, L]
+    if kind == "bias":  # [B, heads, L, L]
       return {"logit_bias": _pad_prefix(self.encoding.packed(index, shape), self.num_prefix)}
-    if kind == "none":
-      return {}
-    raise ValueError(
-      f"posemb={encodings.parse(self.posemb)[0]!r} (kind {kind!r}) indexes the offsets of "
-      "one grid, so it cannot take packed batches of several grids; use an absolute or "
-      "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...) or SwinV2's continuous "
-      "bias, rel_cpb_2d."
-    )
+    return {}  # none
 
   def _rope(self, coords: Array, shape: tuple[int, ...] | None = None) -> dict[str, Any]:
     """The rotary hook: the grid tokens rotated by `coords` (`[N, M]` or `[B, N, M]`; `shape`
