@@ -83,11 +83,12 @@ class Encoding(nnx.Module):
     """The coordinates this encoding reads for a grid of `shape` (absolute, rotary kinds)."""
     return self.module.grid_coords(tuple(shape))
 
-  def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
-    """`[B, L, D]`: each token's encoding in its own example's grid, for NaFlex-packed batches
-    (`index [B, L, M]` cells, `shape [B, M]` grids; absolute kinds; learned tables resampled
-    per example); `rel_cpb_2d`: its bias `[B, heads, L, L]`."""
-    return self.module.apply(self.variables(), index, shape, method="packed")
+  def packed(self, *inputs: jnp.ndarray) -> jnp.ndarray:
+    """The linen module's `packed`, for NaFlex-packed batches (`index [B, L, M]` cells,
+    `shape [B, M]` grids): absolute kinds `packed(index, shape) -> [B, L, D]`, each token's
+    encoding in its own example's grid (tables resampled per example); bias kinds
+    `packed(index, shape)` and `rel_attn_2d` `packed(q, index, shape)`: `[B, heads, L, L]`."""
+    return self.module.apply(self.variables(), *inputs, method="packed")
 
   def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
     """The coordinates each token of a packed batch reads in its own grid (see `packed`)."""

@@ -27,10 +27,10 @@ from lfpe.encodings.registry import (
   knob,
   module_classes,
   options,
+  packed_refusal,
   parse,
   resolve,
   spec,
-  takes_packed,
   with_options,
 )
 from lfpe.encodings.resample import resample
@@ -57,7 +57,7 @@ __all__ = [
   "fourier_features",
   "info",
   "kind",
-  "takes_packed",
+  "packed_refusal",
   "module_classes",
   "options",
   "parse",

@@ -34,7 +34,8 @@ from lfpe.encodings.base import (
 from lfpe.encodings.resample import (
   check_grid_shape,
   check_resample_options,
-  dynamic_weights,
+  packed_table,
+  packed_weights,
   resample,
 )
 
@@ -63,21 +64,6 @@ def resample_table(
     align_corners=module.align_corners,
     antialias=module.antialias,
   )
-
-
-def packed_weights(module, index: jnp.ndarray, shape: jnp.ndarray) -> list[jnp.ndarray]:
-  """Per axis a, `[B, L, grid_shape[a]]`: how each token's row of `module`'s table, resampled
-  to its example's grid (`shape [B, M]`), mixes the training grid's rows."""
-  if module.align_corners:
-    raise ValueError(
-      f"{type(module).__name__}: packed batches resample with half-pixel centres only; "
-      "use align_corners=False."
-    )
-  shape = jnp.asarray(shape)[:, None, :]  # [B, 1, M]
-  return [
-    dynamic_weights(n, shape[..., a], index[..., a], module.resample_method, module.antialias)
-    for a, n in enumerate(module.grid_shape)
-  ]
 
 
 def lookup(tables: Sequence[jnp.ndarray], coords: jnp.ndarray) -> jnp.ndarray:
@@ -134,11 +120,7 @@ class Embed1D(AbsoluteEncoding, nn.Module):
   def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
     """`grid(shape[b])` at the cells `index` of per-example grids, `[B, L, D]`: the table
     resampled per example (`AbsoluteEncoding.packed`)."""
-    weights = packed_weights(self, index, shape)
-    out = jnp.einsum("blh,h...->bl...", weights[0], self.table.reshape(*self.grid_shape, -1))
-    for w in weights[1:]:
-      out = jnp.einsum("blh,blh...->bl...", w, out)
-    return out
+    return packed_table(self, self.table, index, shape)
 
   def resize_params(self, params: dict, source_grid: Sequence[int]) -> dict:
     """This module's params from those of one trained at `source_grid` (`init_from`): the

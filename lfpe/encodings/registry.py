@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lfpe.encodings.base import Registration
+from lfpe.encodings.resample import DYNAMIC_KERNELS
 from lfpe.errors import did_you_mean
 
 
@@ -115,12 +116,25 @@ def kind(spec) -> str:
   return info(parse(spec)[0]).kind
 
 
-def takes_packed(spec) -> bool:
-  """Whether the encoding of `spec` takes NaFlex-packed batches (several grids in one batch):
-  absolute, rotary and `none`, and a bias computed per example (`packed`: `rel_cpb_2d`);
-  relative tables index one grid's offsets."""
-  entry = info(parse(spec)[0])
-  return entry.kind in ("absolute", "rotary", "none") or hasattr(entry.module_class, "packed")
+def packed_refusal(spec) -> str | None:
+  """Why the encoding of `spec` cannot take NaFlex-packed batches (several grids in one
+  batch), or None: every kind can, by a per-example `packed` (learned tables resampled per
+  example), except a resampling policy with no per-example version."""
+  name, opts = parse(spec)
+  cls = _module_class(name)
+  values = {f.name: f.default for f in dataclasses.fields(cls) if f.init}
+  values.update(getattr(resolve(name), "keywords", {}), **opts)
+  if cls.kind in ("bias", "logits") and not hasattr(cls, "packed"):
+    return "it indexes one grid's offsets and has no per-example version"
+  method = values.get("resample_method")
+  if method is not None and method not in DYNAMIC_KERNELS:
+    return (
+      f"resample_method={method!r} has no per-example version; use one of "
+      f"{', '.join(DYNAMIC_KERNELS)}"
+    )
+  if method is not None and values.get("align_corners"):
+    return "packed batches resample with half-pixel centres only; set align_corners=False"
+  return None
 
 
 def options(name: str) -> tuple[str, ...]:

@@ -3,7 +3,9 @@
 `resample(table, old_shape, new_shape, ...)` keeps prefix rows (a class token) apart and
 resizes the grid rows with `jax.image.scale_and_translate`; the conventions of timm,
 big_vision and PyTorch (Swin, MAE) are options (see its docstring). Modules check their
-resampling fields with `check_resample_options`.
+resampling fields with `check_resample_options`. For NaFlex-packed batches (each example its
+own grid, sizes traced) `dynamic_weights` computes the same weights one output cell at a time
+(`packed_table`, `axis_weights`): every method but BEiT's geometric resize, half-pixel centres.
 """
 
 from __future__ import annotations
@@ -200,14 +202,20 @@ def _triangle(x: jnp.ndarray) -> jnp.ndarray:
   return jnp.maximum(0.0, 1.0 - jnp.abs(x))
 
 
-def _keys_cubic(x: jnp.ndarray) -> jnp.ndarray:
-  """Keys' cubic with a = -0.5, as jax.image's `cubic` kernel."""
-  out = ((1.5 * x - 2.5) * x) * x + 1.0
-  out = jnp.where(x >= 1.0, ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0, out)
+def _keys_cubic(x: jnp.ndarray, a: float = -0.5) -> jnp.ndarray:
+  """Keys' cubic: a = -0.5 as jax.image's `cubic` kernel, a = -0.75 as PyTorch's (and
+  jax's `cubic-pytorch`) without antialiasing."""
+  out = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+  out = jnp.where(x >= 1.0, ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a, out)
   return jnp.where(x >= 2.0, 0.0, out)
 
 
-DYNAMIC_KERNELS = {"bilinear": _triangle, "bicubic": _keys_cubic}
+DYNAMIC_KERNELS = {
+  "bilinear": _triangle,
+  "bicubic": _keys_cubic,
+  "bicubic_pytorch": functools.partial(_keys_cubic, a=-0.75),
+}
+EDGE_PAD = 2  # bicubic_pytorch: taps up to 2 cells past either edge, folded onto the edge
 
 
 def dynamic_weights(
@@ -216,21 +224,64 @@ def dynamic_weights(
   """`[..., n_old]`: the weights with which `resample` (half-pixel centres) makes cell
   `index` of an axis of `n_old` cells resized to `size`, for traced `size` and `index`
   (broadcast together): jax.image.scale_and_translate's weight computation, one output cell
-  at a time, so a packed batch resamples each example's table to its own grid."""
+  at a time, so a packed batch resamples each example's table to its own grid.
+  `bicubic_pytorch` replicates the edge cells (PyTorch's index clamp, jax's edge padding):
+  the taps past an edge add to the edge cell."""
   if method not in DYNAMIC_KERNELS:
     raise ValueError(
       f"resample_method={method!r} has no per-example version (packed batches); use one "
       f"of {tuple(DYNAMIC_KERNELS)}."
     )
-  antialias = True if antialias is None else antialias
+  edge_padding = method == "bicubic_pytorch"
+  antialias = not edge_padding if antialias is None else antialias
   size, index = jnp.broadcast_arrays(jnp.asarray(size, jnp.float32), jnp.asarray(index))
   inv_scale = n_old / size
   kernel_scale = jnp.maximum(inv_scale, 1.0) if antialias else jnp.ones_like(inv_scale)
   sample = (index.astype(jnp.float32) + 0.5) * inv_scale - 0.5
-  x = jnp.abs(sample[..., None] - jnp.arange(n_old, dtype=jnp.float32)) / kernel_scale[..., None]
-  weights = DYNAMIC_KERNELS[method](x)
+  pad = EDGE_PAD if edge_padding else 0
+  cells = jnp.arange(-pad, n_old + pad, dtype=jnp.float32)
+  weights = DYNAMIC_KERNELS[method](jnp.abs(sample[..., None] - cells) / kernel_scale[..., None])
+  if edge_padding:  # fold the taps outside [0, n_old) onto the edge cells
+    inner = weights[..., pad : pad + n_old]
+    inner = inner.at[..., 0].add(weights[..., :pad].sum(-1))
+    weights = inner.at[..., -1].add(weights[..., pad + n_old :].sum(-1))
   total = jnp.sum(weights, axis=-1, keepdims=True)
   tiny = 1000.0 * float(jnp.finfo(jnp.float32).eps)
   weights = jnp.where(jnp.abs(total) > tiny, weights / jnp.where(total != 0, total, 1.0), 0.0)
+  if edge_padding:
+    return weights
   inside = (sample >= -0.5) & (sample <= n_old - 0.5)
   return jnp.where(inside[..., None], weights, 0.0)
+
+
+def axis_weights(
+  module, old: Sequence[int], new: jnp.ndarray, index: jnp.ndarray
+) -> list[jnp.ndarray]:
+  """Per axis a, `[..., old[a]]`: how cell `index[..., a]` of a table of `old` cells, resampled
+  by `module`'s policy to the traced size `new[..., a]` (broadcast with `index`), mixes the old
+  cells: `resample_table` one cell at a time, so each example of a packed batch gets its own."""
+  if module.align_corners:
+    raise ValueError(
+      f"{type(module).__name__}: packed batches resample with half-pixel centres only; "
+      "use align_corners=False."
+    )
+  return [
+    dynamic_weights(n, new[..., a], index[..., a], module.resample_method, module.antialias)
+    for a, n in enumerate(old)
+  ]
+
+
+def packed_weights(module, index: jnp.ndarray, shape: jnp.ndarray) -> list[jnp.ndarray]:
+  """Per axis a, `[B, L, grid_shape[a]]`: how each token's row of `module`'s table, resampled
+  to its example's grid (`shape [B, M]`), mixes the training grid's rows."""
+  return axis_weights(module, module.grid_shape, jnp.asarray(shape)[:, None, :], index)
+
+
+def packed_table(module, table: jnp.ndarray, index: jnp.ndarray, shape: jnp.ndarray):
+  """`[B, L, D]`: a `[prod(grid_shape), D]` raster table resampled to each example's grid
+  (`shape [B, M]`) and read at its tokens' cells (`index [B, L, M]`), separably."""
+  weights = packed_weights(module, index, shape)
+  out = jnp.einsum("blh,h...->bl...", weights[0], table.reshape(*module.grid_shape, -1))
+  for w in weights[1:]:
+    out = jnp.einsum("blh,blh...->bl...", w, out)
+  return out

@@ -47,7 +47,12 @@ from lfpe.encodings.base import (
   check_mode,
   check_positive,
 )
-from lfpe.encodings.resample import check_grid_shape, check_resample_options, resample
+from lfpe.encodings.resample import (
+  check_grid_shape,
+  check_resample_options,
+  packed_table,
+  resample,
+)
 
 LAYOUTS = ("interleave", "concat")
 
@@ -169,14 +174,11 @@ class Sine1D(_Sine, nn.Module):
     return sincos_1d(coords[..., 0], self.dim, self.temperature, self.layout)
 
   def packed(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
-    """Per-example grids' raster indices (`AbsoluteEncoding.packed`); not with a
-    `resample_method` (a table resized per example)."""
-    if self.resample_method is not None:
-      raise ValueError(
-        f"{type(self).__name__}: resample_method={self.resample_method!r} resizes the "
-        "training grid's table, which packed batches do not; use resample_method=None."
-      )
-    return super().packed(index, shape)
+    """Per-example grids (`AbsoluteEncoding.packed`): their own raster indices, or with
+    `resample_method` the training grid's table resampled to each example's grid."""
+    if self.resample_method is None:
+      return super().packed(index, shape)
+    return packed_table(self, self(self.grid_coords(self.grid_shape)), index, shape)
 
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
     """`[prod(shape), D]`: the new grid's raster indices, or with `resample_method` the

@@ -171,28 +171,26 @@ class PositionSource(Checked, nn.Module):
     return {}
 
   def _packed(self, index: Array, shape: Array, *, train: bool) -> dict[str, Any]:
-    """The hooks of a packed batch (`__call__`): absolute tables, rotary coordinates and a
-    continuous relative bias (`rel_cpb_2d`) per example; relative tables, which index one
-    grid's offsets, are refused."""
+    """The hooks of a packed batch (`__call__`): every kind per example, each example's
+    encoding (or bias, logits, rotary coordinates) what its own grid would give."""
     kind = self.encoding.kind
     if train and self.coord_augment:
       raise ValueError(
         "coord_augment: packed batches (several grids in one batch) are not augmented; set "
         "model.coord_augment=None."
       )
-    if not encodings.takes_packed(self.posemb):
-      raise ValueError(
-        f"posemb={encodings.parse(self.posemb)[0]!r} (kind {kind!r}) indexes the offsets of "
-        "one grid, so it cannot take packed batches of several grids; use an absolute or "
-        "rotary encoding (fourier, sine_2d, embed_2d, rope_axial, ...) or SwinV2's continuous "
-        "bias, rel_cpb_2d."
-      )
+    refusal = encodings.packed_refusal(self.posemb)
+    if refusal:
+      raise ValueError(f"posemb={self.posemb!r} cannot take packed batches: {refusal}.")
+    p = self.num_prefix
     if kind == "absolute":
       return self._hooks(self.encoding.packed(index, shape))
     if kind == "rotary":
       return self._rope(self.encoding.packed_coords(index, shape))  # coords [B, L, M]
     if kind == "bias":  # [B, heads, L, L]
-      return {"logit_bias": _pad_prefix(self.encoding.packed(index, shape), self.num_prefix)}
+      return {"logit_bias": _pad_prefix(self.encoding.packed(index, shape), p)}
+    if kind == "logits":
+      return {"relative": lambda q: _pad_prefix(self.encoding.packed(q[:, p:], index, shape), p)}
     return {}  # none
 
   def _rope(self, coords: Array, shape: tuple[int, ...] | None = None) -> dict[str, Any]:

@@ -92,11 +92,11 @@ class Classification:
           "config.task.mixup_alpha / cutmix_alpha mix whole images, which packed batches "
           "(config.data.naflex) do not hold; set them to 0."
         )
-      if not encodings.takes_packed(config.model.posemb):
+      refusal = encodings.packed_refusal(config.model.posemb)
+      if refusal:
         raise ValueError(
-          f"config.model.posemb={config.model.posemb!r} indexes one grid's offsets, so it "
-          "cannot take packed batches (config.data.naflex); use an absolute or rotary one, "
-          "or rel_cpb_2d."
+          f"config.model.posemb={config.model.posemb!r} cannot take packed batches "
+          f"(config.data.naflex): {refusal}."
         )
       if config.model.get("coord_augment"):
         raise ValueError(

@@ -70,7 +70,7 @@ def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir
 @pytest.mark.parametrize(
   ("field", "value", "match"),
   [
-    ("model.posemb", "rel_bias_2d", "one grid's offsets"),
+    ("model.posemb", "embed_2d(align_corners=True)", "half-pixel centres"),
     ("model.coord_augment", {"shift": 0.1}, "coord_augment"),
     ("task.mixup_alpha", 0.2, "mixup_alpha"),
   ],

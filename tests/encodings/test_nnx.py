@@ -124,6 +124,19 @@ def test_resolution_policies_give_linen_numbers_at_a_new_grid(spec):
   np.testing.assert_allclose(pos(tokens, coords, new), want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["rel_bias_2d", "rel_attn_2d", "rel_cpb_2d"])
+def test_relative_packed_batches_give_linen_numbers(name):
+  """Relative encodings on packed batches through the NNX module: the linen module's bias or
+  logits, `[B, heads, L, L]`, with the query for `rel_attn_2d`."""
+  pos, linen = pe.build(name, rngs=nnx.Rngs(0), **CONTEXT), encodings.build(name, **CONTEXT)
+  index, shape = packed_index([SHAPE, (3, 5), (6, 2)], 24)
+  q = jax.random.normal(jax.random.key(2), (3, 24, HEADS, HEAD_DIM))
+  inputs = (q, index, shape) if linen.kind == "logits" else (index, shape)
+  want = linen.apply(pos.variables(), *inputs, method="packed")
+  assert want.shape == (3, HEADS, 24, 24)
+  np.testing.assert_array_equal(pos.packed(*inputs), want)
+
+
 @pytest.mark.parametrize("name", ["embed_2d", "fourier", "sine_2d", "rope_axial"])
 def test_packed_batches_give_linen_numbers(name):
   """NaFlex-packed batches (`lfpe.resolution.pack`) through the NNX module: each token's

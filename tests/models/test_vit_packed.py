@@ -46,6 +46,9 @@ def model(posemb, pool="token"):
     ("none", "token"),
     ("rel_cpb_2d(hidden_dim=16)", "token"),
     ("rel_cpb_2d(hidden_dim=16, span=4.0)", "gap"),
+    ("rel_bias_2d", "token"),
+    ("rel_attn_2d(resample_method='bilinear')", "gap"),
+    ("embed_1d(resample_method='bicubic_pytorch')", "gap"),
   ],
 )
 def test_packed_batch_equals_each_examples_own_forward(posemb, pool):
@@ -92,8 +95,8 @@ def test_packing_keeps_fitting_images_and_resizes_the_rest():
   assert resolution.naflex_size((64, 512), (16, 16), 64) == (48, 336)  # 3 x 21 = 63 <= 64
 
 
-def test_relative_encodings_refuse_packed_batches():
-  net = model("rel_bias_2d")
+def test_a_policy_with_no_per_example_version_is_refused():
+  net = model("rel_bias_2d(resample_method='beit_geometric')")
   params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
-  with pytest.raises(ValueError, match="one grid"):
+  with pytest.raises(ValueError, match="cannot take packed batches: resample_method"):
     net.apply(params, resolution.pack(images(), PATCH, TOKENS), train=False)
