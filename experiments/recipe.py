@@ -8,7 +8,10 @@ averaged over the arms (`choose`), before the sweep and the record train at it. 
 is checked on the record's own learning curves (`settled`): each encoding's mean curve at
 defaults must gain less than a declared tolerance over the last stretch of training.
 Results keys of the rate runs: `recipe/lr=<rate>/<arm>/<seed>`
-(`experiments.runs.recipe_runs` plans them); each entry records the rate it trained at.
+(`experiments.runs.recipe_runs` plans them); each entry records the rate it trained at. A
+record whose runs evaluate only at their end checks its length on separate runs instead
+(`runs.length_runs`, keys `length/<arm>/<seed>`): each arm at defaults, `LENGTH_SEEDS`,
+evaluated along the way.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ FACTORS = (0.5, 1.0, 2.0)  # the rates tried: the config's, halved and doubled
 WIDEN_FACTOR = 2.0  # a rate added past a winning edge: the base grid's own step
 WIDENINGS = 1  # at most this many rates added
 PREFIX = "recipe/"
+LENGTH = "length/"  # results keys of a length check: `length/<arm>/<seed>` (`runs.length_runs`)
+LENGTH_SEEDS = (100, 101)  # a length check's seeds: apart from any record's and sweep's
 
 
 def rates(base: float, factors: Sequence[float] = FACTORS) -> tuple[float, ...]:

@@ -124,6 +124,21 @@ def record_runs(arms: Iterable[str], seeds: int, chosen: dict, make: MakeConfig,
   return list(planned.values())
 
 
+def length_runs(arms: Iterable[str], make: Callable[[str, int], Any], every: int, out: str):
+  """A length check's runs (`experiments.recipe`): each arm at defaults, `make(arm, seed)` its
+  record config, at `recipe.LENGTH_SEEDS`, evaluated every `every` steps, keyed
+  `length/<arm>/<seed>`, in `out/runs/<key>`."""
+  planned = []
+  for arm in arms:
+    for seed in recipe.LENGTH_SEEDS:
+      config = make(arm, seed)
+      with config.unlocked():
+        config.eval_every = every
+      key = f"{recipe.LENGTH}{arm}/{seed}"
+      planned.append(Run(key, config, os.path.join(out, "runs", key)))
+  return planned
+
+
 def curve(workdir: str, metric: str) -> list[list[float]]:
   """`[[step, metric], ...]` of a run's evaluations (its metrics.jsonl's eval rows): its
   learning curve on the evaluation split."""

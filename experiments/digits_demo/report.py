@@ -16,11 +16,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
-from experiments import stats, sweeps  # noqa: E402
+from experiments import recipe, stats, sweeps  # noqa: E402
 from experiments.stats import interval  # noqa: E402
 from lfpe import encodings  # noqa: E402
 
 RECIPE_STEPS = 1000  # configs/vit_digits.py
+# The length rule, declared 2026-11-29 before its check ran (README, "Recipe"): every encoding's
+# mean test accuracy at defaults gains less than this (points) over the last `SETTLE_WINDOW` of
+# the record's 600 steps; 1 point is below the record's smallest minimum detectable difference
+# (1.68), so what an arm would still gain cannot turn a verdict the record can resolve.
+SETTLE_WINDOW, SETTLE_TOLERANCE = 150, 1.0
 TESTED = (  # (item, claim, a, b, 002's a − b): 002's claims this record tests, on test accuracy
   (
     "Sec. 4.3",
@@ -57,7 +62,8 @@ def chosen(results: dict) -> dict[str, float]:
 
 def groups(results: dict) -> dict[tuple[int, str], dict]:
   """`{(steps, setting): {"entries": [defaults runs], "accuracy": {encoding: [per seed]},
-  "tuned": {encoding: [per seed, at the sweep's choice]}, "sweep": {encoding: {value: [...]}}}}`,
+  "tuned": {encoding: [per seed, at the sweep's choice]}, "sweep": {encoding: {value: [...]}},
+  "length": {encoding: [the length check's test accuracy curves]}}}`,
   accuracies in seed order (seed s of every arm paired). A run is in `tuned` when its knob has
   the value the sweep chose for its arm (the defaults run, when that is the default)."""
   picks, swept, out = chosen(results), sweep(results), {}
@@ -65,8 +71,11 @@ def groups(results: dict) -> dict[tuple[int, str], dict]:
   for key, entry in sorted(records, key=lambda item: item[1]["seed"]):
     group = out.setdefault(
       (entry["steps"], entry["setting"]),
-      {"entries": [], "accuracy": {}, "tuned": {}, "sweep": {}},
+      {"entries": [], "accuracy": {}, "tuned": {}, "sweep": {}, "length": {}},
     )
+    if key.startswith(recipe.LENGTH):  # the length check (run.py --length): curves only
+      group["length"].setdefault(entry["encoding"], []).append(entry["test_curve"])
+      continue
     arm, name, knob = (
       "/".join(key.split("/")[:3]),
       entry["encoding"],
@@ -190,8 +199,23 @@ def section(setting: str, group: dict) -> str:
     table(accuracy, seconds),
     verdict(accuracy),
     *tuned_section(group),
+    settled_table(group["length"]),
   ]
   return "\n\n".join(p for p in parts if p)
+
+
+def settled_table(curves: dict[str, list]) -> str:
+  """The length rule (`SETTLE_TOLERANCE`) on the length check's test accuracy curves
+  (`run.py --length`), in points; empty before the check ran."""
+  if not curves:
+    return ""
+  seeds = len(next(iter(curves.values())))
+  table = recipe.settled(
+    curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
+    name=lambda e: f"`{e}`", scale=100, digits=2, unit=" (points)",
+  )  # fmt: skip
+  head = f"**The length rule** (test accuracy curves at defaults, {seeds} seeds, `--length`):"
+  return "\n".join([head, "", *table])
 
 
 def markdown(results: dict) -> str:

@@ -4,6 +4,7 @@
   python -m experiments.digits_demo.run --status                    # done / left, ETA
   python -m experiments.digits_demo.run --seeds 5 --encodings embed_1d,sine_2d,fourier,none \
     --tune --out experiments/digits_demo     # the committed record (README)
+  ... --length                                   # + the recipe's length check
 
 Trains the recipe of `configs/vit_digits.py` (its model, AdamW with clipping, warmup-cosine,
 label smoothing, dropout, batch 64) for `--steps` steps (default 600; `--steps 1000` is the
@@ -23,6 +24,12 @@ scored on those (never on the test digits); the best mean validation accuracy ch
 encoding then also trains `--seeds` seeds at its chosen value, beside its defaults arm (one
 and the same run when the choice is the default), so every claim reads both ways.
 
+`--length` checks the recipe's length (issue 38) by the rule its README declares: every
+encoding at defaults (not the control), `recipe.LENGTH_SEEDS` (apart from the record's and the
+sweep's), trained as the record trains but evaluated on the test digits every `LENGTH_EVERY`
+steps (`length/<group>/<encoding>/<seed>`, each entry keeping its accuracy curve); the report
+applies the rule (`report.SETTLE_TOLERANCE`) to the curves.
+
 Why seeds and intervals: a run's accuracy moves by 1-3 points with the seed and also with the
 CPU (XLA:CPU's code differs per instruction set and thread count; rounding differences of
 1e-6 at the first step grow over the run), so one number does not reproduce on another
@@ -41,13 +48,15 @@ import re
 import sys
 
 from configs import vit_digits
-from experiments import cli, progress, runs, sweeps
+from experiments import cli, progress, recipe, runs, sweeps
 from experiments.digits_demo import report
+from lfpe import encodings
 
 ENCODINGS = ("embed_1d", "sine_2d", "fourier")
 SEEDS, STEPS = 3, 600  # the default run (its time on 2 cores: docs/testing.md)
 SWEEP_SEEDS = 2
 VALIDATION = 287  # the first training digits (a fifth): the sweep's validation split
+LENGTH_EVERY = 150  # the length check's evaluations: 4 points of the record's 600 steps
 
 
 def demo_config(posemb: str, steps: int, quick: bool):
@@ -103,6 +112,16 @@ def planned(args: argparse.Namespace, setting: str, chosen: dict | None = None) 
   return runs.record_runs(arms, args.seeds, chosen or {}, make, args.out)
 
 
+def planned_length(args: argparse.Namespace, setting: str) -> list[runs.Run]:
+  """The length check's runs (`--length`, module docstring): each encoding but the control at
+  defaults, evaluated every `LENGTH_EVERY` steps (`--quick`: every 2)."""
+  if not args.length:
+    return []
+  arms = [f"{group(args, setting)}/{p}" for p in args.encodings if encodings.knob(p)]
+  make = lambda arm, seed: run_config(args, arm, None, seed)
+  return runs.length_runs(arms, make, 2 if args.quick else LENGTH_EVERY, args.out)
+
+
 def sweep_runs(args: argparse.Namespace, grids: dict) -> list[runs.Run]:
   """The sweep: each tuned arm (`<group>/<encoding>`) at each value of its grid, trained on
   the training digits but the first `VALIDATION` and scored on those."""
@@ -142,16 +161,20 @@ def score(setting: str, this: dict):
     accuracy = summary["eval"]["accuracy"]
     split = "validation" if run.key.startswith("sweep/") else "test"
     print(f"{run.key}: {split} accuracy {100 * accuracy:.2f} %", flush=True)
-    return {
+    phase = next((p for p in ("sweep/", recipe.LENGTH) if run.key.startswith(p)), "")
+    entry = {
       "setting": setting,
       "machine": this,
-      "encoding": run.key.removeprefix("sweep/").split("/")[2],  # `posemb`: the full spec
+      "encoding": run.key.removeprefix(phase).split("/")[2],  # `posemb`: the full spec
       "seed": run.config.seed,
       "batch": run.config.batch_size,
       "accuracy": accuracy,
       "curve": {"step": [r["step"] for r in train], "loss": [r["loss"] for r in train]},
       "seconds": summary.get("wall_s"),  # training time (its last segment, if resumed)
     }
+    if phase == recipe.LENGTH:  # the test accuracy along the way: [[step, accuracy], ...]
+      entry["test_curve"] = runs.curve(run.workdir, "accuracy")
+    return entry
 
   return entry
 
@@ -167,6 +190,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
   )
   parser.add_argument("--tune", action="store_true", help="sweep every encoding's knob too")
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
+  parser.add_argument("--length", action="store_true", help="check the recipe's length too")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   runs.add_jobs_flag(parser)
   args = parser.parse_args(argv)
@@ -191,7 +215,8 @@ def main(argv: list[str] | None = None) -> dict:
   sweep = planned_sweep(args, setting, results) if args.tune else []
   chosen = lambda: report.chosen(runs.chosen(sweep, results)) if args.tune else {}
   if args.status:
-    progress.status(sweep + planned(args, setting, chosen()), results, jobs=args.jobs)
+    plan = sweep + planned(args, setting, chosen()) + planned_length(args, setting)
+    progress.status(plan, results, jobs=args.jobs)
     return results
   print(f"{setting}: {args.seeds} seeds per encoding", flush=True)
   scored, save = score(setting, this), runs.saver(path)
@@ -199,7 +224,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.tune:
     sweep = sweeps.run(lambda: planned_sweep(args, setting, results), train, results)
   plan = planned(args, setting, chosen())
-  results = runs.execute(plan, results, scored, save, jobs=args.jobs)
+  results = train(plan + planned_length(args, setting))
   current = (int(plan[0].config.total_steps), setting)
   print(f"\n{current[0]} steps\n\n" + report.write(results, args.out, current))
   for c in report.claims(report.groups(results)[current]):

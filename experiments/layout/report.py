@@ -80,7 +80,6 @@ TUNED = (
   stats_lib.AT_DEFAULTS + " (the Fourier rows at the config's γ = 0.05, set by hand, not swept)"
 )
 RULE = "best mean validation CIDEr"  # the sweep's rule (run.py --tune)
-LENGTH = "length/"  # the length check's results keys (run.py --length)
 # The length rule, declared before its check ran (README, "Recipe"): every encoding row's mean
 # test CIDEr at defaults gains less than this over the last `SETTLE_WINDOW` of its 800 steps
 # (about a twentieth of the control's +180).
@@ -143,7 +142,7 @@ def welch_p(a, b) -> float:
 
 def _record(results: dict) -> list[dict]:
   """Every record run (not the sweep's nor the length check's)."""
-  skip = ("provenance", "sweep/", LENGTH)
+  skip = ("provenance", "sweep/", recipe.LENGTH)
   return [r for k, r in results.items() if not k.startswith(skip)]
 
 
@@ -281,7 +280,7 @@ def settled_table(results: dict) -> list[str]:
   as a section of tables.md; none before the check ran."""
   curves = {}
   for key, entry in sorted(results.items()):
-    if key.startswith(LENGTH):
+    if key.startswith(recipe.LENGTH):
       curves.setdefault(entry["row"], []).append(entry["curve"])
   if not curves:
     return []

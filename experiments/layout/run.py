@@ -27,7 +27,7 @@ Each row then also trains `--seeds` seeds at its chosen value beside its default
 checked both ways.
 
 `--length` adds the check of the recipe's length (issue 38): every encoding row at defaults,
-`LENGTH_SEEDS` (apart from the record's and the sweep's), trained as the record trains but
+`recipe.LENGTH_SEEDS` (apart from the record's and the sweep's), trained as the record trains but
 evaluated on the test screens every `LENGTH_EVERY` steps (`length/<row>/<seed>`, each entry
 keeping its CIDEr curve), and `report.settled_table` applies the declared rule to the curves.
 """
@@ -45,7 +45,8 @@ import numpy as np
 from configs import layout_synthetic
 from experiments import cli, progress, runs, sweeps
 from experiments.layout import report
-from experiments.layout.report import LENGTH, slug
+from experiments.layout.report import slug
+from experiments.recipe import LENGTH
 from experiments.runs import for_run
 from lfpe import encodings, errors
 from lfpe.data import builders, screens
@@ -59,7 +60,6 @@ EXAMPLE_ROW = "Learnable-Fourier+MLP-4/1"
 BY_SLUG = {slug(row): row for row in ROWS}
 SWEEP_SEEDS = 2
 VALIDATION = 2000  # the first training screens (a tenth): the sweep's validation split
-LENGTH_SEEDS = (100, 101)  # the length check's seeds: apart from the record's and the sweep's
 LENGTH_EVERY = 200  # the length check's evaluations: 4 points of the record's 800 steps
 
 
@@ -118,15 +118,9 @@ def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
 def planned_length(args: argparse.Namespace) -> list[runs.Run]:
   """The length check's runs (`--length`, module docstring): each encoding row at defaults,
   the record's config evaluated every `LENGTH_EVERY` steps (`--quick`: every 2 of its 4)."""
-  planned = []
-  for row in args.length_rows:
-    for seed in LENGTH_SEEDS:
-      config = load_config(row, seed, args)
-      with config.unlocked():
-        config.eval_every = 2 if args.quick else LENGTH_EVERY
-      key = f"{LENGTH}{slug(row)}/{seed}"
-      planned.append(runs.Run(key, config, os.path.join(args.out, "runs", key)))
-  return planned
+  make = lambda arm, seed: load_config(BY_SLUG[arm], seed, args)
+  every = 2 if args.quick else LENGTH_EVERY
+  return runs.length_runs([slug(row) for row in args.length_rows], make, every, args.out)
 
 
 def score(run: runs.Run, summary: dict) -> dict:

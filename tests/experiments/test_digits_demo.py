@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from experiments import recipe
 from experiments.digits_demo import report, run
 
 
@@ -41,9 +42,18 @@ def test_quick_run_adds_its_setting_without_pooling(tmp_path, capsys):
            for s in (0, 1)}  # fmt: skip
   (tmp_path / "QUICK").write_text("")
   (tmp_path / "results.json").write_text(json.dumps(other))
-  results = run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}"])
+  results = run.main(
+    ["--quick", "--encodings=sine_2d,fourier,none", "--length", f"--out={tmp_path}"]
+  )
   mine = {k: e for k, e in results.items() if k not in other and k != "provenance"}
-  assert len(mine) == 4 and {e["steps"] for e in mine.values()} == {6}
+  # --length: each encoding but the control at defaults, seeds 100-101, test curves every 2 steps
+  length = {k: mine.pop(k) for k in list(mine) if k.startswith(recipe.LENGTH)}
+  assert sorted((e["encoding"], e["seed"]) for e in length.values()) == [
+    ("fourier", 100), ("fourier", 101), ("sine_2d", 100), ("sine_2d", 101)
+  ]  # fmt: skip
+  assert all([p[0] for p in e["test_curve"]] == [2, 4, 6] for e in length.values())
+  assert "**The length rule**" in (tmp_path / "results.md").read_text()
+  assert len(mine) == 6 and {e["steps"] for e in mine.values()} == {6}
   assert all(e == results[k] for k, e in other.items())  # the other setting's runs kept
   # Each seed is a trainer workdir, seed s as `python -m lfpe.main --config.seed=s` runs it.
   configs = sorted(tmp_path.glob("runs/*/6_steps/fourier/*/config.json"))
@@ -53,11 +63,12 @@ def test_quick_run_adds_its_setting_without_pooling(tmp_path, capsys):
   assert "pooled" not in md.replace("not pooled", "") and md.count("`fourier` − `sine_2d`") == 2
   assert (tmp_path / "digits_demo.png").stat().st_size > 10_000
   claims = json.loads((tmp_path / "claims.json").read_text())
-  assert [c["n"] for c in claims] == []  # no embed_1d or none here: nothing to claim
+  assert [c["n"] for c in claims] == []  # no embed_1d here: nothing to claim
   capsys.readouterr()
-  run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}", "--status"])
-  assert "4 of 4 runs done" in capsys.readouterr().out
-  again = run.main(["--quick", "--encodings=sine_2d,fourier", f"--out={tmp_path}"])
+  flags = ["--quick", "--encodings=sine_2d,fourier,none", f"--out={tmp_path}"]
+  run.main([*flags, "--length", "--status"])
+  assert "10 of 10 runs done" in capsys.readouterr().out
+  again = run.main(flags)
   assert {k: e["accuracy"] for k, e in again.items() if k in mine} == {
     k: e["accuracy"] for k, e in mine.items()
   }  # read back, nothing retrained

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from experiments import sweeps
+from experiments import recipe, sweeps
 from experiments.layout import report, run
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
@@ -24,7 +24,7 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
     check_claim(entry)
   defaults = {k: v for k, v in runs.items() if k.count("/") == 1}
   # --length: two rows' test curves at the record's recipe, evaluated every 2 of 4 steps
-  length = {k: v for k, v in runs.items() if k.startswith(report.LENGTH)}
+  length = {k: v for k, v in runs.items() if k.startswith(recipe.LENGTH)}
   assert {v["row"] for v in length.values()} == {report.BEST, "Sine-4D"} and len(length) == 4
   assert all([p[0] for p in v["curve"]] == [2, 4] for v in length.values())
   assert "## The length rule" in (tmp_path / "tables.md").read_text()

@@ -1,5 +1,6 @@
 """The layout record's report on made-up results: the control claim and the control's rows."""
 
+from experiments import recipe
 from experiments.layout import report
 
 
@@ -111,7 +112,7 @@ def test_length_rule_reads_each_rows_test_curve_and_leaves_the_record_alone():
     for seed, gain in zip((100, 101), per_seed, strict=True):
       curve = [[200, 10.0], [400, 40.0], [600, 60.0], [800, 60.0 + gain]]
       entry = {**_run(row, seed, 60 + gain), "curve": curve}
-      results[f"{report.LENGTH}{report.slug(row)}/{seed}"] = entry
+      results[f"{recipe.LENGTH}{report.slug(row)}/{seed}"] = entry
   lines = report.settled_table(results)
   assert lines[0].startswith("## The length rule") and "2 seeds" in lines[0]
   rows = {line.split(" | ")[0].strip("| "): line for line in lines if line.startswith("| ")}
