@@ -119,7 +119,8 @@ class RelativeBias2D(Checked, nn.Module):
   """Learned relative position bias `[heads, N, N]` of a 2-D grid (Swin; 001 Sec. 3).
 
   `__call__(shape=None)`: the bias for `grid_shape`, or for another `(H', W')` from the
-  table resampled to `(2H'-1, 2W'-1)` with `resample_method`.
+  table resampled to `(2H'-1, 2W'-1)` with `resample_method`; `packed(index, shape)`: each
+  example's, for NaFlex-packed batches.
   """
 
   grid_shape: tuple[int, ...] | None = None
@@ -180,7 +181,8 @@ class RelativeAttention2D(Checked, nn.Module):
   std (the scale knob a sweep tunes, `Registration.knob`). Returns `q · r` unscaled,
   exactly Eq. 2: pass the q that the attention module dots with k (already scaled by 1/√d
   or not) so both terms share the scaling.
-  `__call__(q, shape=None)`; another `shape` resamples both tables (`resample_method`).
+  `__call__(q, shape=None)`; another `shape` resamples both tables (`resample_method`);
+  `packed(q, index, shape)`: each example's, for NaFlex-packed batches.
   """
 
   grid_shape: tuple[int, ...] | None = None
