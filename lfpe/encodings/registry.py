@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lfpe.encodings.base import Registration
-from lfpe.encodings.resample import DYNAMIC_KERNELS
+from lfpe.encodings.resample import packed_problem
 from lfpe.errors import did_you_mean
 
 
@@ -127,14 +127,7 @@ def packed_refusal(spec) -> str | None:
   if cls.kind in ("bias", "logits") and not hasattr(cls, "packed"):
     return "it indexes one grid's offsets and has no per-example version"
   method = values.get("resample_method")
-  if method is not None and method not in DYNAMIC_KERNELS:
-    return (
-      f"resample_method={method!r} has no per-example version; use one of "
-      f"{', '.join(DYNAMIC_KERNELS)}"
-    )
-  if method is not None and values.get("align_corners"):
-    return "packed batches resample with half-pixel centres only; set align_corners=False"
-  return None
+  return None if method is None else packed_problem(method, values.get("align_corners", False))
 
 
 def options(name: str) -> tuple[str, ...]:

@@ -227,11 +227,9 @@ def dynamic_weights(
   at a time, so a packed batch resamples each example's table to its own grid.
   `bicubic_pytorch` replicates the edge cells (PyTorch's index clamp, jax's edge padding):
   the taps past an edge add to the edge cell."""
-  if method not in DYNAMIC_KERNELS:
-    raise ValueError(
-      f"resample_method={method!r} has no per-example version (packed batches); use one "
-      f"of {tuple(DYNAMIC_KERNELS)}."
-    )
+  problem = packed_problem(method, align_corners=False)
+  if problem:
+    raise ValueError(f"{problem}.")
   edge_padding = method == "bicubic_pytorch"
   antialias = not edge_padding if antialias is None else antialias
   size, index = jnp.broadcast_arrays(jnp.asarray(size, jnp.float32), jnp.asarray(index))
@@ -254,17 +252,28 @@ def dynamic_weights(
   return jnp.where(inside[..., None], weights, 0.0)
 
 
+def packed_problem(method: str, align_corners: bool) -> str | None:
+  """Why a resampling policy has no per-example version (packed batches), or None: the one
+  check behind `dynamic_weights`, `axis_weights` and `encodings.packed_refusal`."""
+  if method not in DYNAMIC_KERNELS:
+    return (
+      f"resample_method={method!r} has no per-example version (packed batches); use one of "
+      f"{', '.join(DYNAMIC_KERNELS)}"
+    )
+  if align_corners:
+    return "packed batches resample with half-pixel centres only; use align_corners=False"
+  return None
+
+
 def axis_weights(
   module, old: Sequence[int], new: jnp.ndarray, index: jnp.ndarray
 ) -> list[jnp.ndarray]:
   """Per axis a, `[..., old[a]]`: how cell `index[..., a]` of a table of `old` cells, resampled
   by `module`'s policy to the traced size `new[..., a]` (broadcast with `index`), mixes the old
   cells: `resample_table` one cell at a time, so each example of a packed batch gets its own."""
-  if module.align_corners:
-    raise ValueError(
-      f"{type(module).__name__}: packed batches resample with half-pixel centres only; "
-      "use align_corners=False."
-    )
+  problem = packed_problem(module.resample_method, module.align_corners)
+  if problem:
+    raise ValueError(f"{type(module).__name__}: {problem}.")
   return [
     dynamic_weights(n, new[..., a], index[..., a], module.resample_method, module.antialias)
     for a, n in enumerate(old)
