@@ -243,7 +243,9 @@ def claims(results: dict) -> list[dict]:
   slugs = {a.name: a.slug for a in plan.arms()}
   for at in READINGS:
     rows = cells(results, at)
-    scored = [r for r in rows if r[0] != "none" and train in rows[r]]
+    # The control's arm: the best of those with an interval (two seeds) at the training size;
+    # a one-seed arm ahead by chance would leave the control untested.
+    scored = [r for r in rows if r[0] != "none" and _two_seeds(rows, (r,), train)]
     if not scored:
       continue
     best = max(scored, key=lambda r: np.mean(list(rows[r][train].values())))

@@ -188,3 +188,15 @@ def test_claims_pair_arms_on_the_seeds_both_ran():
   )  # fmt: skip
   assert claim["paired"] and claim["n"] == 2
   assert claim["difference"] == pytest.approx(100 * ((0.6 - 0.5) + (0.7 - 0.55)) / 2)
+
+
+def test_the_control_claim_takes_the_best_arm_with_two_seeds():
+  """A one-seed arm ahead at 64 px (a record part-way) does not take the control's place: the
+  best arm with an interval is tested against `none`."""
+  results = {}
+  for arm, accs in (("none", (0.25, 0.26)), ("sine_2d", (0.8, 0.85)), ("rope_axial", (0.95,))):
+    for seed, acc in enumerate(accs):
+      results[f"{arm}/{seed}"] = {"arm": arm, "seed": seed, "scores": {"extrapolate": {"64": acc}}}
+  control = [c for c in report.claims(results) if c["item"] == "control"]
+  assert len(control) == 1 and control[0]["a"] == "sine_2d / extrapolate"
+  assert control[0]["verdict"] == "reproduced"
