@@ -50,6 +50,11 @@ RECIPE_BAND = (0.80, 0.90)  # the length rule: the best arm at defaults in this 
 SEEDS = 10
 VALIDATION = 2000  # the first training scenes (a tenth): the sweep's validation split
 SWEEP_SEEDS = 2
+# Test batches of 8 scenes, not the config's 200: XLA:CPU keeps a small batch's attention
+# logits (576 tokens at 192 px: 2.7 MB an example) in cache, so a test pass runs 1.3-1.7x
+# faster at 128-192 px, its logits equal to float32 rounding (benchmarks/README.md, "Test
+# batch"); runs tested before 2026-11-29 12:30 UTC read batches of 200.
+TEST_BATCH = 8
 
 TABLE_POLICIES = {
   "bicubic_pytorch": {"resample_method": "bicubic_pytorch"},

@@ -135,6 +135,7 @@ def _test(run: runs.Run, tests: dict, names: list[str]) -> dict[str, float]:
     config = run.config.copy_and_resolve_references()
     with config.unlocked():
       config.evals = {name: tests[name] for name in group}
+      config.eval_batch_size = plan.TEST_BATCH
     metrics = trainer.evaluate_all(config, run.workdir, main=False)
     done |= {name: metrics[f"eval/{name}"]["accuracy"] for name in group}
     with open(f"{path}.tmp", "w") as f:  # then renamed: a kill never leaves half a file

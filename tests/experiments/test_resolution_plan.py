@@ -115,6 +115,7 @@ def test_a_killed_test_resumes_at_the_first_size_it_had_not_finished(tmp_path, m
 
   def evaluate_all(config, workdir, main):  # a fake trained run: accuracy = size / 1000
     assert workdir == str(tmp_path) and not main and not config.get("seeds")
+    assert config.eval_batch_size == plan.TEST_BATCH  # cache-sized test batches
     sizes = {plan.policy_and_size(name)[1] for name in config.evals}
     assert len(sizes) == 1  # one size at a time, all its policies in one pass
     if sizes == {"192"} and not tested[-1:] == ["retry"]:
