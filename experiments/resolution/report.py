@@ -181,16 +181,24 @@ def _two_seeds(rows: dict, arms: tuple, size: str) -> bool:
   return all(len(rows.get(arm, {}).get(size, {})) >= 2 for arm in arms)
 
 
+def _best_arm(rows: dict) -> tuple | None:
+  """The `(arm, policy)` of `rows` (`cells`), the control aside, with the highest mean test
+  accuracy at the training size among those with two seeds there (an interval): a one-seed
+  arm ahead by chance would leave the control claim untested. None before any has two."""
+  train = str(plan.TRAIN_SIZE)
+  scored = [r for r in rows if r[0] != "none" and _two_seeds(rows, (r,), train)]
+  return max(scored, key=lambda r: np.mean(list(rows[r][train].values())), default=None)
+
+
 def recipe_check(results: dict) -> str:
   """Markdown: the recipe's length rule (README, "Recipe") on the record's own runs: the best
   arm at defaults (by mean test accuracy at the training size, the control aside) inside
   `plan.RECIPE_BAND`; empty before any arm has two seeds there."""
   train, (low, high) = str(plan.TRAIN_SIZE), plan.RECIPE_BAND
   rows = cells(results, "defaults")
-  scored = [r for r in rows if r[0] != "none" and len(rows[r].get(train, {})) >= 2]
-  if not scored:
+  best = _best_arm(rows)
+  if best is None:
     return ""
-  best = max(scored, key=lambda r: np.mean(list(rows[r][train].values())))
   values = list(rows[best][train].values())
   holds = low <= np.mean(values) <= high
   return (
@@ -243,12 +251,9 @@ def claims(results: dict) -> list[dict]:
   slugs = {a.name: a.slug for a in plan.arms()}
   for at in READINGS:
     rows = cells(results, at)
-    # The control's arm: the best of those with an interval (two seeds) at the training size;
-    # a one-seed arm ahead by chance would leave the control untested.
-    scored = [r for r in rows if r[0] != "none" and _two_seeds(rows, (r,), train)]
-    if not scored:
+    best = _best_arm(rows)
+    if best is None:
       continue
-    best = max(scored, key=lambda r: np.mean(list(rows[r][train].values())))
     tested = [("lfpe", "control", "position is needed: the best arm beats `none`", best,
                ("none", "extrapolate"), train)]  # fmt: skip
     tested += [(p, i, t, a, b, str(s)) for p, i, t, a, b in PUBLISHED for s in plan.CLAIM_SIZES]
