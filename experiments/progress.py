@@ -49,7 +49,12 @@ def read(run: Run) -> Progress:
 
 
 def status(
-  runs: Iterable[Run], results: dict | None = None, out=None, *, jobs: int = 1
+  runs: Iterable[Run],
+  results: dict | None = None,
+  out=None,
+  *,
+  jobs: int = 1,
+  score_in_jobs: bool = False,
 ) -> dict[str, int]:
   """Prints done / part-way / not started, each part-way run, and an ETA (to `out`, default
   the current `sys.stdout`); returns the counts. A run recorded in `results` (results.json)
@@ -61,8 +66,9 @@ def status(
   finished runs where none of its kind has finished; the median, so that a few runs slowed
   by other work on the machine do not move it), over `jobs` runs at once (each run's seconds
   per step were measured beside the other jobs), plus each unfinished run's scoring: the
-  median `score_seconds` of the finished runs of its kind (scoring runs in the record's own
-  process, one run at a time). A guess from this machine's speed.
+  median `score_seconds` of the finished runs of its kind (in the record's own process, one
+  run at a time; over `jobs` with `score_in_jobs`, as `runs.execute` scores then). A guess from
+  this machine's speed.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: read(run) for run in runs}
@@ -96,7 +102,8 @@ def status(
     seconds = sum(steps(kind(k), p) for k, p in states.items()) / max(jobs, 1)
     scoring = _scoring(results)
     unscored = [kind(k) for k, p in states.items() if not p.done]
-    seconds += sum(scoring.get(k, 0.0) for k in unscored)
+    scoring_left = sum(scoring.get(k, 0.0) for k in unscored)
+    seconds += scoring_left / max(jobs, 1) if score_in_jobs else scoring_left
     unknown = sorted({k for k in unscored if k not in scoring})
     untimed = sorted({k for k in unscored if k not in rates})
     notes = []

@@ -267,6 +267,7 @@ def execute(
   save: Callable,
   *,
   jobs: int = 1,
+  score_in_jobs: bool = False,
 ) -> dict[str, Any]:
   """Trains (or resumes, or reads) every run not yet in `results`, after `check_encodings`;
   each new entry also records what its run was trained with (`posemb`, `steps`) and its own
@@ -290,6 +291,13 @@ def execute(
   configs/ differ from this process's start refuses to train (`provenance.same_code`). Float
   sums may group differently with one thread than with several, so keep `jobs` the same
   across the invocations of one record.
+
+  With `score_in_jobs` (and `jobs` > 1), each job process scores its own run right after
+  training it (`score` must then be picklable, e.g. a module-level function or a partial of
+  one): for a score that takes minutes (the resolution record's tests), the jobs then score
+  in parallel on one thread each, instead of the record's process scoring one run at a time
+  while the jobs train ahead runs that wait untested (and are lost with a machine that ends
+  first).
   """
   runs = list(runs)
   check_encodings(runs, results)
@@ -299,16 +307,10 @@ def execute(
     stamp = provenance.run_provenance()
     provenance.warn_if_unfit_for_a_record(stamp)
 
-  def entry(run: Run, summary: dict) -> dict:
-    start = time.monotonic()
-    if sweeps.DIVERGED in summary:  # a choice's run whose loss went non-finite: scored NaN
-      print(f"{run.key}: diverged ({summary[sweeps.DIVERGED]})", flush=True)
-      scored = {sweeps.DIVERGED: summary[sweeps.DIVERGED]}
-    else:
-      scored = score(run, summary)
-    spent = {SCORE_SECONDS: round(time.monotonic() - start, 1)}  # for progress's time left
+  def entry(run: Run, summary: dict, scored: dict | None = None) -> dict:
+    scored = _timed_score(run, summary, score) if scored is None else scored
     stamped = {"provenance": provenance.of_workdir(run.workdir, stamp)}  # who trained it
-    return {**scored, **_trained_with(run, summary), **spent, **stamped}
+    return {**scored, **_trained_with(run, summary), **stamped}
 
   if jobs <= 1:
     for run in pending:
@@ -323,13 +325,16 @@ def execute(
     jobs, mp_context=context, initializer=_one_thread, max_tasks_per_child=1
   )
   with pool:
-    started = {
-      pool.submit(_train, run.config, run.workdir, run.key, code, stamp): run for run in pending
-    }
+    job = lambda run: (  # noqa: E731
+      pool.submit(_train_and_score, run, code, stamp, score)
+      if score_in_jobs
+      else pool.submit(_train, run.config, run.workdir, run.key, code, stamp)
+    )
+    started = {job(run): run for run in pending}
     try:
       for done in futures.as_completed(started):
         run = started[done]
-        results[run.key] = entry(run, done.result())
+        results[run.key] = entry(run, *(done.result() if score_in_jobs else (done.result(),)))
         save(results)
     except BaseException:  # a failed run (or ^C) stops the record now, not after every run
       pool.shutdown(wait=False, cancel_futures=True)
@@ -340,6 +345,27 @@ def execute(
         job.join(timeout=30)
       raise
   return results
+
+
+def _timed_score(run: Run, summary: dict, score: Callable[[Run, dict], dict]) -> dict:
+  """`score(run, summary)` with the seconds it took (`SCORE_SECONDS`, for progress's time
+  left); a choice's run whose loss went non-finite is scored `DIVERGED` (NaN) instead."""
+  start = time.monotonic()
+  if sweeps.DIVERGED in summary:
+    print(f"{run.key}: diverged ({summary[sweeps.DIVERGED]})", flush=True)
+    scored = {sweeps.DIVERGED: summary[sweeps.DIVERGED]}
+  else:
+    scored = score(run, summary)
+  return {**scored, SCORE_SECONDS: round(time.monotonic() - start, 1)}
+
+
+def _train_and_score(
+  run: Run, code: str | None, stamp: dict, score: Callable[[Run, dict], dict]
+) -> tuple[dict, dict]:
+  """A job of `execute(..., score_in_jobs=True)`: the run trained (`_train`), then scored in
+  the same process (`_timed_score`); returns (summary, scored entry)."""
+  summary = _train(run.config, run.workdir, run.key, code, stamp)
+  return summary, _timed_score(run, summary, score)
 
 
 def one_thread_backend() -> None:

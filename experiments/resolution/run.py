@@ -175,14 +175,16 @@ def main(argv: list[str] | None = None) -> dict:
   sweep = planned_sweep(args, results)
   chosen = lambda: report.chosen(results)
   if args.status:
-    progress.status(sweep + planned(args, chosen()), results, jobs=args.jobs)
+    progress.status(sweep + planned(args, chosen()), results, jobs=args.jobs, score_in_jobs=True)
     print(f"\nThe record plans {args.seeds} seeds per arm (--seeds); its finished seeds give:")
     print(report.power_table(results) or "no comparison with two paired seeds yet.")
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)
   scored = functools.partial(score, sizes=test_sizes(args.quick))
-  train = lambda plan_now: runs.execute(plan_now, results, scored, save, jobs=args.jobs)
+  train = lambda plan_now: runs.execute(
+    plan_now, results, scored, save, jobs=args.jobs, score_in_jobs=True
+  )
   sweeps.run(lambda: planned_sweep(args, results), train, results)
   record = planned(args, chosen())
   train(record)

@@ -58,6 +58,31 @@ def test_execute_trains_jobs_in_processes_saves_each_and_reads_finished_runs(tmp
   assert without_date(again) == without_date(results)  # stamped by the invocation reading it
 
 
+def _score_where(run, summary):
+  """A picklable score: which process scored the run, and its step."""
+  return {"scored_by": os.getpid(), "step": summary["step"]}
+
+
+def test_score_in_jobs_scores_each_run_in_its_own_job_process(tmp_path, monkeypatch):
+  """`score_in_jobs=True`: each job process scores the run it trained (not the record's
+  process, which only stamps and saves), with its scoring time recorded; without it, the
+  record's process scores."""
+  monkeypatch.setattr(runs_lib.data, "prepare", lambda *a: None)
+  planned = [
+    Run(
+      f"seed{s}", for_run(vit_digits.get_config("small=1"), seed=s, steps=2), str(tmp_path / f"{s}")
+    )
+    for s in (0, 1)
+  ]
+  results = execute(planned, {}, _score_where, lambda r: None, jobs=2, score_in_jobs=True)
+  scorers = {entry["scored_by"] for entry in results.values()}
+  assert os.getpid() not in scorers and len(scorers) == 2  # a fresh process per run
+  assert all(e["step"] == 2 and runs_lib.SCORE_SECONDS in e for e in results.values())
+  assert all(e["provenance"]["commit"] for e in results.values())  # stamped by the record
+  again = execute(planned, {}, _score_where, lambda r: None, jobs=2)  # read back, scored here
+  assert {entry["scored_by"] for entry in again.values()} == {os.getpid()}
+
+
 # A child that runs XLA:CPU ops for 1.5 s and prints the share of that CPU time not spent by
 # its busiest thread, and whether every thread may still run on every CPU it started with.
 _POOL_SHARE = """
@@ -161,6 +186,10 @@ def test_status_times_each_unfinished_run_by_its_kind(tmp_path):
   assert "400 steps left: about 44 min" in out.getvalue()
   assert "recipe runs timed at the other kinds' speed" in out.getvalue()
   assert "not counting the scoring of recipe runs" in out.getvalue()
+  for in_jobs, left in ((False, "about 38 min"), (True, "about 22 min")):
+    out = io.StringIO()  # two jobs: training over two (420 s); scoring too when in the jobs
+    progress.status(runs_, results, out, jobs=2, score_in_jobs=in_jobs)
+    assert f"400 steps left: {left}" in out.getvalue()  # 420 + 1830 s, or 420 + 915 s
   assert [progress.kind(k) for k in (keys[0], keys[2], keys[5])] == ["sweep", "record", "recipe"]
 
 
