@@ -189,10 +189,11 @@ def claim(
   is `contradicted` whatever the interval (`failing_arm_at_ceiling`): the arm measured
   succeeding is the paper's evidence against itself, even when `a` is at the ceiling too.
 
-  `paper_value`: the paper's own a − b where it reports numbers (then `ratio_to_paper`, the
-  measured difference over it); `source`: 'text' (the paper states the claim) or 'table'
-  (lfpe's reading of a table's numbers); `tuned`: which arms were tuned and by which rule,
-  or `AT_DEFAULTS` (required: every claim says how fair its comparison is).
+  `paper_value`: the paper's own a − b where it reports numbers, else None (written as null,
+  so every row says whether the paper gave one), and `ratio_to_paper` the measured difference
+  over it (null without one, or where it is 0); `source`: 'text' (the paper states the
+  claim) or 'table' (lfpe's reading of a table's numbers); `tuned`: which arms were tuned
+  and by which rule, or `AT_DEFAULTS` (required: every claim says how fair its comparison is).
   `experiments.claims.write` adds the family's Holm verdicts."""
   if source not in SOURCES:
     raise ValueError(f"claim source={source!r}: one of {SOURCES}.")
@@ -216,10 +217,8 @@ def claim(
       else pooled
     )
   low, high = diff - half, diff + half
-  reported = {}
-  if paper_value is not None:
-    ratio = diff / paper_value if paper_value else None
-    reported = {"paper_value": paper_value, "ratio_to_paper": ratio}
+  ratio = diff / paper_value if paper_value else None  # None: no number, or a paper's 0
+  reported = {"paper_value": paper_value, "ratio_to_paper": ratio}
   top = {}
   if b_fails and ceiling is None:
     raise ValueError(f"claim {text!r}: b_fails needs the metric's ceiling.")
@@ -297,4 +296,20 @@ def check_claim(entry: dict) -> None:
     raise ValueError(
       f"claim {entry['claim']!r}: verdict {entry['verdict']!r}, but its interval "
       f"[{entry['ci_low']:.3g}, {entry['ci_high']:.3g}] gives {expected!r}."
+    )
+
+
+def check_paper_ratio(entry: dict) -> None:
+  """ValueError unless `entry` (a current record's claim; archived ones predate the fields)
+  says the paper's own a − b (`paper_value`, null where the paper gives no number) and
+  `ratio_to_paper` is the measured difference over it (null without one)."""
+  if not {"paper_value", "ratio_to_paper"} <= set(entry):
+    raise ValueError(f"claim {entry['claim']!r} lacks paper_value or ratio_to_paper.")
+  paper, ratio = entry["paper_value"], entry["ratio_to_paper"]
+  expected = entry["difference"] / paper if paper else None
+  wrong = ratio is not None and expected is not None and not np.isclose(ratio, expected)
+  if (ratio is None) != (expected is None) or wrong:
+    raise ValueError(
+      f"claim {entry['claim']!r}: ratio_to_paper {ratio!r}, but difference / paper_value "
+      f"gives {expected!r}."
     )

@@ -38,12 +38,14 @@ CURRENT = sorted(EXPERIMENTS.glob("*/claims.json"))  # the records' own (not arc
 @pytest.mark.parametrize("path", CURRENT, ids=[p.parent.name for p in CURRENT])
 def test_every_claim_says_its_source_tuning_and_family_adjusted_verdict(path):
   """Each claim of a current record says whether the paper states it or lfpe reads it from a
-  table, how its arms were tuned, its Holm verdict within the record, recomputed here, and
-  (an equivalence claim) a margin by the one rule."""
+  table, how its arms were tuned, the paper's own a − b (null where it gives none) and the
+  ratio to it, its Holm verdict within the record, recomputed here, and (an equivalence
+  claim) a margin by the one rule."""
   entries = json.loads(path.read_text())
   for entry in entries:
     assert entry["source"] in stats.SOURCES and entry["tuned"], entry["claim"]
     stats.check_margin(entry)
+    stats.check_paper_ratio(entry)
   assert [e["holm_verdict"] for e in entries] == stats.holm(entries)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from experiments import stats as stats_lib
 from experiments.stats import AT_DEFAULTS, difference, fmt, interval
 
 
@@ -71,6 +72,13 @@ def test_claim_paired_and_welch():
   check_claim(paired)
   with pytest.raises(ValueError, match="gives 'reproduced'"):
     check_claim({**paired, "verdict": "unresolved"})
+  assert welch["paper_value"] is None and welch["ratio_to_paper"] is None  # said, as null
+  stats_lib.check_paper_ratio(paired)
+  stats_lib.check_paper_ratio(welch)
+  with pytest.raises(ValueError, match="difference / paper_value"):
+    stats_lib.check_paper_ratio({**paired, "ratio_to_paper": 1.0})
+  with pytest.raises(ValueError, match="lacks paper_value"):
+    stats_lib.check_paper_ratio({k: v for k, v in welch.items() if k != "paper_value"})
 
 
 def test_equivalence_claims_need_the_interval_inside_the_margin():
