@@ -149,3 +149,45 @@ def test_packed_batches_give_linen_numbers(name):
     want = linen.apply(pos.variables(), index, shape, method="packed")
     np.testing.assert_array_equal(pos.packed(index, shape), want)
     np.testing.assert_allclose(pos.packed(index, shape)[2, :48], pos.grid((6, 8)), atol=1e-5)
+
+
+NEW_GRID_POLICIES = [
+  # (spec, context, training grid, new grid)
+  ("rope_axial(scaling='yarn')", dict(head_dim=HEAD_DIM), SHAPE, (8, 9)),
+  ("rope_axial(scaling='ntk', ntk_factor=2.0)", dict(head_dim=HEAD_DIM), SHAPE, (8, 9)),
+  ("rope_axial(coords_mode='dinov3')", dict(head_dim=HEAD_DIM), SHAPE, (8, 9)),
+  ("rope_axial_nd", dict(ndim=3, head_dim=24), (2, 3, 4), (3, 5, 6)),
+  ("rope_mixed_nd", dict(ndim=3, head_dim=24, num_heads=HEADS), (2, 3, 4), (3, 5, 6)),
+  ("sine_1d(resample_method='bicubic_pytorch')", dict(dim=DIM), SHAPE, (8, 9)),
+  ("embed_1d(resample_method='bicubic_pytorch')", dict(dim=DIM), (2, 3, 4), (3, 5, 6)),
+  ("embed_2d", dict(dim=12), (2, 3, 4), (3, 5, 6)),
+  ("rel_cpb_2d", dict(num_heads=HEADS), SHAPE, (8, 9)),
+  ("rel_bias_2d(resample_method='beit_geometric')", dict(num_heads=HEADS), SHAPE, (5, 7)),
+]
+
+
+@pytest.mark.parametrize(
+  "spec, context, trained, new", NEW_GRID_POLICIES, ids=[p[0] for p in NEW_GRID_POLICIES]
+)
+def test_every_resolution_option_gives_linen_numbers_at_a_new_grid(spec, context, trained, new):
+  """Issue 39's policies and inputs (YaRN, a set NTK factor, DINOv3's coordinates, 3-D RoPE and
+  tables, `sine_1d` resampling, SwinV2's continuous bias, BEiT's geometric resize) are options
+  of the NNX modules too, with the linen module's numbers at a grid other than the training one."""
+  context = {**context, "grid_shape": trained}
+  pos, linen = pe.build(spec, rngs=nnx.Rngs(0), **context), encodings.build(spec, **context)
+  variables = jax.tree.map(  # perturbed, so a module that ignored its parameters would differ
+    lambda x: x + 0.1 * jnp.cos(jnp.arange(x.size).reshape(x.shape)), pos.variables()
+  )
+  pos.load(variables)
+  n, head_dim = int(np.prod(new)), context.get("head_dim", HEAD_DIM)
+  tokens = jax.random.normal(jax.random.key(6), (1, n, HEADS, head_dim))
+  if linen.kind == "rotary":
+    coords = pos.grid_coords(new)
+    np.testing.assert_array_equal(coords, linen.grid_coords(new))
+    got, want = pos(tokens, coords, new), linen.apply(variables, tokens, coords, new)
+  elif linen.kind == "absolute":
+    got, want = pos.grid(new), linen.apply(variables, new, method="grid")
+  else:
+    got, want = pos(new), linen.apply(variables, new)
+  assert got.shape == want.shape and not np.allclose(got, 0)
+  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -172,3 +172,23 @@ def test_sine_1d_resamples_its_training_table_when_asked():
   np.testing.assert_allclose(own, np.asarray(plain.apply({}, jnp.arange(64.0)[:, None])), atol=1e-6)
   with pytest.raises(ValueError, match="resample_method needs grid_shape"):
     encodings.create("sine_1d(resample_method='bicubic')", dim=16)
+
+
+def test_a_3d_table_resamples_as_pytorch_bicubic_along_each_axis():
+  """A (T, H, W) learned table (video) with `bicubic_pytorch`: PyTorch's 1-D taps applied
+  along T, then H, then W (numpy, `_taps`): the separable kernel PyTorch's bicubic is on
+  each axis, extended to a third."""
+  old, new = (2, 3, 4), (3, 5, 7)
+  table = _grid(*old, 3, seed=4)  # [T, H, W, C]
+  want = table
+  for axis, (n, m) in enumerate(zip(old, new, strict=True)):
+    index, weights = _taps(n, m, False, -0.75)
+    moved = np.moveaxis(want, axis, 0)
+    want = np.moveaxis(np.einsum("ok,ok...->o...", weights, moved[index]), 0, axis)
+  got = resample(jnp.asarray(table.reshape(-1, 3)), old, new, "bicubic_pytorch")
+  np.testing.assert_allclose(np.asarray(got).reshape(*new, 3), want, rtol=1e-5, atol=1e-6)
+  module = encodings.build("embed_1d(resample_method='bicubic_pytorch')", dim=3, grid_shape=old)
+  params = {"params": {"table": jnp.asarray(table.reshape(-1, 3))}}
+  np.testing.assert_allclose(
+    module.apply(params, new, method="grid"), want.reshape(-1, 3), rtol=1e-5, atol=1e-6
+  )
