@@ -8,15 +8,17 @@ scenes from disjoint draws; the label needs both content (which shape) and posit
 is left-most). The model: 8x8 patches (an 8x8 grid at 64 px), width 64, 2 heads of dimension
 32 (RoPE gets 8 frequency pairs per axis), depth 3, MLP 128, global average pooling; AdamW
 (lr 1e-3, weight decay 0.05, warmup 500 steps, cosine) for 6,000 steps of 64 (about 19
-epochs). Tested at other sizes through named evaluations that draw the test scenes again at
-that size (`redraw(S)`), never resized.
+epochs) by default; the resolution benchmark trains it for 1,000 steps (warmup 100,
+`experiments/resolution/plan.STEPS`), the length its pilot's rule chose. Tested at other
+sizes through named evaluations that draw the test scenes again at that size (`redraw(S)`),
+never resized.
 
   python -m lfpe.main --config=configs/vit_shape_layout.py:posemb=rope_mixed \
       --workdir=/tmp/shape_layout
 
 Expected: the benchmark's pilot (experiments/resolution/README.md) records this config's time
-and accuracy per encoding; its difficulty (`shape_layout`'s gap range) is set there so that
-the best encoding sits below the ceiling at 64 px. An evaluation at another size, in Python:
+and accuracy per encoding; it set the training length so that the best encoding sits below
+the ceiling at 64 px. An evaluation at another size, in Python:
 
   config = vit_shape_layout.get_config("posemb=rope_mixed")
   with config.unlocked():

@@ -61,6 +61,15 @@ def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir
     cfg.task.label_smoothing = 0.0
   result = trainer.train_and_evaluate(cfg, str(tmp_path), devices=jax.devices()[:1])
   assert np.isfinite(result["eval"]["loss"]) and 0 <= result["eval"]["accuracy"] <= 1
+  # The metrics ignore padding: packed into rows twice as long (more padding tokens per
+  # example), the trained run scores the same loss and accuracy.
+  with cfg.unlocked():
+    cfg.data.naflex.max_tokens = 128
+  padded = trainer.evaluate_all(cfg, str(tmp_path), devices=jax.devices()[:1])["eval"]
+  assert padded["accuracy"] == result["eval"]["accuracy"]
+  np.testing.assert_allclose(padded["loss"], result["eval"]["loss"], rtol=1e-5)
+  with cfg.unlocked():
+    cfg.data.naflex.max_tokens = 64
   with cfg.unlocked():
     cfg.model.patch_size = 4
   with pytest.raises(ValueError, match="naflex.patch"):

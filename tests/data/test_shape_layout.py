@@ -34,6 +34,28 @@ def test_no_test_scene_occurs_in_training_and_every_class_is_a_label():
   assert set(np.bincount([s["label"] for s in train], minlength=6).nonzero()[0]) == set(range(6))
 
 
+@pytest.mark.slow
+def test_the_records_test_layouts_are_not_near_copies_of_training_layouts():
+  """`shape_layout/colour`, the resolution record's data (20,000 / 10,000 scenes): no test scene
+  has the same classes as a training scene with every box within 1/64 of the image (whatever
+  the background), so a test image is never a training layout redrawn."""
+  grouped = {}
+  for split in ("train", "test"):
+    for scene in sl.generate(sl.COLOUR, split):
+      labels, boxes = scene["objects"]["label"], np.asarray(scene["objects"]["bbox"])
+      order = np.argsort(labels)  # each class at most once: boxes by class
+      key = tuple(labels[order].tolist())
+      grouped.setdefault(key, {"train": [], "test": []})[split].append(boxes[order].ravel())
+  closest = np.inf
+  for group in grouped.values():
+    if group["train"] and group["test"]:
+      train, test = np.stack(group["train"]), np.stack(group["test"])
+      gaps = np.abs(test[:, None, :] - train[None, :, :]).max(-1)  # worst coordinate per pair
+      closest = min(closest, gaps.min())
+  assert sum(len(g["test"]) for g in grouped.values()) == sl.COLOUR.num_test
+  assert closest > 1 / 64, closest
+
+
 @pytest.fixture(scope="module")
 def small_dir(tmp_path_factory):
   data_dir = str(tmp_path_factory.mktemp("tfds"))
