@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import PIL.Image
@@ -36,6 +36,9 @@ class DatasetSpec:
     instructions: catalog only, how to prepare it; `{data_dir}` is filled in.
     sizes: other sizes a model needs from the data (vocabularies, coordinate bins, object
       types), `{model field: size}`; the task passes them to the model.
+    draw: None, or `draw(record, size)`: the record's image drawn natively at `size` px
+      from the fields it stores (procedural scenes); mixed-resolution training
+      (`data.train_sizes`) then draws each example at its batch's size instead of resizing.
   """
 
   name: str
@@ -48,6 +51,7 @@ class DatasetSpec:
   builder: type[ArrayBuilder] | None = None
   instructions: str = ""
   sizes: Mapping[str, int] = dataclasses.field(default_factory=dict)
+  draw: Callable[[Mapping, int], np.ndarray] | None = None
 
 
 class ArrayBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):

@@ -15,8 +15,10 @@ Fields of `default_config()`:
     evaluation may set its own, `config.evals.NAME.data.eval_preprocess`).
   worker_count: grain worker processes for training (0: in the main process).
   train_sizes: None, or mixed-resolution training: each training batch is resized (nearest)
-    to a size drawn uniformly from these (one size per batch, the same on every process);
-    evaluation stays at `image_size`. Each size compiles the train step once.
+    to a size drawn uniformly from these (one size per batch, the same on every process),
+    or, for a dataset that draws itself (`DatasetSpec.draw`: `shape_layout`; needs
+    `cache`), drawn natively at that size; evaluation stays at `image_size`. Each size
+    compiles the train step once.
   naflex: None, or NaFlex packed batches (`lfpe.resolution.pack`, SigLIP 2's): `{patch,
     max_tokens, sizes}`; each training example is resized (bilinear) to an (h, w) of `sizes`
     drawn per example from (seed, batch, row), so one batch mixes sizes and aspect ratios,

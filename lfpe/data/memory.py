@@ -11,7 +11,7 @@ across the two paths; the cost per batch drops from a Python call per record to 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import grain
 import numpy as np
@@ -80,6 +80,7 @@ class MemoryBatches:
     shard_index: int = 0,
     shard_count: int = 1,
     num_epochs: int | None = None,
+    draw: Callable[[Mapping, int], np.ndarray] | None = None,
   ):
     _, self._sampler = train_sampler(
       len(source),
@@ -95,6 +96,8 @@ class MemoryBatches:
     in_memory = isinstance(source, (list, tuple, np.ndarray))  # grain names these by type
     self._source_repr = str(type(source)) if in_memory else repr(source)
     self._next = shard_index  # the sampler's global index of the next record
+    self._source, self._transforms, self._draw = source, transforms, draw
+    self._last: list[int] = []  # the record keys of the last batch
 
   def __iter__(self) -> MemoryBatches:
     return self
@@ -105,9 +108,18 @@ class MemoryBatches:
       rows = [self._sampler[k].record_key for k in range(self._next, stop, self._shard_count)]
     except IndexError:  # num_epochs passed
       raise StopIteration from None
-    self._next = stop
+    self._next, self._last = stop, rows
     rows = np.asarray(rows) - self._rows.start
     return {k: v[rows] for k, v in self._arrays.items()}
+
+  def drawn(self, size: int) -> dict[str, np.ndarray]:
+    """The last batch again, each record's image drawn natively at `size` px by the dataset's
+    `draw` and transformed as every record is: a mixed-resolution batch at that size."""
+    if self._draw is None:
+      raise ValueError("drawn: this dataset has no `draw` (DatasetSpec.draw).")
+    records = (self._source[key] for key in self._last)
+    examples = [ops.apply(self._transforms, {**r, "image": self._draw(r, size)}) for r in records]
+    return {k: np.stack([e[k] for e in examples]) for k in examples[0]}
 
   def get_state(self) -> bytes:
     """grain's DataLoader state at this position (a run may resume on either path)."""

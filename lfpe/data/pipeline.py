@@ -33,7 +33,7 @@ passes over the split once per size of `test_sizes`, and marks real examples `va
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import grain
 import jax
@@ -201,9 +201,10 @@ class TrainIterator:
   """Global training batches; `get_state` / `set_state` make it checkpointable.
 
   With `sizes` (mixed resolution, `data.train_sizes`), batch i is resized (nearest) to
-  `lfpe.resolution.draw_size(sizes, seed, i)`; with `naflex` (`data.naflex`), row r of
-  batch i to `draw_size(naflex.sizes, seed, (i, r))` (r: the row in the global batch, from
-  `first_row`), then packed. The state then also holds i.
+  `lfpe.resolution.draw_size(sizes, seed, i)`, or drawn natively at that size by `redraw`
+  (`MemoryBatches.drawn`, for a dataset with `DatasetSpec.draw`); with `naflex`
+  (`data.naflex`), row r of batch i to `draw_size(naflex.sizes, seed, (i, r))` (r: the row in
+  the global batch, from `first_row`), then packed. The state then also holds i.
   """
 
   def __init__(
@@ -215,10 +216,11 @@ class TrainIterator:
     seed: int = 0,
     naflex: config.NaFlex | None = None,
     first_row: int = 0,
+    redraw: Callable[[int], dict] | None = None,
   ):
     self._local, self._sharding, self._batch = local, sharding, global_batch_size
     self._sizes, self._seed, self._index = sizes, seed, 0
-    self._naflex, self._first_row = naflex, first_row
+    self._naflex, self._first_row, self._redraw = naflex, first_row, redraw
 
   def __iter__(self) -> TrainIterator:
     return self
@@ -228,7 +230,9 @@ class TrainIterator:
     if self._sizes:
       size = resolution.draw_size(self._sizes, self._seed, self._index)
       self._index += 1
-      if batch["image"].shape[1:3] != (size, size):
+      if batch["image"].shape[1:3] != (size, size) and self._redraw:
+        batch = self._redraw(size)
+      elif batch["image"].shape[1:3] != (size, size):
         resize = lambda x: image_ops.resize_image(x, size, "nearest")
         batch = {**batch, "image": np.stack([resize(x) for x in batch["image"]])}
     if self._naflex:
@@ -327,8 +331,18 @@ def make_loader(
     batch_size=global_batch_size // shard_count, shard_index=shard_index, shard_count=shard_count
   )
   if train:
-    if memory.applies(transforms, resolved.cache, resolved.worker_count):
-      local = memory.MemoryBatches(source, transforms, seed=seed, num_epochs=num_epochs, **kwargs)
+    in_memory = memory.applies(transforms, resolved.cache, resolved.worker_count)
+    draws = resolved.spec.draw if resolved.train_sizes else None
+    if draws and not in_memory:
+      raise ValueError(
+        f"`data.train_sizes` on {resolved.spec.name} draws each example natively at its "
+        "batch's size, from the records held in memory: set `data.cache=True`, with "
+        "deterministic `data.augment` and `data.worker_count=0`."
+      )
+    if in_memory:
+      local = memory.MemoryBatches(
+        source, transforms, seed=seed, num_epochs=num_epochs, draw=draws, **kwargs
+      )
     else:
       local = train_batches(
         source,
@@ -346,6 +360,7 @@ def make_loader(
       seed,
       naflex=resolved.naflex,
       first_row=shard_index * kwargs["batch_size"],
+      redraw=local.drawn if draws else None,
     )
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import colorsys
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 
 import grain
 import numpy as np
@@ -116,8 +117,14 @@ class Redraw(grain.transforms.Map):
     self.size = size
 
   def map(self, element: dict) -> dict:
-    scene = {"background_seed": element["background_seed"], "objects": element["objects"]}
-    return {**element, "image": shapes.render(scene, self.size)}
+    return {**element, "image": draw(element, self.size)}
+
+
+def draw(record: Mapping, size: int) -> np.ndarray:
+  """The record's stored scene drawn at `size` px (`DatasetSpec.draw`: mixed-resolution
+  training draws each example natively at its batch's size, as the tests are drawn)."""
+  scene = {"background_seed": record["background_seed"], "objects": record["objects"]}
+  return shapes.render(scene, size)
 
 
 TEST_SIZES = (32, 48, 96, 128, 144, 192)  # the resolution benchmark's other test sizes
@@ -194,6 +201,7 @@ def _spec(cfg: ShapeLayoutConfig) -> base.DatasetSpec:
     eval_split="test",
     preprocess="keep('image', 'label')|value_range(0, 1)",  # after `redraw`, which reads the scene
     builder=base.with_config(ShapeLayout, cfg.name),
+    draw=draw,
   )
 
 

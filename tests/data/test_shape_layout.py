@@ -10,7 +10,8 @@ import tensorflow_datasets as tfds
 
 from configs import vit_shape_layout
 from lfpe import data as data_lib
-from lfpe.data import ops, shapes
+from lfpe import resolution
+from lfpe.data import ops, pipeline, shapes
 from lfpe.data import shape_layout as sl
 from lfpe.train import trainer
 
@@ -73,6 +74,38 @@ def test_redraw_draws_the_stored_scene_again_at_any_size(small_dir):
   np.testing.assert_array_equal(redraw.map(example)["image"], shapes.render(scene, 96))
   with pytest.raises(ValueError, match="redraw"):
     ops.parse("redraw(4)")
+
+
+def _layout_loader(small_dir, mesh, sizes, cache=True):
+  cfg = data_lib.default_config("shape_layout/small")
+  cfg.data_dir, cfg.cache, cfg.train_sizes = small_dir, cache, sizes
+  return pipeline.make_loader(cfg, global_batch_size=8, seed=3, train=True, mesh=mesh)
+
+
+def test_mixed_resolution_draws_each_training_scene_natively_at_its_batch_size(small_dir, mesh):
+  """`data.train_sizes` on a dataset that draws itself: batch i holds the scenes it holds at
+  64 px, each drawn again at the batch's size (as the tests are), not resized."""
+  sizes = (48, 64, 96)
+  mixed, plain = _layout_loader(small_dir, mesh, sizes), _layout_loader(small_dir, mesh, None)
+  source = tfds.data_source("shape_layout/small", split="train", data_dir=small_dir)
+  scene_of = {source[i]["image"].tobytes(): source[i] for i in range(len(source))}
+  (value_range,) = ops.parse("value_range(0, 1)")
+  drawn_sizes = set()
+  for i in range(6):
+    batch, at_64 = jax.tree.map(np.asarray, next(mixed)), jax.tree.map(np.asarray, next(plain))
+    size = resolution.draw_size(sizes, 3, i)
+    drawn_sizes.add(size)
+    assert batch["image"].shape[1:3] == (size, size)
+    np.testing.assert_array_equal(batch["label"], at_64["label"])
+    stored = [scene_of[np.round(x * 255).astype(np.uint8).tobytes()] for x in at_64["image"]]
+    want = [value_range.map({"image": sl.draw(r, size)})["image"] for r in stored]
+    np.testing.assert_allclose(batch["image"], np.stack(want), atol=1e-6)
+    if size == 96:  # not the nearest resize of the 64 px scene
+      idx = np.floor((np.arange(96) + 0.5) * 64 / 96).astype(int)
+      assert not np.allclose(batch["image"], at_64["image"][:, idx][:, :, idx], atol=0.05)
+  assert len(drawn_sizes) > 1
+  with pytest.raises(ValueError, match=r"data.cache=True"):
+    _layout_loader(small_dir, mesh, sizes, cache=False)
 
 
 def test_a_stored_test_set_at_another_size_is_the_redrawn_test_split(small_dir):
