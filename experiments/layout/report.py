@@ -80,6 +80,10 @@ TUNED = (
   stats_lib.AT_DEFAULTS + " (the Fourier rows at the config's γ = 0.05, set by hand, not swept)"
 )
 RULE = "best mean validation CIDEr"  # the sweep's rule (run.py --tune)
+# Each metric's ceiling on the record's test screens (`layout_screens/grid`): a target's first
+# reference scored against all four (`python -m experiments.layout.ceiling`), x 100.
+CEILINGS = {"CIDEr": 544.2, "BLEU-1": 100.0}
+FAILS = {"MLP"}  # rows 002 says fail ("MLP alone collapses"): `stats.claim`'s b_fails
 # The length rule, declared before its check ran (README, "Recipe"): every encoding row's mean
 # test CIDEr at defaults gains less than this over the last `SETTLE_WINDOW` of its 800 steps
 # (about a twentieth of the control's +180).
@@ -240,6 +244,8 @@ def claims(results: dict) -> list[dict]:
           paper_value=paper_difference(a, b, metric),
           source=source,
           tuned=TUNED if at == "defaults" else _tuned_note(picks, swept, (a, b)),
+          ceiling=CEILINGS.get(metric),
+          b_fails=b in FAILS and metric in CEILINGS,
         )
       )
   return out

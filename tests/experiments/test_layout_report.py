@@ -119,3 +119,23 @@ def test_length_rule_reads_each_rows_test_curve_and_leaves_the_record_alone():
   assert rows["Embed-4D"].endswith("| **no** |") and rows["Sine-4D"].endswith("| yes |")
   assert len(report._record(results)) == 1
   assert report.settled_table({"embed-4d/0": _run("Embed-4D", 0, 80)}) == []
+
+
+def test_claims_carry_each_metrics_ceiling_and_mlp_at_the_ceiling_contradicts_its_collapse():
+  """CIDEr and BLEU-1 claims say whether both rows sit at the ceiling, and "MLP alone
+  collapses" is contradicted where the MLP reaches it (the failing arm measured succeeding);
+  the ceilings are the oracle's on the record's test screens."""
+  cider = report.CEILINGS["CIDEr"]
+  ciders = {"Embed-4D": (cider,) * 3, "MLP": (cider - 0.1, cider, cider)}
+  results = {
+    f"{report.slug(r)}/{s}": _run(r, s, c) for r, cs in ciders.items() for s, c in enumerate(cs)
+  }
+  (collapse,) = [c for c in report.claims(results) if "collapses" in c["claim"]]
+  assert collapse["at_ceiling"] and collapse["failing_arm_at_ceiling"]
+  assert collapse["verdict"] == "contradicted"
+  from experiments.layout import ceiling  # noqa: PLC0415
+  from lfpe.data import screens  # noqa: PLC0415
+
+  grid = next(c for c in screens.LayoutScreens.BUILDER_CONFIGS if c.name == "grid")
+  oracle = ceiling.oracle(grid)
+  assert {k: round(v, 1) for k, v in oracle.items()} == report.CEILINGS
