@@ -61,6 +61,13 @@ PUBLISHED = (
     ("rope_axial", "extrapolate"),
   ),
   (
+    "PI",
+    "Chen et al. 2023, applied per axis by lfpe",
+    "position interpolation helps RoPE-Mixed",
+    ("rope_mixed", "pi"),
+    ("rope_mixed", "extrapolate"),
+  ),
+  (
     "NTK",
     "bloc97 2023, per axis by lfpe",
     "NTK-aware scaling helps RoPE-Axial",
@@ -87,6 +94,13 @@ PUBLISHED = (
     "training at mixed sizes (48-96 px) helps RoPE-Mixed",
     ("rope_mixed mixed-res", "extrapolate"),
     ("rope_mixed", "extrapolate"),
+  ),
+  (
+    "lfpe",
+    "mixed-resolution training",
+    "training at mixed sizes (48-96 px) helps RoPE-Mixed with position interpolation",
+    ("rope_mixed mixed-res", "pi"),
+    ("rope_mixed", "pi"),
   ),
 )
 
