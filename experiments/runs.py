@@ -325,16 +325,12 @@ def execute(
     jobs, mp_context=context, initializer=_one_thread, max_tasks_per_child=1
   )
   with pool:
-    job = lambda run: (  # noqa: E731
-      pool.submit(_train_and_score, run, code, stamp, score)
-      if score_in_jobs
-      else pool.submit(_train, run.config, run.workdir, run.key, code, stamp)
-    )
-    started = {job(run): run for run in pending}
+    in_job = score if score_in_jobs else None  # None: this process scores
+    started = {pool.submit(_train_and_score, run, code, stamp, in_job): run for run in pending}
     try:
       for done in futures.as_completed(started):
         run = started[done]
-        results[run.key] = entry(run, *(done.result() if score_in_jobs else (done.result(),)))
+        results[run.key] = entry(run, *done.result())
         save(results)
     except BaseException:  # a failed run (or ^C) stops the record now, not after every run
       pool.shutdown(wait=False, cancel_futures=True)
@@ -360,12 +356,12 @@ def _timed_score(run: Run, summary: dict, score: Callable[[Run, dict], dict]) ->
 
 
 def _train_and_score(
-  run: Run, code: str | None, stamp: dict, score: Callable[[Run, dict], dict]
-) -> tuple[dict, dict]:
-  """A job of `execute(..., score_in_jobs=True)`: the run trained (`_train`), then scored in
-  the same process (`_timed_score`); returns (summary, scored entry)."""
+  run: Run, code: str | None, stamp: dict, score: Callable[[Run, dict], dict] | None
+) -> tuple[dict, dict | None]:
+  """A job of `execute`: the run trained (`_train`), then, given `score` (`score_in_jobs`),
+  scored in the same process (`_timed_score`); returns (summary, scored entry or None)."""
   summary = _train(run.config, run.workdir, run.key, code, stamp)
-  return summary, _timed_score(run, summary, score)
+  return summary, None if score is None else _timed_score(run, summary, score)
 
 
 def one_thread_backend() -> None:
