@@ -55,7 +55,7 @@ def compile_for(path: str, topology: str, posemb: str, model_axis: int, fsdp: bo
 
 def compile_eval(prog, size: int):
   """The eval step compiled for batches of `eval_batch_size` images of `size` x `size`."""
-  state, batch = prog.abstract_inputs(prog.config.eval_batch_size)
+  state, batch, _ = prog.abstract_inputs(prog.config.eval_batch_size)
   variables = {"params": state.params, **state.constants}
   batch = {
     **batch,

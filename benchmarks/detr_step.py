@@ -64,11 +64,11 @@ def time_step(
   mesh = sharding.make_mesh(config.mesh, jax.devices()[:1])
   prog = program.build(config, mesh)
   state, data = prog.init_state(), random_batch(prog, batch, np.random.default_rng(0))
-  state, metrics = prog.train_step(state, data)  # compile
+  state, metrics = prog.train_step(state, data, prog.dropout_rng)  # compile
   jax.block_until_ready(metrics)
   start = time.perf_counter()
   for _ in range(steps):
-    state, metrics = prog.train_step(state, data)
+    state, metrics = prog.train_step(state, data, prog.dropout_rng)
   jax.block_until_ready(metrics)
   layers, queries = prog.model.decoder_depth, prog.model.num_queries
   return (time.perf_counter() - start) / steps, layers, (batch, queries, data["boxes"].shape[1])

@@ -114,7 +114,9 @@ def measure_lfpe(
     batch = detr_step.random_batch(prog, config.batch_size, np.random.default_rng(0))
   else:
     batch = train_step.random_batch(prog, config.batch_size)
-  times = train_step.step_times(compiled, prog.init_state(), batch, steps, warmups=2)
+  times = train_step.step_times(
+    compiled, prog.init_state(), batch, prog.dropout_rng, steps, warmups=2
+  )
   stats = device.memory_stats() or {}
   text = compiled.as_text()
   return dict(

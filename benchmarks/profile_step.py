@@ -105,11 +105,11 @@ def main() -> None:
     batch = train_step.random_batch(prog, config.batch_size)
   state = prog.init_state()
   for _ in range(3):
-    state, metrics = compiled(state, batch)
+    state, metrics = compiled(state, batch, prog.dropout_rng)
   jax.block_until_ready(metrics)
   with jax.profiler.trace(args.out, create_perfetto_trace=True):
     for _ in range(TRACED_STEPS):
-      state, metrics = compiled(state, batch)
+      state, metrics = compiled(state, batch, prog.dropout_rng)
     jax.block_until_ready(metrics)
 
   path = max(pathlib.Path(args.out).rglob("*.trace.json.gz"), key=lambda p: p.stat().st_mtime)

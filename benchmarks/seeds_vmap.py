@@ -50,7 +50,7 @@ def main() -> None:
   plain = program.build(config, mesh)
 
   def one_after_another(states):
-    out = [plain.train_step(s, batch) for s in states]
+    out = [plain.train_step(s, batch, plain.dropout_rng) for s in states]
     return [s for s, _ in out], [m for _, m in out]
 
   loop = timed(one_after_another, [plain.init_state() for _ in range(args.seeds)])
@@ -58,7 +58,7 @@ def main() -> None:
     config.seeds = args.seeds
   seeded = program.build(config, mesh)
   stacked = jax.tree.map(lambda x: jnp.stack([x] * args.seeds), batch)
-  vmap = timed(lambda s: seeded.train_step(s, stacked), seeded.init_state())
+  vmap = timed(lambda s: seeded.train_step(s, stacked, seeded.dropout_rng), seeded.init_state())
   print(
     f"{datetime.date.today()}; jax {jax.__version__}; {jax.devices()[0].device_kind}; "
     f"{os.path.basename(args.config)}:{args.arg}; batch {config.batch_size}; "

@@ -107,7 +107,7 @@ def attention_path(path: str):
 
 
 def random_batch(prog: program_lib.Program, batch_size: int) -> dict:
-  _, abstract_batch = prog.abstract_inputs(batch_size)
+  _, abstract_batch, _ = prog.abstract_inputs(batch_size)
   rng = np.random.default_rng(0)
   make = lambda s: jax.device_put(
     rng.integers(0, 10, s.shape).astype(s.dtype)
@@ -139,15 +139,18 @@ def step_flops(config) -> float:
     return float(lowered.cost_analysis()["flops"])
 
 
-def step_times(compiled, state, batch: dict, steps: int, warmups: int = 1) -> list[float]:
-  """Seconds of each synchronised call of the compiled train step, after `warmups` calls."""
+def step_times(
+  compiled, state, batch: dict, key: jax.Array, steps: int, warmups: int = 1
+) -> list[float]:
+  """Seconds of each synchronised call of the compiled train step (dropout key `key`), after
+  `warmups` calls."""
   for _ in range(warmups):
-    state, metrics = compiled(state, batch)
+    state, metrics = compiled(state, batch, key)
   jax.block_until_ready(metrics)
   times = []
   for _ in range(steps):
     t0 = time.perf_counter()
-    state, metrics = compiled(state, batch)
+    state, metrics = compiled(state, batch, key)
     jax.block_until_ready(metrics)
     times.append(time.perf_counter() - t0)
   return times
@@ -155,7 +158,7 @@ def step_times(compiled, state, batch: dict, steps: int, warmups: int = 1) -> li
 
 def best_step_time(prog: program_lib.Program, compiled, batch: dict, steps: int) -> float:
   """Best seconds per step of the compiled train step, after one warm-up step."""
-  return min(step_times(compiled, prog.init_state(), batch, steps))
+  return min(step_times(compiled, prog.init_state(), batch, prog.dropout_rng, steps))
 
 
 def measure_paths(config, mesh, paths: list[str], steps: int) -> tuple[float, list[tuple]]:

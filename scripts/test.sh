@@ -9,6 +9,11 @@ if [ -z "${VIRTUAL_ENV:-}" ]; then
   . .venv/bin/activate
 fi
 export JAX_PLATFORMS=cpu
+# XLA's persistent compilation cache, shared by the test processes and the runs they start:
+# the suite compiles the same tiny programs many times over (a resumed run, the same config
+# in two tests), and on 2 cores compiling is most of a tiny run's time. Kept between runs of
+# the suite (.jax-cache/, git-ignored; entries are keyed by program, jax version and flags).
+export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/.jax-cache}"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/lfpe-tests.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 status=0

@@ -3,6 +3,10 @@
 The trainer runs it; benchmarks time it on this machine or compile it ahead of time
 for a TPU topology (`abstract_inputs` + `train_step.lower(...).compile()`), so that a
 full-scale config is checked against a pod's memory without one.
+
+The dropout key is an argument of the compiled train step, not a constant in it: runs that
+differ only in their seed compile to the same program, which XLA's persistent compilation
+cache (`JAX_COMPILATION_CACHE_DIR`) then compiles once for all of them.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ class Program:
   schedule: optax.Schedule
   init: Callable[[jax.Array], Any]  # rng -> boxed TrainState (logical axes attached)
   init_rng: jax.Array  # from config.seed (the other half of the split drives dropout); [S]
+  dropout_rng: jax.Array  # train_step's third argument; [S] with seeds
   abstract_state: Any  # TrainState of ShapeDtypeStructs (a leading seed axis with seeds)
   state_shardings: Any  # TrainState of NamedShardings
   data_sharding: NamedSharding  # of a batch `[B, ...]` (evaluation)
   train_data_sharding: NamedSharding  # of a training batch (`[S, B, ...]` with seeds)
-  train_step: Callable  # jitted, donates the state
+  train_step: Callable  # jitted (state, batch, dropout_rng) -> (state, metrics); donates the state
   eval_step: Callable  # jitted
   num_seeds: int = 0  # config.seeds: 0, or the leading axis of the state (lfpe.train.seeds)
 
@@ -59,8 +64,9 @@ class Program:
       constants=jax.device_put(loaded, shardings.constants),
     )
 
-  def abstract_inputs(self, global_batch_size: int) -> tuple[Any, Any]:
-    """(state, batch) as sharded ShapeDtypeStructs, for `train_step.lower(...)`."""
+  def abstract_inputs(self, global_batch_size: int) -> tuple[Any, Any, jax.Array]:
+    """(state, batch) as sharded ShapeDtypeStructs and the dropout key, for
+    `train_step.lower(...)`."""
     state = jax.tree.map(
       lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
       self.abstract_state,
@@ -73,7 +79,7 @@ class Program:
       ),
       self.task.example_batch(self.config),
     )
-    return state, batch
+    return state, batch, self.dropout_rng
 
 
 def seed_keys(seed: int, dropout_prng: str = "threefry2x32") -> tuple[jax.Array, jax.Array]:
@@ -127,14 +133,13 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     abstract = seeds.stacked(abstract, num_seeds)
     state_shardings = seeds.with_seed_axis(state_shardings)
     train_data_sharding = seeds.with_seed_axis(data_sharding)
-    seeded = jax.vmap(lambda s, b, r: step(s, b, dropout_rng=r))
-    train_fn = lambda state, batch: seeded(state, batch, dropout_rng)
+    train_fn = jax.vmap(lambda s, b, r: step(s, b, dropout_rng=r))
   else:
     (init_rng, dropout_rng), train_data_sharding = keys[0], data_sharding
-    train_fn = functools.partial(step, dropout_rng=dropout_rng)
+    train_fn = lambda s, b, r: step(s, b, dropout_rng=r)
   train_step = jax.jit(
     train_fn,
-    in_shardings=(state_shardings, train_data_sharding),
+    in_shardings=(state_shardings, train_data_sharding, sharding.replicated(mesh)),
     out_shardings=(state_shardings, sharding.replicated(mesh)),
     donate_argnums=0,
   )
@@ -148,6 +153,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     schedule,
     init,
     init_rng,
+    dropout_rng,
     abstract,
     state_shardings,
     data_sharding,

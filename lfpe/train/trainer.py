@@ -131,7 +131,7 @@ def train_and_evaluate(
       step = start_step + 1
       try:
         for step in range(start_step + 1, config.total_steps + 1):
-          state, metrics = prog.train_step(state, next(train_iter))
+          state, metrics = prog.train_step(state, next(train_iter), prog.dropout_rng)
           last = step == config.total_steps
           saving = step % config.checkpoint_every == 0 or last
           if step % config.log_every == 0 or saving:  # Never save a state not known finite.
