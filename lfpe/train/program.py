@@ -133,14 +133,14 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     abstract = seeds.stacked(abstract, num_seeds)
     state_shardings = seeds.with_seed_axis(state_shardings)
     train_data_sharding = seeds.with_seed_axis(data_sharding)
-    train_fn = jax.vmap(lambda s, b, r: step(s, b, dropout_rng=r))
   else:
     (init_rng, dropout_rng), train_data_sharding = keys[0], data_sharding
-    train_fn = lambda s, b, r: step(s, b, dropout_rng=r)
+  keyed = lambda s, b, r: step(s, b, dropout_rng=r)
+  replicated = sharding.replicated(mesh)
   train_step = jax.jit(
-    train_fn,
-    in_shardings=(state_shardings, train_data_sharding, sharding.replicated(mesh)),
-    out_shardings=(state_shardings, sharding.replicated(mesh)),
+    jax.vmap(keyed) if num_seeds else keyed,
+    in_shardings=(state_shardings, train_data_sharding, replicated),
+    out_shardings=(state_shardings, replicated),
     donate_argnums=0,
   )
   eval_step = jit_eval_step(task, model, state_shardings, data_sharding, num_seeds)
