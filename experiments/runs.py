@@ -333,13 +333,14 @@ def execute(
         results[run.key] = entry(run, *done.result())
         save(results)
     except BaseException:  # a failed run (or ^C) stops the record now, not after every run
-      pool.shutdown(wait=False, cancel_futures=True)
+      for future in started:
+        future.cancel()  # the runs not started yet
       jobs_left = multiprocessing.active_children()
       for job in jobs_left:
         job.terminate()  # its run resumes from its last checkpoint next time
       for job in jobs_left:
         job.join(timeout=30)
-      raise
+      raise  # `with pool` joins the broken pool (shutdown(wait=False) races: CPython gh-119592)
   return results
 
 
