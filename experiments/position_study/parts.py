@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from experiments import provenance
 from experiments.position_study import plan
 from lfpe.analysis import probes, similarity
 from lfpe.studies import positions, sweep
@@ -32,8 +33,9 @@ MAP_INDEX = (2, 2)  # the reference patch of the similarity maps (upper half, 00
 class Study:
   """Shared state of one run: mode, paths, results and the part being timed."""
 
-  def __init__(self, mode: plan.Mode, out: str, data_dir: str, log=print):
+  def __init__(self, mode: plan.Mode, out: str, data_dir: str, log=print, stamp=None):
     self.mode, self.out, self.data_dir, self.log = mode, out, data_dir, log
+    self.stamp = stamp or {}  # this invocation's `provenance.run_provenance`
     self.results: dict[str, Any] = {"timing": {}}
     self.part, self.part_start, self.part_base = None, 0.0, 0.0
     self.pretrained: str | None = None  # the pretraining's workdir, once trained or read
@@ -57,10 +59,17 @@ class Study:
     self, key: str, config: Config, seeds, label: str | None = None, epochs: int | None = None, **kw
   ) -> sweep.Result:
     """Trains (or reads back) one configuration in its workdir and logs its scores; `kw` are
-    `sweep.trainer_config`'s options (`init_from`, `init_skip`, `trainable`)."""
+    `sweep.trainer_config`'s options (`init_from`, `init_skip`, `trainable`). The provenance
+    of the invocation that trained it goes into its workdir and into the results'
+    `run_provenance[key]` (a workdir finished by code that wrote none: `read_back`)."""
     spec = self.mode.spec if epochs is None else dataclasses.replace(self.mode.spec, epochs=epochs)
     start = time.perf_counter()
-    result = sweep.run(config, list(seeds), spec, self.data_dir, self.workdir(key), **kw)
+    workdir = self.workdir(key)
+    trained_here = not os.path.exists(os.path.join(workdir, "summary.json"))
+    result = sweep.run(config, list(seeds), spec, self.data_dir, workdir, **kw)
+    if trained_here:
+      provenance.stamp_workdir(workdir, self.stamp)
+    self.results.setdefault("run_provenance", {})[key] = provenance.of_workdir(workdir, self.stamp)
     self.log(
       f"  {config.task:12s} {label or config.posemb:22s} {dict(config.model)} "
       f"n={config.train_size}: {_fmt(result.test)} ({time.perf_counter() - start:.0f}s)"

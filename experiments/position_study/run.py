@@ -19,9 +19,8 @@ import sys
 
 import tensorflow_datasets as tfds
 
-from experiments import cli
+from experiments import cli, provenance
 from experiments.position_study import parts, plan, report
-from experiments.provenance import provenance
 from lfpe.errors import ConfigError
 
 RUNNERS = {
@@ -109,12 +108,14 @@ def main(argv: list[str] | None = None) -> dict:
     )
   tfds.disable_progress_bar()
   log = lambda msg: print(msg, flush=True)
-  study = parts.Study(mode, args.out, args.data_dir, log)
+  stamp = provenance.run_provenance()
+  provenance.warn_if_unfit_for_a_record(stamp)
+  study = parts.Study(mode, args.out, args.data_dir, log, stamp)
   study.results = previous or study.results
   study.results.setdefault("timing", {})
   study.results["mode"] = name
   argv = sys.argv[1:] if argv is None else argv
-  study.results["provenance"] = provenance(["python", "-m", __spec__.name, *argv])
+  study.results["provenance"] = provenance.provenance(["python", "-m", __spec__.name, *argv])
   study.results.setdefault("commands", []).append(study.results["provenance"]["command"])
   for name in args.parts.split(","):
     log(f"[{name}]")

@@ -6,11 +6,13 @@ the recorded numbers come from the full run (experiments/position_study/README.m
 
 import json
 import os
+import pathlib
 
 import numpy as np
 import pytest
 
-from experiments.position_study import plan, run
+from experiments import provenance
+from experiments.position_study import parts, plan, run
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
 from lfpe.errors import ConfigError
@@ -64,6 +66,14 @@ def test_quick_study_runs_every_part(tmp_path):
   for entry in json.load(open(os.path.join(out, "claims.json"))):
     check_claim(entry)
   assert set(results["provenance"]) >= set(FIELDS) and results["mode"] == "quick"
+  # Every configuration's own provenance, in results.json and in its workdir.
+  trained = {str(p.parent) for p in pathlib.Path(out, "runs").glob("**/summary.json")}
+  workdir = parts.Study(plan.QUICK, out, data_dir).workdir
+  stamped = {workdir(key): stamp for key, stamp in results["run_provenance"].items()}
+  assert set(stamped) == trained and trained
+  for path, stamp in stamped.items():
+    assert {"commit", "command", "date"} <= set(stamp) and "read_back" not in stamp, path
+    assert json.loads(pathlib.Path(path, provenance.RUN_STAMP).read_text()) == stamp, path
 
   # --status reads the record without training; a re-run trains nothing new.
   counts = run.status(results, plan.QUICK, list(run.RUNNERS))

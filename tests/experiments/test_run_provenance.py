@@ -22,7 +22,7 @@ BEFORE_PER_RUN_PROVENANCE = {
   "detection",  # first edition, and its studies below
   "generation",  # first edition, and photo_crops
   "layout/templates",
-  "position_study",  # a study of timings and curves, not a record of seeded runs
+  "position_study",  # sections, not runs: `run_provenance` per configuration since (its test)
   "resolution_redgreen",
   "similarity",  # two kernels' similarity maps, no training runs
 }
