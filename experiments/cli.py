@@ -7,18 +7,20 @@ A `lfpe.errors.UserError` (a bad flag or config, a missing dataset, an `--out` m
 mode) prints `python -m experiments.NAME.run: <message>` and exits 2; Ctrl-C prints where to
 resume and exits 130 (a record resumes: finished runs are kept, runs part-way restart from
 their last checkpoint). LFPE_TRACEBACK=1 adds the traceback. Other exceptions are bugs and keep
-theirs.
+theirs. `settle_mode` keeps a record and its `--quick` test in separate `--out`s, and
+`add_jobs_flag` is every record's `--jobs`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from experiments import provenance
-from lfpe.errors import Interrupted, UserError, traceback_requested
+from lfpe.errors import ConfigError, Interrupted, UserError, traceback_requested
 
 RESUME = (
   "interrupted; re-run the same command to resume (finished runs are kept, runs part-way "
@@ -43,3 +45,52 @@ def _exit(program: str, error: UserError, raised: BaseException) -> None:
     traceback.print_exception(raised)
   print(f"{program}: {error}", file=sys.stderr, flush=True)
   sys.exit(error.exit_code)
+
+
+QUICK_MARK = "QUICK"  # in an --out made with --quick
+
+
+def settle_mode(args: Any) -> None:
+  """Keeps a record and its `--quick` test apart: `args.quick` against the mode `args.out` was
+  made with (a QUICK file marks a `--quick` one; a results.json without it is a record).
+
+  `--status` reports the plan of the directory's own mode (and says so when the flag differs);
+  training in the other mode is refused with a ConfigError, since one results.json must not
+  mix the two; a `--quick` run marks a new `--out` as quick.
+  """
+  mark = os.path.join(args.out, QUICK_MARK)
+  made = True if os.path.exists(mark) else False if has_results(args.out) else None
+  if made is not None and made != args.quick:
+    if not args.status:
+      raise ConfigError(
+        f"--out={args.out} holds a {'--quick test' if made else 'record'}; "
+        + (
+          "add --quick to continue it, or give the record its own --out."
+          if made
+          else "give --quick runs their own --out (e.g. --out=/tmp/quick)."
+        )
+      )
+    print(f"(--out={args.out} was made {'with' if made else 'without'} --quick: its plan)")
+    args.quick = made
+  elif args.quick and not args.status:
+    os.makedirs(args.out, exist_ok=True)
+    with open(mark, "w") as f:
+      f.write("Made by --quick: a test of the pipeline, not a record.\n")
+
+
+def has_results(out: str) -> bool:
+  """Whether `out` holds a record's results (results.json or run workdirs)."""
+  return os.path.exists(os.path.join(out, "results.json")) or os.path.isdir(
+    os.path.join(out, "runs")
+  )
+
+
+def add_jobs_flag(parser: Any) -> None:
+  """`--jobs N` of a record's command line (`execute`'s `jobs`)."""
+  parser.add_argument(
+    "--jobs",
+    type=int,
+    default=1,
+    help="runs trained at once, each in its own one-thread process (2 on a 2-core CPU: "
+    "more steps per second; keep it the same across the invocations of one record)",
+  )

@@ -24,7 +24,6 @@ import jax
 
 from experiments import provenance, recipe, sweeps
 from lfpe import data
-from lfpe.errors import ConfigError
 from lfpe.train import trainer
 
 
@@ -209,55 +208,6 @@ def chosen(sweep: Iterable[Run], results: dict) -> dict:
   """The entries of `results` that belong to this invocation's `sweep` (not those of another
   invocation's flags): what a declared rule chooses from."""
   return {run.key: results[run.key] for run in sweep if run.key in results}
-
-
-QUICK_MARK = "QUICK"  # in an --out made with --quick
-
-
-def settle_mode(args: Any) -> None:
-  """Keeps a record and its `--quick` test apart: `args.quick` against the mode `args.out` was
-  made with (a QUICK file marks a `--quick` one; a results.json without it is a record).
-
-  `--status` reports the plan of the directory's own mode (and says so when the flag differs);
-  training in the other mode is refused with a ConfigError, since one results.json must not
-  mix the two; a `--quick` run marks a new `--out` as quick.
-  """
-  mark = os.path.join(args.out, QUICK_MARK)
-  made = True if os.path.exists(mark) else False if has_results(args.out) else None
-  if made is not None and made != args.quick:
-    if not args.status:
-      raise ConfigError(
-        f"--out={args.out} holds a {'--quick test' if made else 'record'}; "
-        + (
-          "add --quick to continue it, or give the record its own --out."
-          if made
-          else "give --quick runs their own --out (e.g. --out=/tmp/quick)."
-        )
-      )
-    print(f"(--out={args.out} was made {'with' if made else 'without'} --quick: its plan)")
-    args.quick = made
-  elif args.quick and not args.status:
-    os.makedirs(args.out, exist_ok=True)
-    with open(mark, "w") as f:
-      f.write("Made by --quick: a test of the pipeline, not a record.\n")
-
-
-def has_results(out: str) -> bool:
-  """Whether `out` holds a record's results (results.json or run workdirs)."""
-  return os.path.exists(os.path.join(out, "results.json")) or os.path.isdir(
-    os.path.join(out, "runs")
-  )
-
-
-def add_jobs_flag(parser: Any) -> None:
-  """`--jobs N` of a record's command line (`execute`'s `jobs`)."""
-  parser.add_argument(
-    "--jobs",
-    type=int,
-    default=1,
-    help="runs trained at once, each in its own one-thread process (2 on a 2-core CPU: "
-    "more steps per second; keep it the same across the invocations of one record)",
-  )
 
 
 def execute(

@@ -226,9 +226,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
   parser.add_argument("--status", action="store_true", help="print what is done and left")
-  runs.add_jobs_flag(parser)
+  cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   args.values, args.encodings, args.widenings = sweeps.VALUES, ENCODINGS, sweeps.WIDENINGS
   args.swept, args.recipe_seeds, args.lr = ENCODINGS, RECIPE_SEEDS, 0.0
   args.rate_factors, args.rate_widenings, args.rate_protocols = (

@@ -192,10 +192,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--length", action="store_true", help="check the recipe's length too")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
-  runs.add_jobs_flag(parser)
+  cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   args.out = args.out or os.path.join("workdirs", "digits_demo" + "_quick" * args.quick)
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   if args.quick:
     args.seeds, args.sweep_seeds = min(args.seeds, 2), 1
   if args.seeds < 2:

@@ -191,9 +191,9 @@ def main(argv: list[str] | None = None) -> dict:
     help="comma-separated: train only these now (the report needs them all)",
   )
   parser.add_argument("--status", action="store_true", help="print what is done and left")
-  runs.add_jobs_flag(parser)
+  cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   args.attentions = args.attentions.split(",")
   if set(args.attentions) - set(ATTENTIONS):
     parser.error(f"--attentions={','.join(args.attentions)}: choose from {ATTENTIONS}")

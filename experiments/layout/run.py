@@ -221,9 +221,9 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--tune", action="store_true", help="sweep every row's knob too")
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--length", action="store_true", help="check the recipe's length too")
-  runs.add_jobs_flag(parser)
+  cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   args.swept = list(BY_SLUG)
   args.length_rows = list(layout.TABLE3) if args.length else []  # the control has no vote
   if args.quick:  # two rows swept at 3 values (and one widening): every phase of --tune

@@ -18,6 +18,7 @@ import numpy as np
 from experiments import claims as claims_table
 from experiments import stats, sweeps
 from experiments.resolution import plan
+from experiments.resolution.figure import draw_curves
 from lfpe import encodings
 
 RULE = "the best mean validation accuracy at 64 px (the first 2,000 training scenes)"
@@ -314,37 +315,6 @@ FAMILIES = (
   ("sinusoids and Fourier", ("sine_2d", "fourier")),
   ("2-D RoPE", ("rope_",)),
 )
-
-
-def draw_curves(
-  ax, rows: dict, prefixes: tuple[str, ...], *, solid: tuple[str, ...], **axis
-) -> None:
-  """One panel: accuracy (%) against test size of the `(arm, policy)` rows whose arm starts
-  with one of `prefixes`, and the control (`none`, dotted grey); the policies of `solid`
-  drawn solid, the others dashed; 95 % bands clipped to [0, 100]; then the axis (`axis`:
-  `train_size`, `ticks` {size: label}, `tick_style`, `title`, `xlabel`). Both editions' plots."""
-  drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
-  for i, (arm, policy) in enumerate(drawn):
-    by_size = rows[arm, policy]
-    sizes = sorted(int(s) for s in by_size)
-    mean, half = zip(
-      *(stats.interval(list(by_size[str(s)].values()), scale=100) for s in sizes), strict=True
-    )
-    mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
-    color = "0.5" if arm == "none" else f"C{i % 10}"
-    style = ":" if arm == "none" else "-" if policy in solid else "--"
-    ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
-    low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
-    ax.fill_between(sizes, low, high, color=color, alpha=0.12)
-  ax.axvline(axis["train_size"], color="k", lw=0.5)
-  ax.set_xscale("log", base=2)
-  ax.set_xticks(list(axis["ticks"]), list(axis["ticks"].values()), **axis.get("tick_style", {}))
-  ax.minorticks_off()
-  ax.set_ylim(0, 101)
-  ax.set_title(axis["title"], fontsize=9)
-  ax.set_xlabel(axis["xlabel"], fontsize=8)
-  ax.set_ylabel("test accuracy (%)", fontsize=8)
-  ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
 
 
 def plot(results: dict, path: str) -> None:

@@ -158,9 +158,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--sweep-seeds", type=int, default=plan.SWEEP_SEEDS)
   parser.add_argument("--steps", type=int, default=0, help="override the steps (0: the plan's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
-  runs.add_jobs_flag(parser)
+  cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   if args.quick:
     args.seeds, args.sweep_seeds = 2, 1
   args.steps = args.steps or (0 if args.quick else plan.STEPS)

@@ -12,7 +12,8 @@ import collections
 import numpy as np
 
 from experiments import stats
-from experiments.resolution.report import accuracy_claim, draw_curves, write_files
+from experiments.resolution.figure import draw_curves
+from experiments.resolution.report import accuracy_claim, write_files
 from experiments.resolution_redgreen import plan
 
 DOUBLE = str(2 * plan.TRAIN_SIZE)

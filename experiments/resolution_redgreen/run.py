@@ -80,9 +80,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("--tasks", default=",".join(plan.TASKS))
   parser.add_argument("--arms", default="", help="comma-separated arm names (default: all)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
-  runs.add_jobs_flag(parser)
+  cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   args.tasks = args.tasks.split(",")
   args.arms = [a for a in args.arms.split(",") if a]
   unknown = set(args.arms) - {a.name for a in plan.arms(args.quick)}

@@ -26,7 +26,7 @@ import sys
 import jax
 import numpy as np
 
-from experiments import cli, runs
+from experiments import cli
 from experiments.provenance import provenance
 from experiments.similarity import report
 from lfpe import encodings
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.status:
     print("Nothing trains: the record is computed in seconds.")
     return {}
-  runs.settle_mode(args)
+  cli.settle_mode(args)
   seeds = 3 if args.quick else args.seeds
   results = {
     "provenance": provenance(["python", "-m", __spec__.name, *argv]),
