@@ -202,6 +202,8 @@ def claim(
       f"claim {text!r}: an equivalence claim (direction=0) and only one takes control_gap "
       "(|best encoding − no position| on its metric), from which its margin follows."
     )
+  if b_fails and ceiling is None:
+    raise ValueError(f"claim {text!r}: b_fails needs the metric's ceiling.")
   margin = 0.0 if control_gap is None else equivalence_margin(scale * control_gap)
   a_values, b_values = np.asarray(a_values, np.float64), np.asarray(b_values, np.float64)
   if paired:
@@ -220,8 +222,6 @@ def claim(
   ratio = diff / paper_value if paper_value else None  # None: no number, or a paper's 0
   reported = {"paper_value": paper_value, "ratio_to_paper": ratio}
   top = {}
-  if b_fails and ceiling is None:
-    raise ValueError(f"claim {text!r}: b_fails needs the metric's ceiling.")
   if ceiling is not None:
     near = lambda v: scale * np.mean(v) >= ceiling - 0.005 * abs(ceiling)
     top = {"at_ceiling": bool(near(a_values) and near(b_values))}
