@@ -11,9 +11,14 @@ import os
 import statistics
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from experiments.runs import SCORE_SECONDS, Run
 from experiments.sweeps import DIVERGED
+
+if TYPE_CHECKING:  # runs.py imports this module; a run is only read here
+  from experiments.runs import Run
+
+SCORE_SECONDS = "score_seconds"  # a results entry's time spent scoring its trained run
 
 
 @dataclasses.dataclass(frozen=True)

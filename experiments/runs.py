@@ -22,7 +22,7 @@ from typing import Any
 
 import jax
 
-from experiments import provenance, recipe, sweeps
+from experiments import progress, provenance, recipe, sweeps
 from lfpe import data
 from lfpe.train import trainer
 
@@ -69,7 +69,6 @@ class Run:
   workdir: str
 
 
-SCORE_SECONDS = "score_seconds"  # a results entry's time spent scoring its trained run
 MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)
 # The first seed of the sweeps of records begun after 2026-11-28 (generation and detection's
 # second editions); layout's and resolution's sweeps, run before, start at 0.
@@ -295,7 +294,7 @@ def execute(
 
 
 def _timed_score(run: Run, summary: dict, score: Callable[[Run, dict], dict]) -> dict:
-  """`score(run, summary)` with the seconds it took (`SCORE_SECONDS`, for progress's time
+  """`score(run, summary)` with the seconds it took (`progress.SCORE_SECONDS`, for its time
   left); a choice's run whose loss went non-finite is scored `DIVERGED` (NaN) instead."""
   start = time.monotonic()
   if sweeps.DIVERGED in summary:
@@ -303,7 +302,7 @@ def _timed_score(run: Run, summary: dict, score: Callable[[Run, dict], dict]) ->
     scored = {sweeps.DIVERGED: summary[sweeps.DIVERGED]}
   else:
     scored = score(run, summary)
-  return {**scored, SCORE_SECONDS: round(time.monotonic() - start, 1)}
+  return {**scored, progress.SCORE_SECONDS: round(time.monotonic() - start, 1)}
 
 
 def _train_and_score(
@@ -356,8 +355,6 @@ def _train(
   finished already (`progress.read`), `stamp` (the record's `provenance.run_provenance`) is
   written into it (`provenance.stamp_workdir`): the run's own provenance, wherever it is read
   back."""
-  from experiments import progress  # here: progress imports this module
-
   provenance.same_code(code)
   trained_here = not progress.read(Run(key, config, workdir)).done
   try:

@@ -1,4 +1,5 @@
-"""The floor plan of `lfpe/`: which package may import which, checked on every import.
+"""The floor plan of `lfpe/`: which package may import which, checked on every import; and
+no module of the repository imports, even from inside a function, one that imports it back.
 
 Each entry of FLOOR_PLAN is a unit of `lfpe/` (a subpackage or a top-level module) and the
 units it may import; the plan is layered (no cycles), `lfpe/` never imports the
@@ -132,3 +133,76 @@ def test_the_code_map_names_every_module(folder):
     if path.name != "__init__.py" and path.name not in text
   ]
   assert missing == []
+
+
+def import_graph(root: pathlib.Path, folders=("lfpe", "experiments", "benchmarks", "configs")):
+  """{module: the repository modules it imports}, over every `.py` under `folders`: imports at
+  any depth (a function's deferred import too) but those under `if TYPE_CHECKING:`, which
+  only annotations read; `from pkg import sub` is an edge to the module `pkg.sub`."""
+  paths = {}
+  for folder in folders:
+    for path in (root / folder).rglob("*.py"):
+      parts = path.relative_to(root).with_suffix("").parts
+      paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+  graph = {}
+  for module, path in paths.items():
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {
+      id(n)
+      for block in ast.walk(tree)
+      if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+      for n in ast.walk(block)
+    }
+    found = set()
+    for node in ast.walk(tree):
+      if id(node) in typing_only:
+        continue
+      if isinstance(node, ast.Import):
+        found |= {alias.name for alias in node.names}
+      elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        subs = {f"{node.module}.{alias.name}" for alias in node.names}
+        found |= {sub if sub in paths else node.module for sub in subs}
+    graph[module] = (found & set(paths)) - {module}
+  return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+  """The import cycles of `graph`: its strongly connected components of two or more modules."""
+  order, low, stack, found = {}, {}, [], []
+
+  def visit(module):
+    order[module] = low[module] = len(order)
+    stack.append(module)
+    for other in sorted(graph[module]):
+      if other not in order:
+        visit(other)
+        low[module] = min(low[module], low[other])
+      elif other in stack:
+        low[module] = min(low[module], order[other])
+    if low[module] == order[module]:
+      component = stack[stack.index(module) :]
+      del stack[stack.index(module) :]
+      if len(component) > 1:
+        found.append(sorted(component))
+
+  for module in sorted(graph):
+    if module not in order:
+      visit(module)
+  return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+  """A cycle, even one a deferred import inside a function hides, is two modules that each
+  need the other: move what both need into one of them (or a third)."""
+  assert cycles(import_graph(ROOT)) == []
+
+
+@pytest.mark.parametrize("guarded, expected", [(False, [["pkg.a", "pkg.b"]]), (True, [])])
+def test_a_deferred_import_cycle_is_found_and_a_typing_only_one_is_not(tmp_path, guarded, expected):
+  (tmp_path / "pkg").mkdir()
+  (tmp_path / "pkg" / "a.py").write_text("from pkg import b\n")
+  back = "def f():\n  from pkg import a\n"
+  if guarded:
+    back = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n  from pkg import a\n"
+  (tmp_path / "pkg" / "b.py").write_text(back)
+  assert cycles(import_graph(tmp_path, folders=("pkg",))) == expected

@@ -77,7 +77,7 @@ def test_score_in_jobs_scores_each_run_in_its_own_job_process(tmp_path, monkeypa
   results = execute(planned, {}, _score_where, lambda r: None, jobs=2, score_in_jobs=True)
   scorers = {entry["scored_by"] for entry in results.values()}
   assert os.getpid() not in scorers and len(scorers) == 2  # a fresh process per run
-  assert all(e["step"] == 2 and runs_lib.SCORE_SECONDS in e for e in results.values())
+  assert all(e["step"] == 2 and progress.SCORE_SECONDS in e for e in results.values())
   assert all(e["provenance"]["commit"] for e in results.values())  # stamped by the record
   again = execute(planned, {}, _score_where, lambda r: None, jobs=2)  # read back, scored here
   assert {entry["scored_by"] for entry in again.values()} == {os.getpid()}
