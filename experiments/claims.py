@@ -40,6 +40,30 @@ def markdown(entries: list[dict]) -> str:
   return "\n".join(lines)
 
 
+def power_markdown(entries: list[dict], target: float, why: str) -> str:
+  """Seeds each paired directional claim of `entries` would need: its paired sd (from its
+  interval, `stats.paired_sd`), the minimum detectable difference at its n, and the seeds a
+  paired test needs to find a true difference of `target` (80 % power, 5 % two-sided;
+  `stats.seeds_needed`), `why` saying where the target comes from."""
+  rows = [c for c in entries if c["paired"] and c.get("direction", 1) != 0 and c["n"] >= 2]
+  if not rows:
+    return ""
+  lines = [
+    f"Seeds for a true difference of {target:.3g} ({why}), 80 % power, paired:",
+    "",
+    "| claim | n | paired sd | detectable now | seeds needed | verdict |",
+    "|---|---|---|---|---|---|",
+  ]
+  for c in rows:
+    sd, detectable = stats.paired_sd(c), c["minimum_detectable"]
+    lines.append(
+      f"| {c['claim']} | {c['n']} | {sd:.3g} | "
+      f"{'n/a' if detectable is None else format(detectable, '.3g')} | "
+      f"{stats.seeds_text(sd, target)} | {c['verdict']} |"
+    )
+  return "\n".join(lines) + "\n"
+
+
 def _ceiling(c: dict) -> str:
   """Why a verdict reads as it does at the metric's ceiling."""
   if c.get("failing_arm_at_ceiling"):

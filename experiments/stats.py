@@ -77,6 +77,24 @@ def seeds_needed(paired_sd: float, difference: float, power: float = 0.8, most: 
   )
 
 
+def paired_sd(entry: dict) -> float:
+  """The sd of a paired claim's per-seed differences (claims.json's `n` pairs), read back from
+  its 95 % interval: half-width · √n / t_0.975 (n − 1 dof), the inverse of
+  `paired_difference`; what `seeds_needed` takes."""
+  n, half = entry["n"], (entry["ci_high"] - entry["ci_low"]) / 2
+  return float(half * np.sqrt(n) / stats.t.ppf(0.975, n - 1))
+
+
+def seeds_text(sd: float, difference: float) -> str:
+  """`seeds_needed` for a table: '2' with no spread, '> 1000' past its limit."""
+  if sd == 0:
+    return "2"
+  try:
+    return str(seeds_needed(sd, difference))
+  except ValueError:
+    return "> 1000"
+
+
 VERDICTS = ("reproduced", "contradicted", "unresolved")
 
 

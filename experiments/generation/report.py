@@ -85,9 +85,7 @@ def claims(results: dict) -> list[dict]:
   out = []
   picks = chosen(results)
   for attention in _attentions(results):
-    encoded = [p for p in NAMES if p != "none" and _runs(results, attention, p)]
-    final = {p: np.mean([r["final"] for r in _runs(results, attention, p)]) for p in encoded}
-    best = min(encoded, key=final.get)
+    best = _best(results, attention)
     none = _runs(results, attention, "none")
     control = (best, "none", "final", -1, f"control: position is needed ({NAMES[best]}, the best "
                "encoding, ends below no position)")  # fmt: skip
@@ -128,6 +126,24 @@ def claims(results: dict) -> list[dict]:
   return out
 
 
+def power(results: dict, entries: list[dict]) -> list[str]:
+  """Per attention, the seeds each final-ordering claim would need to find a true difference
+  of a tenth of the control gap: the smallest difference this record calls meaningful (the
+  equivalence margin's rule, `stats.equivalence_margin`)."""
+  lines = []
+  for attention in _attentions(results):
+    if not _runs(results, attention, "none"):
+      continue
+    gap = _gap(results, attention, _best(results, attention), "final")
+    mine = [
+      c for c in entries
+      if c["a"].startswith(f"{attention}/") and c["item"] != "control" and "the end" in c["metric"]
+    ]  # fmt: skip
+    why = f"a tenth of the control gap, {abs(gap):.3g} bits/dim, {attention} attention"
+    lines += [claims_table.power_markdown(mine, stats.equivalence_margin(gap), why).rstrip()]
+  return lines or ["No paired claims with a control yet."]
+
+
 def _tuned_note(picks: dict, swept: dict, attention: str, arms: tuple[str, ...]) -> str:
   """The `tuned` note of a claim between `arms` as tuned: which were swept (and how), which
   ran at defaults (an encoding without a knob, or one the sweep did not cover)."""
@@ -139,6 +155,12 @@ def _tuned_note(picks: dict, swept: dict, attention: str, arms: tuple[str, ...])
 def early_steps(steps: list[int]) -> list[int]:
   """The evaluated steps within the first `EARLY` of training (at least the first one)."""
   return [s for s in steps if s <= EARLY * steps[-1]] or steps[:1]
+
+
+def _best(results: dict, attention: str) -> str:
+  """The encoding (not the control) with the lowest mean final bits/dim at defaults."""
+  encoded = [p for p in NAMES if p != "none" and _runs(results, attention, p)]
+  return min(encoded, key=lambda p: np.mean([r["final"] for r in _runs(results, attention, p)]))
 
 
 def _gap(results: dict, attention: str, best: str, when: str) -> float:
@@ -311,6 +333,7 @@ def write(results: dict, out: str) -> None:
   entries = claims(results)
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
+  lines += ["## Seeds: what each final ordering needs", "", *power(results, entries), ""]
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
   lines += [f"## The length rule: bits/dim gained over the last {SETTLE_WINDOW} steps", ""]
   lines += [*settled_table(results), ""]

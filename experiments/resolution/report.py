@@ -240,10 +240,7 @@ def power_table(results: dict) -> str:
         continue
       sd = float(np.std(100 * (np.asarray(va) - np.asarray(vb)), ddof=1))
       half = stats.paired_difference(va, vb, scale=100)[1]
-      try:
-        needed = str(stats.seeds_needed(sd, POWER_TARGET)) if sd > 0 else "2"
-      except ValueError:
-        needed = "> 1000"
+      needed = stats.seeds_text(sd, POWER_TARGET)
       mdd = stats.minimum_detectable(half, len(va) - 1)
       lines.append(f"| {text} | {size} px | {len(va)} | {sd:.1f} | {mdd:.1f} | {needed} |")
   if not lines:

@@ -205,3 +205,34 @@ def test_holm_counts_a_test_repeated_on_the_same_runs_once():
   # 0.03 <= 0.05 / 1 after the first rejection, and both rows of the one test are rejected.
   repeated = [entry(0.001, "x"), entry(0.03, "y", "at defaults"), entry(0.03, "y", "each tuned")]
   assert holm(repeated) == ["reproduced", "reproduced", "reproduced"]
+
+
+def test_a_paired_claims_sd_is_read_back_from_its_interval():
+  """`paired_sd` inverts the claim's interval: the sd of the per-seed differences itself."""
+  a, b = [0.80, 0.91, 0.77, 0.86], [0.75, 0.80, 0.78, 0.79]
+  entry = stats_lib.claim(
+    paper="002", item="t", text="a above b", metric="m", a="a", b="b", a_values=a,
+    b_values=b, paired=True, tuned=AT_DEFAULTS,
+  )  # fmt: skip
+  assert stats_lib.paired_sd(entry) == pytest.approx(np.std(np.subtract(a, b), ddof=1))
+
+
+def test_the_power_table_lists_paired_directional_claims_with_the_seeds_they_need():
+  from experiments import claims  # noqa: PLC0415
+
+  base = dict(paper="002", item="t", metric="m", a="a", b="b", tuned=AT_DEFAULTS)
+  a, b = [1.0, 1.3, 0.9, 1.2], [0.9, 1.0, 1.0, 0.95]
+  directional = stats_lib.claim(text="a above b", a_values=a, b_values=b, paired=True, **base)
+  equal = stats_lib.claim(
+    text="a like b", a_values=a, b_values=b, paired=True, direction=0, control_gap=5.0, **base
+  )
+  welch = stats_lib.claim(text="a above b, unpaired", a_values=a, b_values=b, **base)
+  text = claims.power_markdown([directional, equal, welch], 0.2, "a test's target")
+  [row] = [line for line in text.splitlines() if line.startswith("| a ")]
+  sd = np.std(np.subtract(a, b), ddof=1)
+  assert row.split(" | ")[:5] == ["| a above b", "4", f"{sd:.3g}",
+                                  f"{directional['minimum_detectable']:.3g}",
+                                  str(stats_lib.seeds_needed(sd, 0.2))]  # fmt: skip
+  assert "0.2 (a test's target)" in text
+  assert claims.power_markdown([equal, welch], 0.2, "none") == ""
+  assert stats_lib.seeds_text(0.0, 1.0) == "2" and stats_lib.seeds_text(30.0, 0.01) == "> 1000"
