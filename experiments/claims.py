@@ -40,28 +40,43 @@ def markdown(entries: list[dict]) -> str:
   return "\n".join(lines)
 
 
-def power_markdown(entries: list[dict], target: float, why: str) -> str:
-  """Seeds each paired directional claim of `entries` would need: its paired sd (from its
-  interval, `stats.paired_sd`), the minimum detectable difference at its n, and the seeds a
-  paired test needs to find a true difference of `target` (80 % power, 5 % two-sided;
-  `stats.seeds_needed`), `why` saying where the target comes from."""
-  rows = [c for c in entries if c["paired"] and c.get("direction", 1) != 0 and c["n"] >= 2]
-  if not rows:
-    return ""
-  lines = [
-    f"Seeds for a true difference of {target:.3g} ({why}), 80 % power, paired:",
-    "",
-    "| claim | n | paired sd | detectable now | seeds needed | verdict |",
-    "|---|---|---|---|---|---|",
-  ]
-  for c in rows:
-    sd, detectable = stats.paired_sd(c), c["minimum_detectable"]
-    lines.append(
-      f"| {c['claim']} | {c['n']} | {sd:.3g} | "
-      f"{'n/a' if detectable is None else format(detectable, '.3g')} | "
-      f"{stats.seeds_text(sd, target)} | {c['verdict']} |"
-    )
-  return "\n".join(lines) + "\n"
+def power_markdown(entries: list[dict]) -> str:
+  """The seeds each paired directional claim would need, from its measured paired sd
+  (`stats.paired_sd`): the seeds a paired test needs to find a true difference of a tenth of
+  the control gap on the claim's metric (80 % power, 5 % two-sided; `stats.seeds_needed`),
+  the smallest difference a record calls meaningful (the equivalence margin's rule,
+  `stats.equivalence_margin`); the first control row on a metric sets its target. Claims on
+  a metric with no control row are left out."""
+  lines = []
+  controls: dict[str, dict] = {}
+  for c in entries:
+    if c["item"] == "control":
+      controls.setdefault(c["metric"], c)
+  for control in controls.values():
+    target = stats.equivalence_margin(control["difference"])
+    rows = [
+      c for c in entries
+      if c["metric"] == control["metric"] and c["item"] != "control" and c["paired"]
+      and c.get("direction", 1) != 0 and c["n"] >= 2
+    ]  # fmt: skip
+    if not rows:
+      continue
+    lines += [
+      f"On {control['metric']}: seeds for a true difference of {target:.3g}, a tenth of the "
+      f"control gap {abs(control['difference']):.3g} (80 % power, paired):",
+      "",
+      "| claim | n | paired sd | detectable now | seeds needed | verdict |",
+      "|---|---|---|---|---|---|",
+    ]
+    for c in rows:
+      sd, detectable = stats.paired_sd(c), c["minimum_detectable"]
+      lines.append(
+        f"| {c['claim']} | {c['n']} | {sd:.3g} | "
+        f"{'n/a' if detectable is None else format(detectable, '.3g')} | "
+        f"{stats.seeds_text(sd, target)} | {c['verdict']} |"
+      )
+    lines.append("")
+  return "\n".join(lines)
 
 
 def _ceiling(c: dict) -> str:

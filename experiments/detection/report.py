@@ -360,6 +360,7 @@ def figure(results: dict, path: str) -> None:
 
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json)."""
+  entries = claims(results)
   lines = ["## The learning rate (one for every encoding; validation images)", ""]
   lines += [*rate_table(results), ""]
   lines += ["## The knob sweep (each encoding's own knob; validation images)", ""]
@@ -367,11 +368,12 @@ def write(results: dict, out: str) -> None:
   lines += ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
   lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
+  lines += ["## Seeds: what each claim needs", "", claims_table.power_markdown(entries)]
   lines += [f"## The length rule: test AP gained over the last {SETTLE_WINDOW} steps", ""]
   lines += [*settled_table(results), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
-  claims_table.write(claims(results), out)
+  claims_table.write(entries, out)
   figure(results, os.path.join(out, "ap_by_size.png"))
 
 

@@ -126,24 +126,6 @@ def claims(results: dict) -> list[dict]:
   return out
 
 
-def power(results: dict, entries: list[dict]) -> list[str]:
-  """Per attention, the seeds each final-ordering claim would need to find a true difference
-  of a tenth of the control gap: the smallest difference this record calls meaningful (the
-  equivalence margin's rule, `stats.equivalence_margin`)."""
-  lines = []
-  for attention in _attentions(results):
-    if not _runs(results, attention, "none"):
-      continue
-    gap = _gap(results, attention, _best(results, attention), "final")
-    mine = [
-      c for c in entries
-      if c["a"].startswith(f"{attention}/") and c["item"] != "control" and "the end" in c["metric"]
-    ]  # fmt: skip
-    why = f"a tenth of the control gap, {abs(gap):.3g} bits/dim, {attention} attention"
-    lines += [claims_table.power_markdown(mine, stats.equivalence_margin(gap), why).rstrip()]
-  return lines or ["No paired claims with a control yet."]
-
-
 def _tuned_note(picks: dict, swept: dict, attention: str, arms: tuple[str, ...]) -> str:
   """The `tuned` note of a claim between `arms` as tuned: which were swept (and how), which
   ran at defaults (an encoding without a knob, or one the sweep did not cover)."""
@@ -333,7 +315,7 @@ def write(results: dict, out: str) -> None:
   entries = claims(results)
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
-  lines += ["## Seeds: what each final ordering needs", "", *power(results, entries), ""]
+  lines += ["## Seeds: what each claim needs", "", claims_table.power_markdown(entries)]
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
   lines += [f"## The length rule: bits/dim gained over the last {SETTLE_WINDOW} steps", ""]
   lines += [*settled_table(results), ""]

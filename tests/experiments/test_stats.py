@@ -217,22 +217,37 @@ def test_a_paired_claims_sd_is_read_back_from_its_interval():
   assert stats_lib.paired_sd(entry) == pytest.approx(np.std(np.subtract(a, b), ddof=1))
 
 
-def test_the_power_table_lists_paired_directional_claims_with_the_seeds_they_need():
+def test_the_power_table_targets_a_tenth_of_each_metrics_control_gap():
+  """Per control row, the paired directional claims on its metric, each with the seeds that
+  find a tenth of the control gap; equivalence, unpaired and control-less claims are left out."""
   from experiments import claims  # noqa: PLC0415
 
-  base = dict(paper="002", item="t", metric="m", a="a", b="b", tuned=AT_DEFAULTS)
+  base = dict(paper="002", a="a", b="b", tuned=AT_DEFAULTS, paired=True)
   a, b = [1.0, 1.3, 0.9, 1.2], [0.9, 1.0, 1.0, 0.95]
-  directional = stats_lib.claim(text="a above b", a_values=a, b_values=b, paired=True, **base)
-  equal = stats_lib.claim(
-    text="a like b", a_values=a, b_values=b, paired=True, direction=0, control_gap=5.0, **base
+  control = stats_lib.claim(
+    item="control", text="position", metric="m", a_values=[9.0, 9.5, 8.8, 9.2],
+    b_values=[1.0, 1.1, 0.9, 1.0], **base,
+  )  # fmt: skip
+  directional = stats_lib.claim(
+    item="t", text="a above b", metric="m", a_values=a, b_values=b, **base
   )
-  welch = stats_lib.claim(text="a above b, unpaired", a_values=a, b_values=b, **base)
-  text = claims.power_markdown([directional, equal, welch], 0.2, "a test's target")
-  [row] = [line for line in text.splitlines() if line.startswith("| a ")]
+  elsewhere = stats_lib.claim(item="t", text="on m2", metric="m2", a_values=a, b_values=b, **base)
+  equal = stats_lib.claim(
+    item="t", text="a like b", metric="m", a_values=a, b_values=b, direction=0, control_gap=5.0,
+    **base,
+  )  # fmt: skip
+  welch = stats_lib.claim(
+    item="t", text="unpaired", metric="m", a_values=a, b_values=b, **{**base, "paired": False}
+  )
+  second = {**control, "difference": 1.0}  # another reading's control on m: the first rules
+  text = claims.power_markdown([control, directional, elsewhere, equal, welch, second])
+  assert text.count("On m:") == 1
+  target = stats_lib.equivalence_margin(control["difference"])
+  assert f"On m: seeds for a true difference of {target:.3g}" in text
+  [row] = [line for line in text.splitlines() if line.startswith("| a ") or "| on m2" in line]
   sd = np.std(np.subtract(a, b), ddof=1)
   assert row.split(" | ")[:5] == ["| a above b", "4", f"{sd:.3g}",
                                   f"{directional['minimum_detectable']:.3g}",
-                                  str(stats_lib.seeds_needed(sd, 0.2))]  # fmt: skip
-  assert "0.2 (a test's target)" in text
-  assert claims.power_markdown([equal, welch], 0.2, "none") == ""
+                                  str(stats_lib.seeds_needed(sd, target))]  # fmt: skip
+  assert claims.power_markdown([directional, equal]) == ""  # no control: no target
   assert stats_lib.seeds_text(0.0, 1.0) == "2" and stats_lib.seeds_text(30.0, 0.01) == "> 1000"
