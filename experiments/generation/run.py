@@ -39,8 +39,9 @@ from experiments import cli, editions, progress, runs, sweeps
 from experiments.generation import report
 from experiments.runs import for_run
 from lfpe.data import digit_images
+from lfpe.errors import WorkdirError
 from lfpe.models import reformer
-from lfpe.train import trainer
+from lfpe.train import trainer, workdir
 
 FIG_3A = ("embed_2d", "embed_1d", "sine_2d", "sine_1d", "fourier")
 FIG_3B = ("fourier", "fourier_no_mlp", "mlp")
@@ -164,15 +165,32 @@ def strictly_causal(run: runs.Run) -> float:
   return trainer.evaluate(config, run.workdir)["bits_per_dim"]
 
 
+def rescore(record: list[runs.Run], results: dict, save, *, quick: bool) -> None:
+  """Adds `strict` (`strictly_causal`) to each LSH run of the record (--quick: `fourier`
+  only). A run whose checkpoints are gone (pruned to save disk) keeps its recorded score and
+  is named; the report pairs strict with recorded over the seeds that have both."""
+  for run in record:
+    lsh = run.config.model.attention == "lsh" and not run.config.model.strictly_causal
+    if not lsh or "strict" in results[run.key] or (quick and "/fourier/" not in run.key):
+      continue
+    if not workdir.has_checkpoints(run.workdir):
+      print(f"{run.key}: no checkpoint left to re-score strictly causal; skipped", flush=True)
+      continue
+    results[run.key]["strict"] = strictly_causal(run)
+    save(results)
+
+
 def draw_samples(attention: str, args: argparse.Namespace, value: float | None, num: int = 16):
-  """`num` images from the seed-0 `fourier` model with `attention` (its γ at `value`: the
-  sweep's choice)."""
-  config = load_config("fourier", attention, 0, args, value)
-  key = sweeps.record_key(f"{attention}/fourier", spec("fourier", args), value, 0)
-  workdir = os.path.join(args.out, "runs", key)
-  prog, variables = trainer.restore(config, workdir)
-  draw = jax.jit(lambda v, key: reformer.sample(prog.model, v, key, num))
-  return np.asarray(draw(variables, jax.random.key(0)))
+  """`num` images from the lowest-seed `fourier` model with `attention` that still has its
+  checkpoints (its γ at `value`: the sweep's choice)."""
+  for seed in range(args.seeds):
+    key = sweeps.record_key(f"{attention}/fourier", spec("fourier", args), value, seed)
+    if workdir.has_checkpoints(folder := os.path.join(args.out, "runs", key)):
+      config = load_config("fourier", attention, seed, args, value)
+      prog, variables = trainer.restore(config, folder)
+      draw = jax.jit(lambda v, key, model=prog.model: reformer.sample(model, v, key, num))
+      return np.asarray(draw(variables, jax.random.key(0)))
+  raise WorkdirError(f"no {attention}/fourier run under {args.out} has checkpoints left")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -223,11 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
   if set(args.encodings) != set(ENCODINGS):
     print("trained the --encodings asked for; the report is written once all are trained")
     return results
-  for run in record:  # LSH runs re-scored strictly causal (--quick: `fourier` only)
-    lsh = run.config.model.attention == "lsh" and not run.config.model.strictly_causal
-    if lsh and "strict" not in results[run.key] and not (args.quick and "/fourier/" not in run.key):
-      results[run.key]["strict"] = strictly_causal(run)
-      save(results)
+  rescore(record, results, save, quick=args.quick)
   samples = {
     a: draw_samples(a, args, chosen.get(f"{a}/fourier"), num=4 if args.quick else 16)
     for a in args.attentions
