@@ -325,8 +325,8 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
     "seed, mean and 95 % interval, signed so that **positive is better**. *tuning*: "
     "`defaults`, both arms at their defaults; `both tuned`, each arm's scale knob chosen on "
     "validation data by the same sweep and rule (an equal budget); `tuned (reference at "
-    "defaults)` or the reverse, only one arm's knob chosen (the first editions of detection "
-    "and generation, which swept only Learnable-Fourier's γ): not an equal-budget comparison, "
+    "defaults)` or the reverse, only one arm's knob chosen (a first edition that swept only "
+    "Learnable-Fourier's γ, as detection's did): not an equal-budget comparison, "
     "and the page recommends nothing on it. The records are CPU-scale reproductions "
     "(each README says how they differ from the papers'); an effect here is evidence about "
     "that task at that scale, not a law.",
@@ -334,12 +334,14 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
     "![forest plot](which_encoding.png)",
   ]
   for family, rows in results:
+    own = (ROOT / family.record / "README.md").exists()  # an edition with its own README
+    readme = family.record if own else editions.family(family.record)
     lines += [
       "",
       f"## {family.name}",
       "",
       f"Reference: {family.label(family.reference)}; metric: {family.metric}; record: "
-      f"[experiments/{family.record}](../experiments/{editions.family(family.record)}/README.md).",
+      f"[experiments/{family.record}](../experiments/{readme}/README.md).",
       "",
       "| encoding | effect vs reference (95 % CI) | seeds | tuning |",
       "|---|---|---|---|",
