@@ -1,6 +1,7 @@
 """`python -m experiments.generation.run --quick`: the whole generation pipeline, tiny sizes."""
 
 import json
+import shutil
 
 import pytest
 from sweep_checks import widened_keys
@@ -11,7 +12,7 @@ from experiments.stats import check_claim
 
 
 @pytest.mark.slow
-def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_path):
+def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_path, capsys):
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
   swept = sorted(k for k in results if k.startswith("sweep/"))
@@ -50,3 +51,14 @@ def test_quick_generation_experiment_runs_every_encoding_and_the_control(tmp_pat
   for key in swept:
     again.pop(key)
   assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)
+  # Checkpoints pruned to save disk: the re-score names the run and skips it, and the samples
+  # come from the next seed's model.
+  shutil.rmtree(tmp_path / "runs" / "lsh" / "fourier" / "0" / "checkpoints")
+  (tmp_path / "samples.png").unlink()
+  saved = json.loads((tmp_path / "results.json").read_text())
+  del saved["lsh/fourier/0"]["strict"]
+  (tmp_path / "results.json").write_text(json.dumps(saved))
+  pruned = run.main(["--quick", f"--out={tmp_path}"])
+  assert "strict" not in pruned["lsh/fourier/0"] and "strict" in pruned["lsh/fourier/1"]
+  assert "lsh/fourier/0: no checkpoint left" in capsys.readouterr().out
+  assert (tmp_path / "samples.png").stat().st_size > 0
