@@ -25,6 +25,7 @@ import jax
 from experiments import progress, provenance, recipe, sweeps
 from lfpe import data
 from lfpe.train import trainer
+from lfpe.train.workdir import has_checkpoints
 
 
 def for_run(config: Any, *, seed: int, steps: int = 0, eval_every: int = 0) -> Any:
@@ -67,6 +68,12 @@ class Run:
   key: str
   config: Any
   workdir: str
+
+
+def kept(candidates: Iterable[Run]) -> Run | None:
+  """The first of `candidates` whose workdir still holds checkpoints, for a figure drawn from
+  a trained model: a long record's older workdirs may be pruned to save disk (None: all)."""
+  return next((run for run in candidates if has_checkpoints(run.workdir)), None)
 
 
 MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)

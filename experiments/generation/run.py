@@ -180,17 +180,22 @@ def rescore(record: list[runs.Run], results: dict, save, *, quick: bool) -> None
     save(results)
 
 
-def draw_samples(attention: str, args: argparse.Namespace, value: float | None, num: int = 16):
-  """`num` images from the lowest-seed `fourier` model with `attention` that still has its
-  checkpoints (its γ at `value`: the sweep's choice)."""
-  for seed in range(args.seeds):
-    key = sweeps.record_key(f"{attention}/fourier", spec("fourier", args), value, seed)
-    if workdir.has_checkpoints(folder := os.path.join(args.out, "runs", key)):
-      config = load_config("fourier", attention, seed, args, value)
-      prog, variables = trainer.restore(config, folder)
-      draw = jax.jit(lambda v, key, model=prog.model: reformer.sample(model, v, key, num))
-      return np.asarray(draw(variables, jax.random.key(0)))
-  raise WorkdirError(f"no {attention}/fourier run under {args.out} has checkpoints left")
+def draw_samples(run: runs.Run, num: int = 16) -> np.ndarray:
+  """`num` images from the trained model of `run`."""
+  prog, variables = trainer.restore(run.config, run.workdir)
+  draw = jax.jit(lambda v, key: reformer.sample(prog.model, v, key, num))
+  return np.asarray(draw(variables, jax.random.key(0)))
+
+
+def pictured(attention: str, args: argparse.Namespace, chosen: dict, record: list[runs.Run]):
+  """The `fourier` run with `attention` (its γ: the sweep's choice) whose samples are drawn:
+  the lowest seed whose checkpoints are kept."""
+  by_key = {run.key: run for run in record}
+  value, arm = chosen.get(f"{attention}/fourier"), f"{attention}/fourier"
+  keys = [sweeps.record_key(arm, spec("fourier", args), value, s) for s in range(args.seeds)]
+  if (run := runs.kept(by_key[key] for key in keys)) is None:
+    raise WorkdirError(f"no {arm} run under {args.out} has checkpoints left to draw from")
+  return run
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -243,7 +248,7 @@ def main(argv: list[str] | None = None) -> dict:
     return results
   rescore(record, results, save, quick=args.quick)
   samples = {
-    a: draw_samples(a, args, chosen.get(f"{a}/fourier"), num=4 if args.quick else 16)
+    a: draw_samples(pictured(a, args, chosen, record), num=4 if args.quick else 16)
     for a in args.attentions
   }
   report.write(results, args.out)

@@ -370,3 +370,12 @@ def test_execute_hands_each_job_the_records_start_code(tmp_path, monkeypatch):
   with pytest.raises(ConfigError, match="changed since this record started"):
     execute(planned, {}, lambda run, summary: {}, lambda results: None, jobs=2)
   assert not os.path.exists(tmp_path / "a" / "summary.json")
+
+
+def test_kept_is_the_first_run_whose_checkpoints_are_left(tmp_path):
+  pruned, kept, later = (Run(k, None, str(tmp_path / k)) for k in ("s0", "s1", "s2"))
+  (tmp_path / "s0" / "checkpoints").mkdir(parents=True)  # emptied: pruned to save disk
+  for run in (kept, later):
+    (tmp_path / run.key / "checkpoints" / "3000").mkdir(parents=True)
+  assert runs_lib.kept([pruned, kept, later]) is kept
+  assert runs_lib.kept([pruned]) is None
