@@ -70,10 +70,12 @@ class Run:
   workdir: str
 
 
-def kept(candidates: Iterable[Run]) -> Run | None:
-  """The first of `candidates` whose workdir still holds checkpoints, for a figure drawn from
-  a trained model: a long record's older workdirs may be pruned to save disk (None: all)."""
-  return next((run for run in candidates if has_checkpoints(run.workdir)), None)
+def kept(record: dict[str, Run], arm: str, spec: str, value: float | None, seeds: int):
+  """`arm`'s record run at knob `value` of the lowest seed whose workdir still holds
+  checkpoints, for a figure drawn from a trained model: a long record's older workdirs may
+  be pruned to save disk (None: every seed's are)."""
+  keys = (sweeps.record_key(arm, spec, value, seed) for seed in range(seeds))
+  return next((record[k] for k in keys if has_checkpoints(record[k].workdir)), None)
 
 
 MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)

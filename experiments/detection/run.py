@@ -261,11 +261,10 @@ def main(argv: list[str] | None = None) -> dict:
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)
   pictured = {  # Learnable-Fourier+MLP as tuned, the lowest seed with checkpoints left
-    protocol: runs.kept(
-      record[sweeps.record_key(arm, spec(PICTURED, protocol, args), chosen[arm], seed)]
-      for seed in range(args.seeds)
+    p: runs.kept(
+      record, f"{p}/{PICTURED}", spec(PICTURED, p, args), chosen[f"{p}/{PICTURED}"], args.seeds
     )
-    for protocol, arm in ((p, f"{p}/{PICTURED}") for p in PROTOCOLS)
+    for p in PROTOCOLS
   }
   if None in pictured.values():
     print(f"predictions.png not drawn: no {PICTURED} run has checkpoints left", flush=True)

@@ -39,7 +39,6 @@ from experiments import cli, editions, progress, runs, sweeps
 from experiments.generation import report
 from experiments.runs import for_run
 from lfpe.data import digit_images
-from lfpe.errors import WorkdirError
 from lfpe.models import reformer
 from lfpe.train import trainer, workdir
 
@@ -187,17 +186,6 @@ def draw_samples(run: runs.Run, num: int = 16) -> np.ndarray:
   return np.asarray(draw(variables, jax.random.key(0)))
 
 
-def pictured(attention: str, args: argparse.Namespace, chosen: dict, record: list[runs.Run]):
-  """The `fourier` run with `attention` (its γ: the sweep's choice) whose samples are drawn:
-  the lowest seed whose checkpoints are kept."""
-  by_key = {run.key: run for run in record}
-  value, arm = chosen.get(f"{attention}/fourier"), f"{attention}/fourier"
-  keys = [sweeps.record_key(arm, spec("fourier", args), value, s) for s in range(args.seeds)]
-  if (run := runs.kept(by_key[key] for key in keys)) is None:
-    raise WorkdirError(f"no {arm} run under {args.out} has checkpoints left to draw from")
-  return run
-
-
 def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="tiny: a test of the pipeline")
@@ -247,11 +235,18 @@ def main(argv: list[str] | None = None) -> dict:
     print("trained the --encodings asked for; the report is written once all are trained")
     return results
   rescore(record, results, save, quick=args.quick)
-  samples = {
-    a: draw_samples(pictured(a, args, chosen, record), num=4 if args.quick else 16)
+  report.write(results, args.out)
+  by_key = {run.key: run for run in record}
+  pictured = {  # `fourier` at its chosen γ, the lowest seed with checkpoints left
+    a: runs.kept(
+      by_key, f"{a}/fourier", spec("fourier", args), chosen.get(f"{a}/fourier"), args.seeds
+    )
     for a in args.attentions
   }
-  report.write(results, args.out)
+  if None in pictured.values():
+    print("samples.png not drawn: no fourier run has checkpoints left", flush=True)
+    return results
+  samples = {a: draw_samples(run, num=4 if args.quick else 16) for a, run in pictured.items()}
   report.sample_grid(samples, os.path.join(args.out, "samples.png"), digit_images.LEVELS)
   return results
 

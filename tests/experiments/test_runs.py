@@ -372,10 +372,12 @@ def test_execute_hands_each_job_the_records_start_code(tmp_path, monkeypatch):
   assert not os.path.exists(tmp_path / "a" / "summary.json")
 
 
-def test_kept_is_the_first_run_whose_checkpoints_are_left(tmp_path):
-  pruned, kept, later = (Run(k, None, str(tmp_path / k)) for k in ("s0", "s1", "s2"))
-  (tmp_path / "s0" / "checkpoints").mkdir(parents=True)  # emptied: pruned to save disk
-  for run in (kept, later):
-    (tmp_path / run.key / "checkpoints" / "3000").mkdir(parents=True)
-  assert runs_lib.kept([pruned, kept, later]) is kept
-  assert runs_lib.kept([pruned]) is None
+def test_kept_is_the_lowest_seed_whose_checkpoints_are_left(tmp_path):
+  record = {k: Run(k, None, str(tmp_path / k)) for k in ("a/0", "a/1", "a/2", "a/gamma=2/0")}
+  (tmp_path / "a/0" / "checkpoints").mkdir(parents=True)  # emptied: pruned to save disk
+  for key in ("a/1", "a/2", "a/gamma=2/0"):
+    (tmp_path / key / "checkpoints" / "3000").mkdir(parents=True)
+  spec = "fourier"  # gamma = 1 is its own value: the defaults run is keyed `a/<seed>`
+  assert runs_lib.kept(record, "a", spec, None, 3) is record["a/1"]
+  assert runs_lib.kept(record, "a", spec, 2.0, 1) is record["a/gamma=2/0"]
+  assert runs_lib.kept(record, "a", spec, None, 1) is None
