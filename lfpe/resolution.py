@@ -10,7 +10,9 @@ their own model and loop gets the same from here, on the core install (jax and f
   table = pos(coords)                                 # evaluation: pos.grid(grid) as always
 
 `draw_size` is a function of (seed, step) only, so every host draws the same size and a
-resumed run draws what the interrupted one would have.
+resumed run draws what the interrupted one would have. After training at several sizes, tell
+RoPE's scaling policies the largest grid trained at (`rope_axial(scaling='pi',
+trained_grid=(12, 12))`): by default they take the model's own grid as the training length.
 
 Per-example sizes and aspect ratios in one batch (NaFlex, as SigLIP 2 and timm's NaFlexViT):
 

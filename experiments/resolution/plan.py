@@ -69,6 +69,13 @@ ROPE_POLICIES = {
 }
 ENLARGING_ONLY = ("pi", "ntk", "yarn")  # the identity at or below the training size
 MIXED = (48, 64, 96)  # mixed-resolution training: each batch at one of these sizes
+# PI of a mixed-resolution model takes its largest trained grid as the training length (the
+# positions it saw run to 12x12), not the nominal 8x8, which would compress 96 px, a trained
+# size, too: identity up to 96 px, then 12/L' per axis.
+MIXED_POLICIES = {
+  "extrapolate": {},
+  "pi": {"scaling": "pi", "trained_grid": (max(MIXED) // PATCH,) * 2},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,9 +125,7 @@ def arms(quick: bool = False) -> tuple[Arm, ...]:
       {"coords_mode": "dinov3"},
       {"coord_augment": coords.DINOV3},
     ),
-    Arm(
-      "rope_mixed mixed-res", "rope_mixed", train_sizes=MIXED, policies=rope("extrapolate", "pi")
-    ),
+    Arm("rope_mixed mixed-res", "rope_mixed", train_sizes=MIXED, policies=MIXED_POLICIES),
   )
   if quick:
     return tuple(a for a in every if a.name in ("none", "embed_1d", "rope_axial"))

@@ -21,7 +21,9 @@ larger than the training one (index coordinates, `grid_coords`).
 Prefix tokens (a class token) are not rotated (as in Heo et al.): pass grid tokens only.
 
 At a grid other than the training one (`grid_shape`, which the model fills in), `scaling`
-chooses how RoPE meets it:
+chooses how RoPE meets it. Its training length L is `grid_shape`'s, or `trained_grid`'s where
+set: a model trained at several sizes (`data.train_sizes`) saw positions up to its largest
+grid, and L taken from its nominal grid would compress even a size it trained at.
 
 * `none`: extrapolate, index coordinates beyond the training range (Heo et al.'s default).
 * `pi`: position interpolation (Chen et al. 2023), per axis: coordinate m becomes m / s with
@@ -175,8 +177,9 @@ class Rotary2D(Checked, nn.Module):
 
   `coords` are (y, x) positions, normally `grid_coords(shape)` (integer indices). `mode` is
   `axial` or `mixed` (needs `num_heads`); `theta` defaults to Heo's 100 / 10. `scaling`
-  (`none`, `pi`, `ntk`, `yarn`) is the policy at a grid other than `grid_shape`;
-  `coords_mode` (`index`, `dinov3`) the coordinates it reads (module docstring).
+  (`none`, `pi`, `ntk`, `yarn`) is the policy at a grid other than `grid_shape` (or
+  `trained_grid`, the largest grid of mixed-resolution training); `coords_mode` (`index`,
+  `dinov3`) the coordinates it reads (module docstring).
   """
 
   head_dim: int | None = None
@@ -185,6 +188,7 @@ class Rotary2D(Checked, nn.Module):
   theta: float | None = None
   grid_shape: tuple[int, ...] | None = None
   scaling: str = "none"
+  trained_grid: tuple[int, int] | None = None
   ntk_factor: float | None = None
   yarn_alpha: float = 1.0
   yarn_beta: float = 32.0
@@ -244,11 +248,27 @@ class Rotary2D(Checked, nn.Module):
         f"{owner}: scaling={self.scaling!r} needs the 2-D training grid_shape (the model "
         f"gives it), got grid_shape={self.grid_shape!r}."
       )
+    trained = self.trained_grid
+    if trained is not None and not (
+      isinstance(trained, (tuple, list))
+      and len(trained) == 2
+      and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in trained)
+    ):
+      raise ValueError(
+        f"{owner}: trained_grid={trained!r} is the (rows, columns) grid, positive ints, that "
+        "scaling='pi', 'ntk' or 'yarn' takes as the training length; e.g. (12, 12) for a "
+        "model trained up to 96 px with 8 px patches."
+      )
     if self.scaling == "ntk" and self.head_dim < 8:
       raise ValueError(
         f"{owner}: scaling='ntk' needs head_dim >= 8 (d_a = head_dim / 2 channels per axis, "
         f"base exponent d_a / (d_a - 2)), got head_dim={self.head_dim}."
       )
+
+  @property
+  def training_length(self) -> tuple[int, ...]:
+    """L per axis of the scaling policies: `trained_grid`, else the model's `grid_shape`."""
+    return tuple(self.trained_grid or self.grid_shape)
 
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
     """Index (y, x) coordinates of a row-major grid, `[prod(shape), 2]`; with `scaling='pi'`
@@ -260,7 +280,7 @@ class Rotary2D(Checked, nn.Module):
     if self.scaling != "pi":
       return grid
     return grid * jnp.asarray(
-      [min(t / n, 1.0) for t, n in zip(self.grid_shape, shape, strict=True)]
+      [min(t / n, 1.0) for t, n in zip(self.training_length, shape, strict=True)]
     )
 
   def packed_coords(self, index: jnp.ndarray, shape: jnp.ndarray) -> jnp.ndarray:
@@ -273,7 +293,7 @@ class Rotary2D(Checked, nn.Module):
     if self.scaling == "none" or self.ntk_factor:
       return index  # a fixed `ntk_factor` rescales θ alike for every grid (`__call__`)
     if self.scaling == "pi":
-      factor = jnp.asarray(self.grid_shape, jnp.float32) / jnp.asarray(shape, jnp.float32)
+      factor = jnp.asarray(self.training_length, jnp.float32) / jnp.asarray(shape, jnp.float32)
       return index * jnp.minimum(factor, 1.0)[:, None, :]
     raise ValueError(
       f"{type(self).__name__}: scaling={self.scaling!r} rescales θ for one grid, so packed "
@@ -319,7 +339,7 @@ class Rotary2D(Checked, nn.Module):
         "(augmented ones least), or set `ntk_factor`."
       )
     else:
-      scale = jnp.asarray(shape, jnp.float32) / jnp.asarray(self.grid_shape, jnp.float32)
+      scale = jnp.asarray(shape, jnp.float32) / jnp.asarray(self.training_length, jnp.float32)
     if self.scaling == "ntk":
       ntk = ntk_theta(theta, scale, self.head_dim)
       return rope(x, coords, axial_freqs(self.head_dim, ntk[0], ntk[1]))
@@ -328,7 +348,7 @@ class Rotary2D(Checked, nn.Module):
         self.head_dim,
         theta,
         scale[a],
-        self.grid_shape[a],
+        self.training_length[a],
         self.yarn_alpha,
         self.yarn_beta,
         self.yarn_ramp,

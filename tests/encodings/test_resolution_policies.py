@@ -53,6 +53,33 @@ def test_pi_never_stretches_a_smaller_grid(mode):
   np.testing.assert_allclose(np.asarray(packed)[0], want)
 
 
+@pytest.mark.parametrize("scaling", ["pi", "ntk", "yarn"])
+def test_trained_grid_sets_the_training_length_of_every_scaling(scaling):
+  """A model trained up to 12x12 (mixed resolution) whose nominal grid is 8x8: with
+  `trained_grid=(12, 12)` each policy is the identity at 12x12 (a size it trained at) and at
+  16x16 equals the policy of a model whose grid is 12x12."""
+  mode = "mixed" if scaling == "pi" else "axial"
+  spec = f"rope_{mode}(scaling={scaling!r}"
+  told = _rope(f"{spec}, trained_grid=(12, 12))")
+  twelve = encodings.build(
+    f"{spec})", dim=32, grid_shape=(12, 12), num_heads=2, head_dim=HEAD_DIM, ndim=2
+  )
+  plain = _rope(f"rope_{mode}")
+  for shape in ((12, 12), (16, 16)):
+    _, _, got = _apply(told, shape)
+    _, _, want = _apply(twelve, shape)
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_array_equal(told.grid_coords(shape), twelve.grid_coords(shape))
+  _, _, at_twelve = _apply(plain, (12, 12))
+  np.testing.assert_allclose(_apply(told, (12, 12))[2], at_twelve, atol=1e-6)
+  if scaling == "pi":
+    # without it, L is the nominal 8: PI compresses the 12x12 grid the model trained at
+    assert np.asarray(_rope(f"{spec})").grid_coords((12, 12))).max() < 8
+    index = jnp.asarray(coords_lib.grid((16, 16), "index"))[None]
+    packed = told.packed_coords(index, jnp.asarray([[16, 16]]))
+    np.testing.assert_allclose(np.asarray(packed)[0], twelve.grid_coords((16, 16)))
+
+
 def test_ntk_at_the_training_grid_is_the_identity():
   _, _, plain = _apply(_rope("rope_axial"), TRAIN)
   _, _, ntk = _apply(_rope("rope_axial(scaling='ntk')"), TRAIN)
@@ -208,6 +235,8 @@ def test_ntk_never_shrinks_a_smaller_grid():
     ("rope_mixed(scaling='yarn')", "scaling='yarn'.*use scaling='pi'"),
     ("rope_axial(ntk_factor=2.0)", "ntk_factor=2.0 is a number >= 1 for scaling='ntk' or 'yarn'"),
     ("rope_axial(scaling='yarn', yarn_ramp='linear')", "unknown yarn_ramp='linear'"),
+    ("rope_axial(scaling='pi', trained_grid=12)", "trained_grid=12 is the .rows, columns."),
+    ("rope_axial(scaling='pi', trained_grid=(12, 0))", "e.g. .12, 12. for a model trained up"),
   ],
 )
 def test_bad_policies_name_the_field_and_the_fix(spec, match):

@@ -96,6 +96,27 @@ def test_each_policy_and_size_is_a_named_evaluation_of_the_scenes_drawn_at_that_
   assert encodings.parse(table["model"]["posemb"])[1]["resample_method"] == "bicubic_pytorch"
 
 
+def test_pi_of_the_mixed_resolution_arm_takes_its_largest_trained_grid():
+  """Trained at 48-96 px, its positions ran to 12x12: PI is the identity up to 96 px and
+  interpolates into 12x12 beyond, where the single-size arm's PI takes its 8x8."""
+  sizes = (96, 128)
+  mixed = _tests("rope_mixed-mixed-res", _config("rope_mixed-mixed-res"))
+  single = _tests("rope_mixed", _config("rope_mixed"))
+  model = lambda tests, size: encodings.build(
+    tests[plan.eval_name("pi", size)]["model"]["posemb"],
+    dim=64,
+    grid_shape=(8, 8),
+    num_heads=2,
+    head_dim=32,
+    ndim=2,
+  )
+  assert [model(mixed, s).training_length for s in sizes] == [(12, 12)] * 2
+  assert model(single, 128).training_length == (8, 8)
+  grid = lambda s: (s // plan.PATCH,) * 2
+  assert float(model(mixed, 96).grid_coords(grid(96)).max()) == 11.0  # a trained size: as is
+  assert float(model(mixed, 128).grid_coords(grid(128)).max()) == 12 - 12 / 16
+
+
 def test_score_reads_every_policy_and_size_a_trainer_tested():
   config = _config("rope_mixed")  # a run recorded when the trainer ran the tests
   summary = {"eval": {"accuracy": 0.9}, "wall_s": 70.0}
