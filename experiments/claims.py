@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
-from experiments import stats
+import numpy as np
+
+from experiments import stats, sweeps
 
 
 def markdown(entries: list[dict]) -> str:
@@ -77,6 +80,38 @@ def power_markdown(entries: list[dict]) -> str:
       )
     lines.append("")
   return "\n".join(lines)
+
+
+def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
+  """Each tuned claim over all seeds and over the record seeds its sweep did not train, as
+  lines of tables.md (none where the sweep's seeds are apart, `sweeps.shared_seeds`). A sweep
+  that trained seeds 0, ..., k - 1 chose each knob value on runs that share their
+  initialisation and batch order with the record's seeds 0, ..., k - 1 (`sweeps.unfitted`);
+  where the later seeds alone keep each resolved difference's sign, that sharing did not make
+  the verdict. Fewer seeds: read sign and size, not verdict."""
+  sweep_seeds = sweeps.shared_seeds(results)
+  if not sweep_seeds:
+    return []
+  tuned = lambda entries: {c["claim"]: c for c in entries if not c["tuned"].startswith("none")}
+  every, later = tuned(claims_of(results)), tuned(claims_of(sweeps.unfitted(results, sweep_seeds)))
+  rows = [(c, later.get(text)) for text, c in every.items()]
+  resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved" and d]
+  kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in resolved)
+  lines = [
+    f"## Tuned claims on the seeds the sweep did not train (seeds {sweep_seeds} on)",
+    "",
+    f"The sweep trained seeds 0-{sweep_seeds - 1}, as the record's first seeds are: each "
+    "tuned claim again without those record seeds. Of the "
+    f"{len(resolved)} resolved over all seeds, {kept} keep their sign.",
+    "",
+    f"| claim | a − b, all seeds | n | a − b, seeds ≥ {sweep_seeds} | n | verdict there |",
+    "|---|---|---|---|---|---|",
+  ]
+  ci = lambda c: f"{c['difference']:+.3g} [{c['ci_low']:+.3g}, {c['ci_high']:+.3g}]"
+  for c, d in rows:
+    there = f"{ci(d)} | {d['n']} | {d['verdict']}" if d else "– | 0 | –"
+    lines.append(f"| {c['claim']} | {ci(c)} | {c['n']} | {there} |")
+  return [*lines, ""]
 
 
 def _ceiling(c: dict) -> str:

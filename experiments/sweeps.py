@@ -106,6 +106,27 @@ def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
   return out
 
 
+def shared_seeds(results: dict) -> int:
+  """How many of the record's first seeds its sweep trained too: 1 + the largest sweep seed
+  where the sweep began at seed 0 (before `runs.SWEEP_FIRST_SEED`), else 0."""
+  seeds = [int(k.rsplit("/", 1)[1]) for k in results if k.startswith("sweep/")]
+  return max(seeds) + 1 if seeds and min(seeds) == 0 else 0
+
+
+def unfitted(results: dict, sweep_seeds: int) -> dict:
+  """`results` without the record runs of seeds below `sweep_seeds`: what a sweep that trained
+  seeds 0, ..., `sweep_seeds` - 1 (digits', layout's and resolution's, begun before
+  `runs.SWEEP_FIRST_SEED`) did not fit its choices to. Sweep runs, other prefixed runs
+  (`recipe/`, `length/`) and the provenance stay."""
+
+  def fitted(key: str) -> bool:
+    seed = key.rsplit("/", 1)[-1]
+    prefixed = key.startswith(("sweep/", "recipe/", "length/"))
+    return not prefixed and seed.isdigit() and int(seed) < sweep_seeds
+
+  return {key: entry for key, entry in results.items() if not fitted(key)}
+
+
 DIVERGED = "diverged"  # the field of a sweep run's entry whose training loss went non-finite
 
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from experiments import editions, refresh, stats
+from experiments import claims, editions, refresh, stats
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
 
@@ -59,3 +59,39 @@ def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
   refresh.RECORDS[editions.family(name)](out)
   for made in sorted(out.glob("*.md")) + [out / "claims.json"]:
     assert made.read_text() == (EXPERIMENTS / name / made.name).read_text(), made.name
+
+
+def test_unfitted_table_rereads_each_tuned_claim_without_the_seeds_the_sweep_trained():
+  """A toy record: b's tuned runs score 1 point below a's at every seed, but 3 below at the
+  seeds the sweep trained too; the table reads the tuned claim on seeds 2-4 alone."""
+  results = {f"sweep/a/theta=1.0/{s}": {} for s in (0, 1)}
+  for seed in range(5):
+    results[f"a/theta=4.0/{seed}"] = {"v": 10.0 + seed}
+    results[f"b/theta=4.0/{seed}"] = {"v": 9.0 + seed - 2 * (seed < 2)}
+
+  def claims_of(res):
+    def values(arm):
+      return [e["v"] for k, e in sorted(res.items()) if k.startswith(f"{arm}/theta")]
+
+    a, b = values("a"), values("b")
+    diff = [x - y for x, y in zip(a, b, strict=True)]
+    mean, half = stats.interval(diff)
+    low, high = mean - half, mean + half
+    verdict = "reproduced" if low > 0 else "unresolved"
+    return [
+      {"claim": "a above b (each tuned)", "tuned": "a, b: each one's knob", "n": len(diff),
+       "difference": mean, "ci_low": low, "ci_high": high, "verdict": verdict},
+      {"claim": "a above b", "tuned": "none: every arm at its defaults", "n": 5,
+       "difference": 0.0, "ci_low": -1.0, "ci_high": 1.0, "verdict": "unresolved"},
+    ]  # fmt: skip
+
+  lines = claims.unfitted_markdown(claims_of, results)
+  assert lines[0].endswith("(seeds 2 on)")
+  rows = [line for line in lines if line.startswith("| a above b")]
+  assert len(rows) == 1  # the defaults claim is not re-read
+  cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+  assert cells[1].startswith("+1.8 ") and cells[2] == "5"  # (3 + 3 + 1 + 1 + 1) / 5
+  assert cells[3] == "+1 [+1, +1]" and cells[4] == "3" and cells[5] == "reproduced"
+  assert "Of the 1 resolved over all seeds, 1 keep their sign." in "\n".join(lines)
+  del results["sweep/a/theta=1.0/0"], results["sweep/a/theta=1.0/1"]
+  assert claims.unfitted_markdown(claims_of, results) == []

@@ -166,3 +166,24 @@ def test_a_knob_sweep_key_reads_back_by_arm_and_value():
 def test_arm_runs_carry_the_seed_of_their_key_in_seed_order_of_keys():
   results = {"all/mlp/10": {"eval": 1}, "all/mlp/2": {"eval": 2}, "all/mlp/3": {"seed": 7}}
   assert [r["seed"] for r in sweeps.arm_runs(results, "all/mlp")] == [10, 2, 7]
+
+
+def test_unfitted_drops_the_record_seeds_a_sweep_begun_at_zero_trained():
+  results = {
+    "provenance": {},
+    "sweep/a/theta=1.0/0": {},
+    "sweep/a/theta=1.0/1": {},
+    "recipe/lr=0.001/a/0": {},
+    "length/a/0": {},
+    "a/0": {},
+    "a/1": {},
+    "a/2": {},
+    "a/theta=4.0/1": {},
+    "a/theta=4.0/3": {},
+    "all/a/2": {},
+  }
+  assert sweeps.shared_seeds(results) == 2
+  kept = sweeps.unfitted(results, 2)
+  assert set(results) - set(kept) == {"a/0", "a/1", "a/theta=4.0/1"}
+  apart = {"sweep/a/theta=1.0/100": {}, "sweep/a/theta=1.0/101": {}, "a/0": {}}
+  assert sweeps.shared_seeds(apart) == 0 and sweeps.shared_seeds({"a/0": {}}) == 0
