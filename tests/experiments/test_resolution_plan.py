@@ -189,6 +189,15 @@ def test_recipe_check_reads_the_best_arm_at_defaults_at_the_training_size(accura
       results[f"{arm}/{seed}"] = {"arm": arm, "seed": seed, "scores": {policy: {"64": acc}}}
   line = report.recipe_check(results)
   assert "the best is rope_axial at " in line and line.rstrip().endswith(f"{verdict}.")
+  # a sweep that chose another θ: the tuned best is reported beside the rule (not judged)
+  results |= {f"sweep/rope_axial/theta={t}/0": {"validation": v} for t, v in ((25.0, 0.9),
+              (100.0, 0.5), (400.0, 0.4))}  # fmt: skip
+  for seed in (0, 1):
+    results[f"rope_axial/theta=25.0/{seed}"] = {
+      "arm": "rope_axial", "seed": seed, "scores": {"extrapolate": {"64": 0.93}},
+    }  # fmt: skip
+  line = report.recipe_check(results)
+  assert f"seeds: {verdict}. Each arm tuned, the best is rope_axial at 93.0" in line
   assert report.recipe_check({}) == ""
 
 
