@@ -248,6 +248,12 @@ def main(argv: list[str] | None = None) -> dict:
     sweep = planned_sweep(args, results)
     chosen = report.chosen(runs.chosen(sweep, results))
     progress.status(rated + sweep + record_runs(args, chosen), results, jobs=args.jobs)
+    record = [
+      e for k, e in results.items() if not k.startswith(("provenance", "sweep/", recipe.PREFIX))
+    ]
+    if any(e.get("curve") for e in record):
+      # seed-major: the first seeds' curves are in long before the record ends
+      print("The length rule on the record runs so far:", *report.settled_table(results), sep="\n")
     return {}
   refuse_a_first_edition(args, results)
   save = runs.saver(os.path.join(args.out, "results.json"))
