@@ -69,11 +69,11 @@ def arms(quick: bool = False) -> tuple[Arm, ...]:
     Arm("rope_axial", "rope_axial", policies=ROPE_POLICIES),
     Arm("rope_axial +aug", "rope_axial", model=AUGMENT, policies=ROPE_POLICIES),
     Arm("rope_mixed", "rope_mixed", policies={k: ROPE_POLICIES[k] for k in ("extrapolate", "pi")}),
-    Arm(
+    Arm(  # PI into the nominal 8x8 grid, as recorded (the second edition: the largest trained)
       "rope_mixed mixed-res",
       "rope_mixed",
       train_sizes=MIXED,
-      policies={k: ROPE_POLICIES[k] for k in ("extrapolate", "pi")},
+      policies={"extrapolate": {}, "pi": {"scaling": "pi", "trained_grid": (8, 8)}},
     ),
   )
   if quick:

@@ -130,6 +130,23 @@ def packed_refusal(spec) -> str | None:
   return None if method is None else packed_problem(method, values.get("align_corners", False))
 
 
+def mixed_size_problem(spec) -> str | None:
+  """Why `spec` would misread a model trained at several sizes, or None: a scaling policy
+  (RoPE's `pi`, `ntk`, `yarn`) takes its training length from the model's nominal grid unless
+  `trained_grid` (or, for `ntk` and `yarn`, a fixed `ntk_factor`) says otherwise."""
+  name, opts = parse(spec)
+  values = {f.name: f.default for f in dataclasses.fields(_module_class(name)) if f.init}
+  values.update(getattr(resolve(name), "keywords", {}), **opts)
+  if values.get("scaling", "none") == "none" or values.get("trained_grid"):
+    return None
+  if values.get("ntk_factor"):
+    return None
+  return (
+    f"scaling={values['scaling']!r} would take the nominal grid as the training length, "
+    "smaller than the largest grid the model trained at"
+  )
+
+
 def options(name: str) -> tuple[str, ...]:
   """The keyword arguments encoding `name` takes, sorted (those its name fixes excluded)."""
   factory = resolve(name)

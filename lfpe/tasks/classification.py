@@ -103,6 +103,7 @@ class Classification:
           "config.model.coord_augment is not applied to packed batches (config.data.naflex);"
           " set it to None."
         )
+    _check_mixed_size_policies(config, self.data_info(config)[1][0])
     for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
       try:
         self._model(config, (size, size))
@@ -182,3 +183,28 @@ class Classification:
       "accuracy": float(sums["correct"]) / count,
       "count": float(sums["count"]),
     }
+
+
+def _check_mixed_size_policies(config: Any, nominal: int) -> None:
+  """After training at sizes above the model's own (`data.train_sizes`, `nominal` px), a RoPE
+  scaling policy in the model or an evaluation must say its training length (`trained_grid`):
+  the nominal grid would compress even sizes the model trained at
+  (`encodings.mixed_size_problem`)."""
+  sizes = config.data.get("train_sizes")
+  if not sizes or max(sizes) <= nominal:
+    return
+  specs = {"config.model.posemb": config.model.posemb}
+  for name, entry in (config.get("evals") or {}).items():
+    posemb = (entry.get("model") or {}).get("posemb")
+    if posemb is not None:
+      specs[f"config.evals.{name}.model.posemb"] = posemb
+  patch = config.model.get("patch_size")
+  side = max(sizes) // patch if isinstance(patch, int) else None
+  example = f"trained_grid=({side}, {side})" if side else "trained_grid=(H, W)"
+  for field, spec in specs.items():
+    problem = encodings.mixed_size_problem(spec)
+    if problem:
+      raise ValueError(
+        f"{field}={spec!r}: {problem} (config.data.train_sizes={tuple(sizes)}); add "
+        f"{example}, the largest grid trained at, or the nominal grid to keep it."
+      )

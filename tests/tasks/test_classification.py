@@ -80,3 +80,31 @@ def test_registry_builds_with_options_and_rejects_unknown():
     tasks.get({"name": "segmentation"})
   with pytest.raises(ValueError, match="task"):
     tasks.get({"name": "classification", "smoothing": 0.1})
+
+
+@pytest.mark.parametrize(
+  ("sizes", "posemb", "refused"),
+  [
+    ((8, 16, 32), "rope_axial(scaling='pi')", True),  # trained up to 16x16, nominal 8x8
+    ((8, 16, 32), "rope_axial(scaling='pi', trained_grid=(16, 16))", False),
+    ((8, 16, 32), "rope_axial(scaling='ntk', ntk_factor=2.0)", False),  # its s is fixed
+    ((8, 16), "rope_axial(scaling='yarn')", False),  # nothing trained above the nominal size
+    (None, "rope_axial(scaling='pi')", False),
+  ],
+)
+def test_a_scaling_policy_after_mixed_sizes_must_say_its_training_length(sizes, posemb, refused):
+  """With `data.train_sizes` above the model's own size, RoPE's pi / ntk / yarn in the model
+  or in an evaluation must set `trained_grid`: the nominal grid compresses trained sizes."""
+  from configs import vit_digits  # noqa: PLC0415
+
+  config = vit_digits.get_config("posemb=rope_axial")
+  with config.unlocked():
+    config.data.train_sizes = sizes
+    config.evals = {"at_64": {"data": {"image_size": 64}, "model": {"posemb": posemb}}}
+  if refused:
+    with pytest.raises(
+      ValueError, match=r"config.evals.at_64.model.posemb.*trained_grid=\(16, 16\)"
+    ):
+      Classification().validate(config)
+  else:
+    Classification().validate(config)
