@@ -137,9 +137,11 @@ def mixed_size_problem(spec) -> str | None:
   name, opts = parse(spec)
   values = {f.name: f.default for f in dataclasses.fields(_module_class(name)) if f.init}
   values.update(getattr(resolve(name), "keywords", {}), **opts)
-  if values.get("scaling", "none") == "none" or values.get("trained_grid"):
-    return None
-  if values.get("ntk_factor"):
+  if (
+    values.get("scaling", "none") == "none"
+    or values.get("trained_grid")
+    or values.get("ntk_factor")
+  ):
     return None
   return (
     f"scaling={values['scaling']!r} would take the nominal grid as the training length, "
