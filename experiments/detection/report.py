@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import product
 
 import matplotlib
 
@@ -157,7 +158,9 @@ def _tuned_note(picks: dict, by_arm: dict, protocols: tuple[str, ...], arms: tup
   (and how), which ran at defaults."""
   swept = lambda a: any(f"{p}/{a}" in picks for p in protocols)
   names = lambda keep: [NAMES[a] for a in arms if swept(a) == keep]
-  scope = {arm: grid for arm, grid in by_arm.items() if arm.split("/")[0] in protocols}
+  scope = {
+    arm: grid for arm, grid in by_arm.items() if tuple(arm.split("/")) in product(protocols, arms)
+  }  # the claim's own arms: their grids' sizes
   rule = "highest mean validation AP"
   return sweeps.tuned_note(names(True), names(False), scope, rule, knob="each one's knob")
 
