@@ -95,14 +95,16 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
   tuned = lambda entries: {c["claim"]: c for c in entries if not c["tuned"].startswith("none")}
   every, later = tuned(claims_of(results)), tuned(claims_of(sweeps.unfitted(results, sweep_seeds)))
   rows = [(c, later.get(text)) for text, c in every.items()]
-  resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved" and d]
-  kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in resolved)
+  resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved"]
+  reread = [(c, d) for c, d in resolved if d]  # two later seeds or more
+  kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in reread)
   lines = [
     f"## Tuned claims on the seeds the sweep did not train (seeds {sweep_seeds} on)",
     "",
     f"The sweep trained seeds 0-{sweep_seeds - 1}, as the record's first seeds are: each "
     "tuned claim again without those record seeds. Of the "
-    f"{len(resolved)} resolved over all seeds, {kept} keep their sign.",
+    f"{len(resolved)} resolved over all seeds, {len(reread)} have two later seeds or more "
+    f"and {kept} of those keep their sign.",
     "",
     f"| claim | a − b, all seeds | n | a − b, seeds ≥ {sweep_seeds} | n | verdict there |",
     "|---|---|---|---|---|---|",

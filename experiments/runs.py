@@ -80,7 +80,8 @@ def kept(record: dict[str, Run], arm: str, spec: str, value: float | None, seeds
 
 MakeConfig = Callable[[str, "float | None", int], Any]  # (arm, knob value or None, seed)
 # The first seed of the sweeps of records begun after 2026-11-28 (generation and detection's
-# second editions); layout's and resolution's sweeps, run before, start at 0.
+# second editions); the sweeps run before (digits, layout, resolution, and the first editions
+# of detection and generation) start at 0.
 SWEEP_FIRST_SEED = 100
 
 

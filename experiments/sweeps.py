@@ -109,7 +109,8 @@ def arm_runs(results: dict, arm: str, value: float | None = None) -> list[dict]:
 def shared_seeds(results: dict) -> int:
   """How many of the record's first seeds its sweep trained too: 1 + the largest sweep seed
   where the sweep began at seed 0 (before `runs.SWEEP_FIRST_SEED`), else 0."""
-  seeds = [int(k.rsplit("/", 1)[1]) for k in results if k.startswith("sweep/")]
+  tails = [k.rsplit("/", 1)[1] for k in results if k.startswith("sweep/")]
+  seeds = [int(t) for t in tails if t.isdigit()]
   return max(seeds) + 1 if seeds and min(seeds) == 0 else 0
 
 

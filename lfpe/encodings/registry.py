@@ -133,15 +133,14 @@ def packed_refusal(spec) -> str | None:
 def mixed_size_problem(spec) -> str | None:
   """Why `spec` would misread a model trained at several sizes, or None: a scaling policy
   (RoPE's `pi`, `ntk`, `yarn`) takes its training length from the model's nominal grid unless
-  `trained_grid` (or, for `ntk` and `yarn`, a fixed `ntk_factor`) says otherwise."""
+  `trained_grid` (or, for `ntk`, a fixed `ntk_factor`: YaRN's ramp still reads L) says
+  otherwise."""
   name, opts = parse(spec)
   values = {f.name: f.default for f in dataclasses.fields(_module_class(name)) if f.init}
   values.update(getattr(resolve(name), "keywords", {}), **opts)
-  if (
-    values.get("scaling", "none") == "none"
-    or values.get("trained_grid")
-    or values.get("ntk_factor")
-  ):
+  scaling = values.get("scaling", "none")
+  fixed = scaling == "ntk" and values.get("ntk_factor")
+  if scaling == "none" or values.get("trained_grid") or fixed:
     return None
   return (
     f"scaling={values['scaling']!r} would take the nominal grid as the training length, "

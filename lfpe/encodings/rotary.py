@@ -23,7 +23,8 @@ Prefix tokens (a class token) are not rotated (as in Heo et al.): pass grid toke
 At a grid other than the training one (`grid_shape`, which the model fills in), `scaling`
 chooses how RoPE meets it. Its training length L is `grid_shape`'s, or `trained_grid`'s where
 set: a model trained at several sizes (`data.train_sizes`) saw positions up to its largest
-grid, and L taken from its nominal grid would compress even a size it trained at.
+grid, and L taken from its nominal grid would compress even a size it trained at. With
+`scaling='none'` it changes nothing (a training spec may carry it for its evaluations).
 
 * `none`: extrapolate, index coordinates beyond the training range (Heo et al.'s default).
 * `pi`: position interpolation (Chen et al. 2023), per axis: coordinate m becomes m / s with

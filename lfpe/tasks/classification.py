@@ -193,9 +193,12 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   sizes = config.data.get("train_sizes")
   if not sizes or max(sizes) <= nominal:
     return
-  specs = {"config.model.posemb": config.model.posemb}
+  base = config.model.posemb
+  specs = {"config.model.posemb": base}
   for name, entry in (config.get("evals") or {}).items():
     posemb = (entry.get("model") or {}).get("posemb")
+    if hasattr(posemb, "items") and hasattr(base, "items"):  # fields over the model's, as
+      posemb = {**_plain(base), **_plain(posemb)}  # lfpe.train.evaluation merges them
     if posemb is not None:
       specs[f"config.evals.{name}.model.posemb"] = posemb
   patch = config.model.get("patch_size")
@@ -208,3 +211,7 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
         f"{field}={spec!r}: {problem} (config.data.train_sizes={tuple(sizes)}); add "
         f"{example}, the largest grid trained at, or the nominal grid to keep it."
       )
+
+
+def _plain(mapping: Any) -> dict:
+  return mapping.to_dict() if hasattr(mapping, "to_dict") else dict(mapping)

@@ -1,6 +1,7 @@
 """Classification task: cross-entropy, label smoothing, accuracy, masked eval sums."""
 
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import pytest
 
@@ -88,6 +89,7 @@ def test_registry_builds_with_options_and_rejects_unknown():
     ((8, 16, 32), "rope_axial(scaling='pi')", True),  # trained up to 16x16, nominal 8x8
     ((8, 16, 32), "rope_axial(scaling='pi', trained_grid=(16, 16))", False),
     ((8, 16, 32), "rope_axial(scaling='ntk', ntk_factor=2.0)", False),  # its s is fixed
+    ((8, 16, 32), "rope_axial(scaling='yarn', ntk_factor=2.0)", True),  # YaRN's ramp reads L
     ((8, 16), "rope_axial(scaling='yarn')", False),  # nothing trained above the nominal size
     (None, "rope_axial(scaling='pi')", False),
   ],
@@ -107,4 +109,26 @@ def test_a_scaling_policy_after_mixed_sizes_must_say_its_training_length(sizes, 
     ):
       Classification().validate(config)
   else:
+    Classification().validate(config)
+
+
+def test_the_model_spec_and_merged_mapping_overrides_are_checked_too():
+  """The model's own spec is checked, and a mapping override of a mapping spec is read as the
+  trainer merges it (its fields over the model's)."""
+  from configs import vit_digits  # noqa: PLC0415
+
+  config = vit_digits.get_config("posemb=rope_axial")
+  with config.unlocked():
+    config.data.train_sizes = (16, 32)
+    config.model.posemb = "rope_axial(scaling='pi')"
+  with pytest.raises(ValueError, match=r"config.model.posemb=.*trained_grid=\(16, 16\)"):
+    Classification().validate(config)
+  mapping = {"name": "rope_axial", "scaling": "none"}
+  with config.unlocked():
+    config.model = ml_collections.ConfigDict({**config.model.to_dict(), "posemb": mapping})
+    config.evals = {"pi": {"model": {"posemb": {"scaling": "pi", "trained_grid": (16, 16)}}}}
+  Classification().validate(config)
+  with config.unlocked():
+    config.evals.pi.model.posemb = {"scaling": "pi"}
+  with pytest.raises(ValueError, match=r"config.evals.pi.model.posemb="):
     Classification().validate(config)
