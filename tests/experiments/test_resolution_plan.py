@@ -234,3 +234,12 @@ def test_the_control_claim_takes_the_best_arm_with_two_seeds():
   control = [c for c in report.claims(results) if c["item"] == "control"]
   assert len(control) == 1 and control[0]["a"] == "sine_2d / extrapolate"
   assert control[0]["verdict"] == "reproduced"
+
+
+def test_rows_read_off_a_figure_or_table_name_published_items():
+  """`READ_OFF` names items of `PUBLISHED` (a typo would leave a row marked 'text')."""
+  items = {item for _, item, *_ in report.PUBLISHED}
+  assert set(report.READ_OFF) <= items
+  assert {"Heo et al. 2024, Fig. 3", "Table 2 (unseen sizes, raw positions)"} == set(
+    report.READ_OFF
+  )
