@@ -244,11 +244,6 @@ class Rotary2D(Checked, nn.Module):
       )
     if self.yarn_ramp not in YARN_RAMPS:
       raise ValueError(f"{owner}: unknown yarn_ramp={self.yarn_ramp!r}; use one of {YARN_RAMPS}.")
-    if self.scaling != "none" and (self.grid_shape is None or len(self.grid_shape) != 2):
-      raise ValueError(
-        f"{owner}: scaling={self.scaling!r} needs the 2-D training grid_shape (the model "
-        f"gives it), got grid_shape={self.grid_shape!r}."
-      )
     trained = self.trained_grid
     if trained is not None and not (
       isinstance(trained, (tuple, list))
@@ -259,6 +254,12 @@ class Rotary2D(Checked, nn.Module):
         f"{owner}: trained_grid={trained!r} is the (rows, columns) grid, positive ints, that "
         "scaling='pi', 'ntk' or 'yarn' takes as the training length; e.g. (12, 12) for a "
         "model trained up to 96 px with 8 px patches."
+      )
+    grid = self.trained_grid or self.grid_shape
+    if self.scaling != "none" and (grid is None or len(grid) != 2):
+      raise ValueError(
+        f"{owner}: scaling={self.scaling!r} needs the 2-D training grid_shape (the model "
+        f"gives it) or trained_grid, got grid_shape={self.grid_shape!r}."
       )
     if self.scaling == "ntk" and self.head_dim < 8:
       raise ValueError(

@@ -247,6 +247,8 @@ def test_bad_policies_name_the_field_and_the_fix(spec, match):
 def test_a_policy_without_the_training_grid_is_refused():
   with pytest.raises(ValueError, match="needs the 2-D training grid_shape"):
     encodings.build("rope_axial(scaling='pi')", head_dim=HEAD_DIM, num_heads=2)
+  alone = encodings.build("rope_axial(scaling='pi', trained_grid=(8, 8))", head_dim=HEAD_DIM)
+  assert alone.training_length == (8, 8)  # trained_grid alone tells the length
 
 
 def test_policies_reach_the_vit_at_a_new_size():
