@@ -116,8 +116,8 @@ def shared_seeds(results: dict) -> int:
 
 def unfitted(results: dict, sweep_seeds: int) -> dict:
   """`results` without the record runs of seeds below `sweep_seeds`: what a sweep that trained
-  seeds 0, ..., `sweep_seeds` - 1 (digits', layout's and resolution's, begun before
-  `runs.SWEEP_FIRST_SEED`) did not fit its choices to. Sweep runs, other prefixed runs
+  seeds 0, ..., `sweep_seeds` - 1 (the sweeps begun before `runs.SWEEP_FIRST_SEED`) did not
+  fit its choices to. Sweep runs, other prefixed runs
   (`recipe/`, `length/`) and the provenance stay."""
 
   def fitted(key: str) -> bool:

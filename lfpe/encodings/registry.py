@@ -116,14 +116,21 @@ def kind(spec) -> str:
   return info(parse(spec)[0]).kind
 
 
+def _settings(spec) -> tuple[str, dict[str, Any]]:
+  """(name, every option's value) of `spec`: the module's defaults, its name's fixed keywords,
+  then the spec's own options."""
+  name, opts = parse(spec)
+  values = {f.name: f.default for f in dataclasses.fields(_module_class(name)) if f.init}
+  values.update(getattr(resolve(name), "keywords", {}), **opts)
+  return name, values
+
+
 def packed_refusal(spec) -> str | None:
   """Why the encoding of `spec` cannot take NaFlex-packed batches (several grids in one
   batch), or None: every kind can, by a per-example `packed` (learned tables resampled per
   example), except a resampling policy with no per-example version."""
-  name, opts = parse(spec)
+  name, values = _settings(spec)
   cls = _module_class(name)
-  values = {f.name: f.default for f in dataclasses.fields(cls) if f.init}
-  values.update(getattr(resolve(name), "keywords", {}), **opts)
   if cls.kind in ("bias", "logits") and not hasattr(cls, "packed"):
     return "it indexes one grid's offsets and has no per-example version"
   method = values.get("resample_method")
@@ -135,15 +142,13 @@ def mixed_size_problem(spec) -> str | None:
   (RoPE's `pi`, `ntk`, `yarn`) takes its training length from the model's nominal grid unless
   `trained_grid` (or, for `ntk`, a fixed `ntk_factor`: YaRN's ramp still reads L) says
   otherwise."""
-  name, opts = parse(spec)
-  values = {f.name: f.default for f in dataclasses.fields(_module_class(name)) if f.init}
-  values.update(getattr(resolve(name), "keywords", {}), **opts)
+  _, values = _settings(spec)
   scaling = values.get("scaling", "none")
   fixed = scaling == "ntk" and values.get("ntk_factor")
   if scaling == "none" or values.get("trained_grid") or fixed:
     return None
   return (
-    f"scaling={values['scaling']!r} would take the nominal grid as the training length, "
+    f"scaling={scaling!r} would take the nominal grid as the training length, "
     "smaller than the largest grid the model trained at"
   )
 
