@@ -97,6 +97,17 @@ def naflex_size(
   return size(low)
 
 
+def packed_grid(image_hw: Sequence[int], patch: Sequence[int], max_tokens: int) -> tuple[int, int]:
+  """The (rows, columns) patch grid `pack` gives an image of `image_hw`: its own where it is
+  whole patches and at most `max_tokens`, else that of `naflex_size`."""
+  grid = tuple(s // p for s, p in zip(image_hw, patch, strict=True))
+  aligned = all(s % p == 0 for s, p in zip(image_hw, patch, strict=True))
+  if aligned and math.prod(grid) <= max_tokens:
+    return grid
+  hw = naflex_size(image_hw, patch, max_tokens)
+  return tuple(s // p for s, p in zip(hw, patch, strict=True))
+
+
 def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[str, np.ndarray]:
   """A NaFlex batch (module docstring) of `images` (each `[H_i, W_i, C]`): an image whose
   grid is whole patches and at most `max_tokens` is kept as it is, any other is resized
@@ -114,12 +125,10 @@ def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[s
   }
   for b, image in enumerate(images):
     image = np.asarray(image, np.float32)
-    grid = [s // p for s, p in zip(image.shape[:2], patch, strict=True)]
-    aligned = all(s % p == 0 for s, p in zip(image.shape[:2], patch, strict=True))
-    if not aligned or math.prod(grid) > max_tokens:
-      hw = naflex_size(image.shape[:2], patch, max_tokens)
+    grid = packed_grid(image.shape[:2], patch, max_tokens)
+    hw = tuple(g * p for g, p in zip(grid, patch, strict=True))
+    if hw != image.shape[:2]:
       image = np.asarray(resize_batch(image[None], hw, "bilinear")[0])
-      grid = [s // p for s, p in zip(hw, patch, strict=True)]
     n = math.prod(grid)
     cells = np.stack(np.meshgrid(*map(np.arange, grid), indexing="ij"), -1).reshape(-1, 2)
     out["patches"][b, :n] = patchify(image, patch)

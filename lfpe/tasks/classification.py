@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lfpe import encodings
+from lfpe import encodings, resolution
 from lfpe.data import get_spec
 from lfpe.tasks import mixing
 from lfpe.tasks.base import model_family
@@ -186,12 +186,13 @@ class Classification:
 
 
 def _check_mixed_size_policies(config: Any, nominal: int) -> None:
-  """After training at sizes above the model's own (`data.train_sizes`, `nominal` px), a RoPE
-  scaling policy in the model or an evaluation must say its training length (`trained_grid`):
-  the nominal grid would compress even sizes the model trained at
-  (`encodings.mixed_size_problem`)."""
-  sizes = config.data.get("train_sizes")
-  if not sizes or max(sizes) <= nominal:
+  """After training at grids above the model's own (`nominal` px; `data.train_sizes`, or the
+  packed grids of `data.naflex`), a RoPE scaling policy in the model or an evaluation must say
+  its training length (`trained_grid`): the nominal grid would compress even grids the model
+  trained at (`encodings.mixed_size_problem`)."""
+  patch = config.model.get("patch_size")
+  trained = _largest_trained_grid(config.data, patch)
+  if trained is None or not isinstance(patch, int) or max(trained) <= nominal // patch:
     return
   base = config.model.posemb
   specs = {"config.model.posemb": base}
@@ -201,16 +202,34 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
       posemb = {**_plain(base), **_plain(posemb)}  # lfpe.train.evaluation merges them
     if posemb is not None:
       specs[f"config.evals.{name}.model.posemb"] = posemb
-  patch = config.model.get("patch_size")
-  side = max(sizes) // patch if isinstance(patch, int) else None
-  example = f"trained_grid=({side}, {side})" if side else "trained_grid=(H, W)"
+  source = "config.data.naflex" if config.data.get("naflex") else "config.data.train_sizes"
   for field, spec in specs.items():
     problem = encodings.mixed_size_problem(spec)
     if problem:
       raise ValueError(
-        f"{field}={spec!r}: {problem} (config.data.train_sizes={tuple(sizes)}); add "
-        f"{example}, the largest grid trained at, or the nominal grid to keep it."
+        f"{field}={spec!r}: {problem} ({source} trains grids up to {trained}); add "
+        f"trained_grid={trained}, the largest grid trained at, or the nominal grid to keep it."
       )
+
+
+def _largest_trained_grid(data: Any, patch: Any) -> tuple[int, int] | None:
+  """The largest (rows, columns) patch grid training sees, per axis: the largest of
+  `data.train_sizes`, or of the grids `resolution.pack` gives `data.naflex.sizes`; None for
+  one-size training."""
+  if not isinstance(patch, int):
+    return None
+  naflex, sizes = data.get("naflex"), data.get("train_sizes")
+  if naflex is not None:
+    try:
+      tokens = naflex["max_tokens"]
+      grids = [resolution.packed_grid(hw, (patch, patch), tokens) for hw in naflex["sizes"]]
+      return tuple(map(max, zip(*grids, strict=True))) or None
+    except (KeyError, TypeError, ValueError):
+      return None  # malformed: `lfpe.data.config` names the field (`check_data`)
+  if sizes:
+    side = max(sizes) // patch
+    return (side, side)
+  return None
 
 
 def _plain(mapping: Any) -> dict:

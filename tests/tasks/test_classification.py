@@ -1,5 +1,7 @@
 """Classification task: cross-entropy, label smoothing, accuracy, masked eval sums."""
 
+import re
+
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
@@ -107,6 +109,32 @@ def test_a_scaling_policy_after_mixed_sizes_must_say_its_training_length(sizes, 
     with pytest.raises(
       ValueError, match=r"config.evals.at_64.model.posemb.*trained_grid=\(16, 16\)"
     ):
+      Classification().validate(config)
+  else:
+    Classification().validate(config)
+
+
+@pytest.mark.parametrize(
+  ("sizes", "max_tokens", "refused"),
+  [
+    (((16, 16), (16, 32)), 128, "(8, 16)"),  # (16, 32) packs as its own 8x16 grid
+    (((16, 16), (16, 32)), 64, "(8, 10)"),  # resized to fit 64 tokens: 5x10 (naflex_size)
+    (((16, 16), (8, 16)), 64, None),  # nothing packed above the nominal 8x8
+  ],
+)
+def test_naflex_grids_above_the_model_size_need_a_training_length(sizes, max_tokens, refused):
+  """NaFlex training (`data.naflex`) is mixed-size training too: the largest packed grid per
+  axis, as `resolution.pack` makes it, is the length a scaling policy must be told."""
+  from configs import vit_digits  # noqa: PLC0415
+
+  config = vit_digits.get_config("posemb=rope_axial")
+  with config.unlocked():
+    config.model.posemb = "rope_axial(scaling='pi')"
+    config.data.naflex = {"patch": config.model.patch_size, "max_tokens": max_tokens}
+    config.data.naflex.sizes = sizes
+  assert config.data.image_size // config.model.patch_size == 8
+  if refused:
+    with pytest.raises(ValueError, match=rf"naflex.*trained_grid={re.escape(refused)}"):
       Classification().validate(config)
   else:
     Classification().validate(config)
