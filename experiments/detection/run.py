@@ -248,6 +248,9 @@ def main(argv: list[str] | None = None) -> dict:
     sweep = planned_sweep(args, results)
     chosen = report.chosen(runs.chosen(sweep, results))
     progress.status(rated + sweep + record_runs(args, chosen), results, jobs=args.jobs)
+    if any(k.startswith(recipe.PREFIX) for k in results):  # the rule as its runs stand
+      print("The rate choice so far (a rate still missing an arm ranks last):")
+      print(*report.rate_table(results), sep="\n")
     record = [
       e for k, e in results.items() if not k.startswith(("provenance", "sweep/", recipe.PREFIX))
     ]

@@ -46,7 +46,9 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
   assert (tmp_path / "predictions.png").stat().st_size > 0
   capsys.readouterr()
   run.main(["--quick", f"--out={tmp_path}", "--status"])
-  assert f"{expected} of {expected} runs done" in capsys.readouterr().out
+  status = capsys.readouterr().out
+  assert f"{expected} of {expected} runs done" in status
+  assert "The rate choice so far" in status and "| **yes** |" in status  # the rule's table
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   again.pop("provenance")
   # Compared as JSON text: AP at an absent size is NaN, and NaN != NaN.
