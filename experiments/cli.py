@@ -13,7 +13,9 @@ theirs. `settle_mode` keeps a record and its `--quick` test in separate `--out`s
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
@@ -56,7 +58,8 @@ def settle_mode(args: Any) -> None:
 
   `--status` reports the plan of the directory's own mode (and says so when the flag differs);
   training in the other mode is refused with a ConfigError, since one results.json must not
-  mix the two; a `--quick` run marks a new `--out` as quick.
+  mix the two; a `--quick` run marks a new `--out` as quick. An unset `--jobs` becomes the
+  record's own (`recorded_jobs`).
   """
   mark = os.path.join(args.out, QUICK_MARK)
   made = True if os.path.exists(mark) else False if has_results(args.out) else None
@@ -76,6 +79,8 @@ def settle_mode(args: Any) -> None:
     os.makedirs(args.out, exist_ok=True)
     with open(mark, "w") as f:
       f.write("Made by --quick: a test of the pipeline, not a record.\n")
+  if getattr(args, "jobs", 0) is None:  # `add_jobs_flag` left unset: the record's own
+    args.jobs = recorded_jobs(args.out) or 1
 
 
 def has_results(out: str) -> bool:
@@ -86,11 +91,31 @@ def has_results(out: str) -> bool:
 
 
 def add_jobs_flag(parser: Any) -> None:
-  """`--jobs N` of a record's command line (`execute`'s `jobs`)."""
+  """`--jobs N` of a record's command line (`execute`'s `jobs`); unset, `settle_mode` makes it
+  the record's own (`recorded_jobs`), so a resumed record and its `--status` ETA keep it."""
   parser.add_argument(
     "--jobs",
     type=int,
-    default=1,
+    default=None,
     help="runs trained at once, each in its own one-thread process (2 on a 2-core CPU: "
-    "more steps per second; keep it the same across the invocations of one record)",
+    "more steps per second; keep it the same across the invocations of one record). "
+    "Default: the --jobs of the record's last invocation in --out, else 1",
   )
+
+
+def recorded_jobs(out: str) -> int | None:
+  """The `--jobs` of the last invocation that wrote `out`'s results.json (its provenance's
+  command), or None (no results yet, or a command without `--jobs`: then it trained with 1)."""
+  try:
+    with open(os.path.join(out, "results.json")) as f:
+      command = json.load(f)["provenance"]["command"]
+  except (OSError, ValueError, KeyError, TypeError):
+    return None
+  words = shlex.split(command)
+  for i, word in enumerate(words):
+    value = word.removeprefix("--jobs=") if word.startswith("--jobs=") else None
+    if word == "--jobs" and i + 1 < len(words):
+      value = words[i + 1]
+    if value is not None and value.isdigit():
+      return int(value)
+  return None

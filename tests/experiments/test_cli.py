@@ -2,6 +2,7 @@
 apart, and a user's mistake told in one line with exit 2."""
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +36,30 @@ def test_quick_runs_never_go_into_a_record(tmp_path, capsys):
   cli.settle_mode(status)
   assert not status.quick and "was made without --quick" in capsys.readouterr().out
   assert not (tmp_path / cli.QUICK_MARK).exists()
+
+
+@pytest.mark.parametrize(
+  ("command", "given", "jobs"),
+  [
+    ("python run.py --out=o --jobs 2", None, 2),  # resumed or --status: the record's own
+    ("python run.py --out=o --jobs=3", None, 3),
+    ("python run.py --out=o", None, 1),  # trained without --jobs: one at a time
+    (None, None, 1),  # no record yet
+    ("python run.py --out=o --jobs 2", 1, 1),  # given: kept
+  ],
+)
+def test_an_unset_jobs_is_the_records_own(tmp_path, command, given, jobs):
+  """`--jobs` left out takes the last invocation's (results.json provenance), so a resumed
+  record keeps one `--jobs` and `--status` divides its ETA by the jobs that train it."""
+  if command:
+    provenance = {"provenance": {"command": command}}
+    (tmp_path / "results.json").write_text(json.dumps(provenance))
+  args = argparse.Namespace(out=str(tmp_path), quick=False, status=True, jobs=given)
+  cli.settle_mode(args)
+  assert args.jobs == jobs
+  parser = argparse.ArgumentParser()
+  cli.add_jobs_flag(parser)
+  assert parser.parse_args([]).jobs is None and parser.parse_args(["--jobs", "2"]).jobs == 2
 
 
 def test_an_experiment_refuses_in_one_line_and_exit_2(tmp_path):
