@@ -44,6 +44,12 @@ def fmt(values, *, scale: float = 1.0, digits: int = 1) -> str:
   return f"{mean:.{digits}f}" if np.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
+def signed_interval(difference: float, low: float, high: float) -> str:
+  """`+d [low, high]`, three significant figures, trailing zeros kept (-1.00, not -1)."""
+  sig = lambda v: f"{v:+#.3g}".rstrip(".")  # noqa: E731
+  return f"{sig(difference)} [{sig(low)}, {sig(high)}]"
+
+
 def paired_difference(a, b, *, scale: float = 1.0) -> tuple[float, float]:
   """Mean of `a - b` over pairs (the same seed and data in both arms) and its 95 % half-width
   (Student t on the n differences), times `scale`."""

@@ -23,7 +23,7 @@ import json
 import pathlib
 
 from experiments import claims as claims_table
-from experiments import editions
+from experiments import editions, stats
 
 ROOT = pathlib.Path(__file__).resolve().parent
 README = ROOT.parent / "README.md"
@@ -126,8 +126,8 @@ def fair_rows() -> tuple[list[dict], list[str]]:
         where = "" if was == now else f", {was}"
         changes.append(
           f"- {now}: {a['claim']}: {b['verdict']} ({tuning(b)}{where}) → "
-          f"{a['verdict']} (each tuned; {a['difference']:+.3g} "
-          f"[{a['ci_low']:+.3g}, {a['ci_high']:+.3g}])"
+          f"{a['verdict']} (each tuned; "
+          f"{stats.signed_interval(a['difference'], a['ci_low'], a['ci_high'])})"
         )
   return rows, changes
 

@@ -346,7 +346,7 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       "| encoding | effect vs reference (95 % CI) | seeds | tuning |",
       "|---|---|---|---|",
       *(
-        f"| {r['arm']} | {_sig(r['difference'])} [{_sig(r['low'])}, {_sig(r['high'])}] | {r['n']} "
+        f"| {r['arm']} | {stats.signed_interval(r['difference'], r['low'], r['high'])} | {r['n']} "
         f"| {r['tuning']} |"
         for r in rows
       ),
@@ -354,11 +354,6 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       f"**Reading**: {recommendation(family, rows)}",
     ]
   return "\n".join(lines) + "\n"
-
-
-def _sig(value: float) -> str:
-  """Three significant figures, signed, trailing zeros kept (-1.00, not -1)."""
-  return f"{value:+#.3g}".rstrip(".")
 
 
 def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:

@@ -251,3 +251,8 @@ def test_the_power_table_targets_a_tenth_of_each_metrics_control_gap():
                                   str(stats_lib.seeds_needed(sd, target))]  # fmt: skip
   assert claims.power_markdown([directional, equal]) == ""  # no control: no target
   assert stats_lib.seeds_text(0.0, 1.0) == "2" and stats_lib.seeds_text(30.0, 0.01) == "> 1000"
+
+
+def test_signed_interval_keeps_three_significant_figures_and_trailing_zeros():
+  assert stats_lib.signed_interval(-1.0, -1.72, -0.285) == "-1.00 [-1.72, -0.285]"
+  assert stats_lib.signed_interval(100.0, 0.44, -56.83) == "+100 [+0.440, -56.8]"
