@@ -76,7 +76,7 @@ def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypat
   }
   assert changes == [
     "- toy: fourier beats b (" + each + "): reproduced (some tuned) → unresolved "
-    "(each tuned; +1 [+0.5, +1.5])"
+    "(each tuned; +1.00 [+0.500, +1.50])"
   ]
 
 
