@@ -117,8 +117,8 @@ def test_a_later_edition_replaces_the_record_and_pairs_its_readings_with_the_fir
     "each tuned": (1, 0, 0),
   }
   assert changes == [
-    "- toy_v2: fourier beats b: reproduced (some tuned, toy) → unresolved (each tuned; -1 "
-    "[-2, +0.5])"
+    "- toy_v2: fourier beats b: reproduced (some tuned, toy) → unresolved (each tuned; -1.00 "
+    "[-2.00, +0.500])"
   ]
 
 
