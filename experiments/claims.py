@@ -33,8 +33,7 @@ def markdown(entries: list[dict]) -> str:
     detectable = c["minimum_detectable"]
     lines.append(
       f"| {c['paper']} | {c['item']}{' (table)' * (c.get('source') == 'table')} "
-      f"| {c['claim']} | {c['difference']:+.3g} "
-      f"[{c['ci_low']:+.3g}, {c['ci_high']:+.3g}] {'paired' if c['paired'] else 'Welch'} "
+      f"| {c['claim']} | {interval(c)} {'paired' if c['paired'] else 'Welch'} "
       f"| {_paper(c)} | {c['n']} "
       f"| **{c['verdict']}**{_ceiling(c)}{_within(c)} "
       f"| {holm_verdict} "
@@ -109,11 +108,15 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
     f"| claim | a − b, all seeds | n | a − b, seeds ≥ {sweep_seeds} | n | verdict there |",
     "|---|---|---|---|---|---|",
   ]
-  ci = lambda c: f"{c['difference']:+.3g} [{c['ci_low']:+.3g}, {c['ci_high']:+.3g}]"
   for c, d in rows:
-    there = f"{ci(d)} | {d['n']} | {d['verdict']}" if d else "– | 0 | –"
-    lines.append(f"| {c['claim']} | {ci(c)} | {c['n']} | {there} |")
+    there = f"{interval(d)} | {d['n']} | {d['verdict']}" if d else "– | 0 | –"
+    lines.append(f"| {c['claim']} | {interval(c)} | {c['n']} | {there} |")
   return [*lines, ""]
+
+
+def interval(c: dict) -> str:
+  """A claim's a − b and 95 % interval, as every table prints it."""
+  return stats.signed_interval(c["difference"], c["ci_low"], c["ci_high"])
 
 
 def _ceiling(c: dict) -> str:

@@ -23,7 +23,7 @@ import json
 import pathlib
 
 from experiments import claims as claims_table
-from experiments import editions, stats
+from experiments import editions
 
 ROOT = pathlib.Path(__file__).resolve().parent
 README = ROOT.parent / "README.md"
@@ -126,8 +126,7 @@ def fair_rows() -> tuple[list[dict], list[str]]:
         where = "" if was == now else f", {was}"
         changes.append(
           f"- {now}: {a['claim']}: {b['verdict']} ({tuning(b)}{where}) → "
-          f"{a['verdict']} (each tuned; "
-          f"{stats.signed_interval(a['difference'], a['ci_low'], a['ci_high'])})"
+          f"{a['verdict']} (each tuned; {claims_table.interval(a)})"
         )
   return rows, changes
 

@@ -90,8 +90,8 @@ def test_unfitted_table_rereads_each_tuned_claim_without_the_seeds_the_sweep_tra
   rows = [line for line in lines if line.startswith("| a above b")]
   assert len(rows) == 1  # the defaults claim is not re-read
   cells = [c.strip() for c in rows[0].split("|")[1:-1]]
-  assert cells[1].startswith("+1.8 ") and cells[2] == "5"  # (3 + 3 + 1 + 1 + 1) / 5
-  assert cells[3] == "+1 [+1, +1]" and cells[4] == "3" and cells[5] == "reproduced"
+  assert cells[1].startswith("+1.80 ") and cells[2] == "5"  # (3 + 3 + 1 + 1 + 1) / 5
+  assert cells[3] == "+1.00 [+1.00, +1.00]" and cells[4] == "3" and cells[5] == "reproduced"
   assert (
     "Of the 1 resolved over all seeds, 1 have two later seeds or more and 1 of those keep"
     in " ".join(lines)
