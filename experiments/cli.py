@@ -13,6 +13,7 @@ theirs. `settle_mode` keeps a record and its `--quick` test in separate `--out`s
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -111,11 +112,6 @@ def recorded_jobs(out: str) -> int | None:
       command = json.load(f)["provenance"]["command"]
   except (OSError, ValueError, KeyError, TypeError):
     return None
-  words = shlex.split(command)
-  for i, word in enumerate(words):
-    value = word.removeprefix("--jobs=") if word.startswith("--jobs=") else None
-    if word == "--jobs" and i + 1 < len(words):
-      value = words[i + 1]
-    if value is not None and value.isdigit():
-      return int(value)
-  return None
+  parser = argparse.ArgumentParser(add_help=False)  # the flag as `add_jobs_flag` parsed it
+  parser.add_argument("--jobs", type=int)
+  return parser.parse_known_args(shlex.split(command))[0].jobs

@@ -192,7 +192,7 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   trained at (`encodings.mixed_size_problem`)."""
   patch = config.model.get("patch_size")
   trained = _largest_trained_grid(config.data, patch)
-  if trained is None or not isinstance(patch, int) or max(trained) <= nominal // patch:
+  if trained is None or max(trained) <= nominal // patch:  # (None for a non-int patch)
     return
   base = config.model.posemb
   specs = {"config.model.posemb": base}
