@@ -26,7 +26,7 @@ FLOOR_PLAN = {
   "resolution": ("encodings",),
   "models": ("checked", "encodings", "nn", "resolution"),
   "data": ("errors", "extras", "resolution"),
-  "tasks": ("checked", "data", "encodings", "errors", "extras", "models", "nn"),
+  "tasks": ("checked", "data", "encodings", "errors", "extras", "models", "nn", "resolution"),
   "train": ("checked", "data", "encodings", "errors", "extras", "models", "nn", "tasks"),
   "analysis": ("encodings", "extras", "models", "nn"),
   "studies": ("data", "encodings", "errors", "extras", "models", "nn", "tasks", "train"),
