@@ -24,6 +24,7 @@ import re
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -150,7 +151,19 @@ def restore_latest(
   cannot give this run one, which is refused unless `reset_data` (`config.reset_data_position`)
   starts the data stream afresh.
   """
-  failed: dict[int, str] = {}
+  failed: dict[int, str] = {}  # step: why it cannot be read
+  stop_silencing = _silence_abandoned_reads()  # before any read, the metadata's included
+  try:
+    return _restore_newest_readable(manager, target, data_iter, reset_data, failed)
+  finally:
+    if not failed:
+      stop_silencing()
+
+
+def _restore_newest_readable(
+  manager: ocp.CheckpointManager, target: Any, data_iter: Any, reset_data: bool, failed: dict
+) -> tuple[int, Any] | None:
+  """`restore_latest`'s reads; records each unreadable step in `failed`."""
   steps = sorted(manager.all_steps(), reverse=True)
   other = steps and other_model(manager.directory / str(steps[0]) / "state", target)
   if other:  # not damage: nothing is set aside, nothing is restored (orbax would fail noisily)
@@ -171,7 +184,6 @@ def restore_latest(
       damage = _damage(e)
       if damage is None:
         raise
-      _silence_abandoned_reads()
       failed[step] = textwrap.shorten(f"{type(damage).__name__}: {damage}", 300)
     if not _read_by_every_process(step not in failed):
       failed.setdefault(step, "another process could not read it")
@@ -227,31 +239,45 @@ def _data_to_restore(manager, steps: list[int], data_iter: Any, reset_data: bool
   return data_iter
 
 
-def _silence_abandoned_reads() -> None:
-  """Keeps the echoes of a failed read off stderr: when one array of a damaged step fails,
-  orbax closes its event loop and abandons the step's other reads, which end later, on
-  tensorstore's threads, as "Exception ignored in <coroutine ...>" (60 lines each) and
-  "Event loop is closed" unraisable errors (asyncio may add "Task exception was never
-  retrieved"). Installed once a read has failed, for the rest of the process; it drops only
-  those errors, and `restore_latest` reports the failure once."""
+def _silence_abandoned_reads() -> Callable[[], None]:
+  """Keeps the echoes of a failed read off stderr; returns the function that stops it.
+
+  When one array of a damaged step fails, orbax closes its event loop and abandons the
+  step's other reads. They end on tensorstore's threads, some while the restore is still
+  failing (tracebacks of "Event loop is closed", printed through `sys.excepthook`), others
+  later, as "Exception ignored in <coroutine ...>" unraisable errors (60 lines each; asyncio
+  may add "Task exception was never retrieved"). Only those errors are dropped, and
+  `restore_latest` reports the failure once: it installs this before reading and removes it
+  when every read succeeded; after a failure it stays for the rest of the process.
+  """
   if getattr(sys.unraisablehook, "lfpe_drops_abandoned_reads", False):
-    return
-  previous = sys.unraisablehook
+    return lambda: None
+  previous_unraisablehook, previous_excepthook = sys.unraisablehook, sys.excepthook
 
   def echo(error: BaseException | None, source: Any = None) -> bool:
     closed = isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
     code = getattr(source, "cr_code", None)  # an abandoned orbax read, closed when collected
     return closed or _damage(error) is not None or "orbax" in getattr(code, "co_filename", "")
 
-  def hook(unraisable: Any) -> None:
+  def unraisablehook(unraisable: Any) -> None:
     if not echo(unraisable.exc_value, unraisable.object):
-      previous(unraisable)
+      previous_unraisablehook(unraisable)
 
-  hook.lfpe_drops_abandoned_reads = True
-  sys.unraisablehook = hook
-  pylogging.getLogger("asyncio").addFilter(
-    lambda record: not echo(record.exc_info[1] if record.exc_info else None)
-  )
+  def excepthook(kind: type, error: BaseException, trace: Any) -> None:
+    if not echo(error):
+      previous_excepthook(kind, error, trace)
+
+  def asyncio_filter(record: pylogging.LogRecord) -> bool:
+    return not echo(record.exc_info[1] if record.exc_info else None)
+
+  def stop() -> None:
+    sys.unraisablehook, sys.excepthook = previous_unraisablehook, previous_excepthook
+    pylogging.getLogger("asyncio").removeFilter(asyncio_filter)
+
+  unraisablehook.lfpe_drops_abandoned_reads = True
+  sys.unraisablehook, sys.excepthook = unraisablehook, excepthook
+  pylogging.getLogger("asyncio").addFilter(asyncio_filter)
+  return stop
 
 
 def _shapes(tree: Any) -> dict[str, tuple[int, ...]]:

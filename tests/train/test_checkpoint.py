@@ -1,5 +1,7 @@
 """Checkpoints: state and data position round-trip, across meshes; keep the last N."""
 
+import sys
+
 import jax
 import numpy as np
 import pytest
@@ -39,8 +41,10 @@ def test_roundtrip_onto_another_mesh(tmp_path, data_state):
   target_shardings = {"w": NamedSharding(small, P()), "step": NamedSharding(small, P())}
   target = checkpoint.with_shardings(jax.eval_shape(lambda: state), target_shardings)
   restored_iter = FakeIterator(None)
+  hooks = sys.excepthook, sys.unraisablehook
   with checkpoint.make_manager(str(tmp_path), keep=2) as manager:
     step, restored = checkpoint.restore_latest(manager, target, restored_iter)
+  assert (sys.excepthook, sys.unraisablehook) == hooks  # the echo filter is gone after a read
   assert step == 10 and restored_iter.state == data_state
   np.testing.assert_array_equal(np.asarray(restored["w"]), np.asarray(state["w"]))
   assert restored["w"].sharding == target_shardings["w"]
