@@ -156,6 +156,22 @@ def test_init_from_starts_a_new_run_at_another_size_from_a_trained_one(tmp_path,
   )
 
 
+def test_init_from_a_truncated_step_is_one_line_naming_the_steps_to_choose(
+  tmp_path, two_checkpoints
+):
+  source = tmp_path / "source"
+  shutil.copytree(two_checkpoints, source)
+  _halve_array_files(source / "checkpoints" / "20")
+  result = run_main(SMALL, f"--workdir={tmp_path / 'w'}", f"--config.init_from={source}")
+  assert_one_line_error(
+    result,
+    f"config.init_from='{source}': {source}/checkpoints/20/state cannot be read (",
+    f"point it at another step's state folder ({source}/checkpoints/STEP/state, STEP in [10])",
+  )
+  for noise in ("Exception ignored", "Event loop is closed"):
+    assert noise not in result.stderr, result.stderr[-3000:]
+
+
 def test_every_checkpoint_truncated_is_one_line_and_exit_2(tmp_path, two_checkpoints):
   workdir = tmp_path / "w"
   shutil.copytree(two_checkpoints, workdir)

@@ -12,7 +12,8 @@ and the next newest is tried; once one is read, the unreadable ones move to
 WORKDIR/unreadable_checkpoints/ (training writes those steps again), in one warning line.
 When none can be read, `restore_latest` raises WorkdirError and moves nothing; a readable
 checkpoint of another model (a config or code change) raises at once and moves nothing
-either.
+either. `restore_on_one_device` reads one given step whole (`config.init_from`'s source):
+damage there is a ConfigError naming the field and the other steps.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from absl import logging
 from etils import epath
 from jax.experimental import multihost_utils
 
-from lfpe.errors import WorkdirError
+from lfpe.errors import ConfigError, WorkdirError
 from lfpe.train.workdir import absolute
 
 # What reading a damaged checkpoint raises: truncated JSON and tensorstore errors
@@ -209,6 +210,34 @@ def _restore_newest_readable(
     f"{sorted(failed)}; step {newest}: {failed[newest]}). They are left as they are; start "
     "a new --workdir."
   )
+
+
+def restore_on_one_device(state_dir: str, *, field: str) -> dict[str, Any]:
+  """The train state saved in `state_dir`, whole arrays on this process's first device,
+  whatever mesh wrote it. A damaged step raises ConfigError naming `field` (the config field
+  that chose it), why it cannot be read, and the steps beside it to choose instead."""
+  device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+  stop_silencing = _silence_abandoned_reads()
+  try:
+    saved = ocp.StandardCheckpointHandler().metadata(epath.Path(state_dir))
+    target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device), saved)
+    state = ocp.StandardCheckpointer().restore(state_dir, target)
+  except Exception as e:  # noqa: BLE001 (orbax's wrapper; anything else is re-raised)
+    damage = _damage(e)
+    if damage is None:
+      raise
+    step = epath.Path(state_dir).parent
+    others = sorted(int(d.name) for d in step.parent.iterdir() if d.name.isdigit())
+    others = [s for s in others if str(s) != step.name]
+    instead = (
+      f"point it at another step's state folder ({step.parent}/STEP/state, STEP in {others})"
+      if others
+      else "train the source again"
+    )
+    reason = textwrap.shorten(f"{type(damage).__name__}: {damage}", 300)
+    raise ConfigError(f"{field}: {state_dir} cannot be read ({reason}); {instead}.") from None
+  stop_silencing()
+  return state
 
 
 def _data_to_restore(manager, steps: list[int], data_iter: Any, reset_data: bool) -> Any:

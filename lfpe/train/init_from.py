@@ -30,13 +30,12 @@ import flax.linen as nn
 import jax
 import ml_collections
 import numpy as np
-import orbax.checkpoint as ocp
 from absl import logging
-from etils import epath
 from flax import traverse_util
 
 from lfpe import tasks
 from lfpe.errors import ConfigError
+from lfpe.train import checkpoint
 from lfpe.train.workdir import absolute
 
 Path = tuple[str, ...]
@@ -90,7 +89,9 @@ def variables(
   one source run (e.g. pretrained positions given to every seed).
   """
   state_dir, source_config = source(config.init_from)
-  loaded = _restore_on_one_device(state_dir)
+  loaded = checkpoint.restore_on_one_device(
+    state_dir, field=f"config.init_from={config.init_from!r}"
+  )
   flat_old = traverse_util.flatten_dict({"params": loaded["params"], **loaded.get("constants", {})})
   skip = [re.compile(p) for p in config.get("init_skip", ())]
   # Which module owns a parameter, in both models: traced only when a shape differs.
@@ -141,17 +142,6 @@ def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) ->
         resized[owner] = _resize(name, path, leaf, flat_old, *modules())
       out[path] = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
   return out, resized, skipped
-
-
-def _restore_on_one_device(state_dir: str) -> dict[str, Any]:
-  """The saved train state, whole arrays on this process's first device, whatever mesh
-  wrote it."""
-  device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-  target = jax.tree.map(
-    lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
-    ocp.StandardCheckpointHandler().metadata(epath.Path(state_dir)),
-  )
-  return ocp.StandardCheckpointer().restore(state_dir, target)
 
 
 def _resize(name, path, leaf, flat_old, new_modules, old_modules) -> dict[str, Any]:
