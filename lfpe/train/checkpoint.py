@@ -283,17 +283,20 @@ def _silence_abandoned_reads() -> Callable[[], None]:
     return lambda: None
   previous_unraisablehook, previous_excepthook = sys.unraisablehook, sys.excepthook
 
+  def closed(error: BaseException | None) -> bool:
+    return isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
+
   def echo(error: BaseException | None, source: Any = None) -> bool:
-    closed = isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
     code = getattr(source, "cr_code", None)  # an abandoned orbax read, closed when collected
-    return closed or _damage(error) is not None or "orbax" in getattr(code, "co_filename", "")
+    orbax = "orbax" in getattr(code, "co_filename", "")
+    return closed(error) or _damage(error) is not None or orbax
 
   def unraisablehook(unraisable: Any) -> None:
     if not echo(unraisable.exc_value, unraisable.object):
       previous_unraisablehook(unraisable)
 
   def excepthook(kind: type, error: BaseException, trace: Any) -> None:
-    if not echo(error):
+    if not closed(error):  # only that: the main thread's own errors come here too
       previous_excepthook(kind, error, trace)
 
   def asyncio_filter(record: pylogging.LogRecord) -> bool:

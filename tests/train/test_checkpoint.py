@@ -72,3 +72,25 @@ def test_unfinished_checkpoints_are_removed_before_the_manager_returns(tmp_path)
   with checkpoint.make_manager(str(tmp_path), keep=2) as manager:
     assert not any(path.exists() for path in unfinished)
     assert manager.all_steps() == []
+
+
+def test_the_echo_filter_drops_only_abandoned_reads_and_stops(monkeypatch):
+  """After a failed read the filter stays for the run: a real error must still be printed
+  (the main thread's uncaught errors go through sys.excepthook too)."""
+  printed, unraisable = [], []
+  monkeypatch.setattr(sys, "excepthook", lambda kind, error, trace: printed.append(error))
+  monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+  stop = checkpoint._silence_abandoned_reads()
+  closed, bug = RuntimeError("Event loop is closed"), ValueError("a bug after the resume")
+  for error in (closed, bug):
+    sys.excepthook(type(error), error, None)
+  damaged = Exception("orbax's wrapper")
+  damaged.__cause__ = ValueError("OUT_OF_RANGE: Error reading byte range")
+  for error in (damaged, closed, TypeError("not an echo")):
+    sys.unraisablehook(type("Unraisable", (), {"exc_value": error, "object": None}))
+  assert printed == [bug]
+  assert [type(u.exc_value) for u in unraisable] == [TypeError]
+  stop()
+  assert sys.unraisablehook == unraisable.append  # the previous hooks are back
+  sys.excepthook(RuntimeError, closed, None)
+  assert printed == [bug, closed]
