@@ -43,5 +43,10 @@ class DatasetMissingError(UserError, FileNotFoundError):
   """A dataset is not prepared in `data_dir`; the message gives the commands that prepare it."""
 
 
+class DatasetDamagedError(UserError, RuntimeError):
+  """A prepared dataset's files cannot be read (truncated, corrupted or deleted); the message
+  names the folder and how to prepare it again."""
+
+
 class WorkdirError(UserError):
   """The workdir cannot be written, or none of its checkpoints can be read."""

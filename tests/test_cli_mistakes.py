@@ -12,6 +12,8 @@ import signal
 import pytest
 from cli_helpers import assert_one_line_error, run_main, start_main
 
+from lfpe import data as data_lib
+
 SMALL = "--config=configs/vit_digits.py:small=1"
 FULL = "--config=configs/vit_digits.py"
 
@@ -244,6 +246,20 @@ def test_traceback_on_request_for_a_command_line_mistake(tmp_path):
   assert result.returncode == 2
   assert "Traceback" in result.stderr and "ConfigError" in result.stderr
   assert "lfpe.main: --config.totl_steps" in result.stderr
+
+
+def test_a_damaged_dataset_is_one_line_naming_the_folder_to_delete(tmp_path):
+  data_dir = tmp_path / "tfds"
+  data_lib.prepare("digits", str(data_dir))
+  [shard] = (data_dir / "digits" / "1.0.0").glob("digits-train.array_record-*")
+  shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+  result = run_main(SMALL, f"--workdir={tmp_path / 'w'}", f"--config.data.data_dir={data_dir}")
+  assert_one_line_error(
+    result,
+    f"Dataset 'digits' in {data_dir}/digits/1.0.0 cannot be read: a file is damaged or missing "
+    f"({shard.name} is not a readable array_record file).",
+    f"Delete {data_dir}/digits/1.0.0; the next run builds it again.",
+  )
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h", "--helpfull"])

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent import futures
 
 import tensorflow_datasets as tfds
+from array_record.python import array_record_module
 from etils import epath
 
 from lfpe.data import (
@@ -31,7 +33,7 @@ from lfpe.data import (
   shapes,
   widget_caption,
 )
-from lfpe.errors import DatasetMissingError, did_you_mean
+from lfpe.errors import DatasetDamagedError, DatasetMissingError, did_you_mean
 
 _BUILD = (  # `tfds build` imports apache_beam; the Python route needs importlib_resources
   "  pip install tensorflow tensorflow-datasets apache-beam importlib_resources"
@@ -147,14 +149,86 @@ def data_source(name: str, split: str, data_dir: str, encoded_images: bool = Fal
     builder = tfds.builder(f"{name}:{version}", data_dir=data_dir, file_format="array_record")
     feature = builder.info.features["image"] if "image" in builder.info.features else None
     if not (encoded_images and isinstance(feature, tfds.features.Image)):
-      return builder.as_data_source(split=split)
-    raw = builder.as_data_source(split=split, decoders={"image": tfds.decode.SkipDecoding()})
-    return jpeg.EncodedImages(raw, channels=feature.shape[-1])
+      source = builder.as_data_source(split=split)
+    else:
+      raw = builder.as_data_source(split=split, decoders={"image": tfds.decode.SkipDecoding()})
+      source = jpeg.EncodedImages(raw, channels=feature.shape[-1])
   except ValueError as e:  # TFDS names the splits there are.
     raise ValueError(
       f"{name!r}: {e} Set `data.train_split` / `data.eval_split` to one of them (TFDS "
       "slicing such as 'train[:90%]' works too)."
     ) from e
+  message = _damaged_message(get_spec(name), data_dir, version)
+  if "://" not in data_dir:  # array_record's reader opens local files only
+    _check_shards(builder.info.splits[split].file_instructions, message)
+  return CheckedReads(source, message)
+
+
+def _check_shards(files: Sequence, message: str) -> None:
+  """DatasetDamagedError unless every shard of the split opens and holds the records that
+  dataset_info.json counts. array_record raises nothing for a truncated shard (its reader is
+  only not `ok()`), and TFDS would read the missing records as empty bytes: garbage, or a
+  TypeError deep in a decoder."""
+
+  def count(path: str) -> int | str:
+    if not epath.Path(path).exists():
+      return "is missing"
+    reader = array_record_module.ArrayRecordReader(path, "readahead_buffer_size:0")
+    if not reader.ok():  # e.g. truncated: the footer that indexes the records is gone
+      return "is not a readable array_record file"
+    try:
+      return reader.num_records()
+    finally:
+      reader.close()
+
+  paths = sorted({f.filename: f.examples_in_shard for f in files}.items())
+  with futures.ThreadPoolExecutor(16) as pool:  # ImageNet has 1,024 shards
+    counts = list(pool.map(count, [path for path, _ in paths]))
+  for (path, expected), found in zip(paths, counts, strict=True):
+    if found != expected:
+      why = found if isinstance(found, str) else f"holds {found} of its {expected} records"
+      raise DatasetDamagedError(message.format(error=f"{epath.Path(path).name} {why}"))
+
+
+# array_record's RuntimeErrors for a shard that is truncated or corrupted, or was deleted.
+_DAMAGED_FILE = re.compile(r"Riegeli|open\(\) failed")
+
+
+class CheckedReads:
+  """A prepared split whose damaged or deleted files raise DatasetDamagedError, naming the
+  folder and how to prepare it again, rather than array_record's bare RuntimeError (found
+  at the first read of the file, which may be mid-run for a large dataset)."""
+
+  def __init__(self, source: Sequence, message: str):
+    self._source, self._message = source, message  # a string: picklable for grain's workers
+
+  def __len__(self) -> int:
+    return len(self._source)
+
+  def __getitem__(self, index: int):
+    try:
+      return self._source[index]
+    except RuntimeError as e:
+      if not _DAMAGED_FILE.search(str(e)):
+        raise
+      raise DatasetDamagedError(self._message.format(error=f"{type(e).__name__}: {e}")) from e
+
+
+def _damaged_message(spec: base.DatasetSpec, data_dir: str, version: str) -> str:
+  """DatasetDamagedError's text for `spec` (with an `{error}` field): rebuilt by the next run
+  (a local dataset) or prepared again (a catalog one)."""
+  folder = epath.Path(data_dir) / spec.name / version
+  head = (
+    f"Dataset {spec.name!r} in {folder} cannot be read: a file is damaged or missing ({{error}})."
+  )
+  if spec.builder is not None:
+    return head + f" Delete {folder}; the next run builds it again."
+  how = (
+    spec.instructions.format(name=spec.name, data_dir=data_dir)
+    .replace("{", "{{")
+    .replace("}", "}}")
+  )
+  return head + f" Delete {folder} and prepare it again:\n" + how
 
 
 def missing_message(spec: base.DatasetSpec, data_dir: str) -> str:

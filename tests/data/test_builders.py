@@ -1,6 +1,7 @@
 """Registry, catalog datasets (missing: exact instructions; prepared: read the same way), config."""
 
 import os
+import shutil
 
 import jax
 import numpy as np
@@ -9,6 +10,7 @@ import tensorflow_datasets as tfds
 from etils.epath import testing as epath_testing
 
 from lfpe import data as data_lib
+from lfpe import errors
 from lfpe.data import base, builders, config, pipeline
 
 
@@ -105,6 +107,76 @@ def test_tfrecord_copy_gets_the_convert_command(tmp_path):
   (version_dir / "cifar10-train.tfrecord-00000-of-00001").write_text("")
   with pytest.raises(FileNotFoundError, match="tfds convert_format --dataset_version_dir="):
     builders.prepare("cifar10", str(tmp_path))
+
+
+def _train_shard(data_dir, name, version):
+  [shard] = (data_dir / name / version).glob(f"{name}-train.array_record-*")
+  return shard
+
+
+@pytest.mark.parametrize("how", ["truncated", "deleted"])
+def test_a_damaged_local_dataset_says_which_folder_to_delete(tmp_path, how):
+  builders.prepare("digits", str(tmp_path))
+  shard = _train_shard(tmp_path, "digits", "1.0.0")
+  if how == "deleted":
+    shard.unlink()
+  else:  # as by a copy or a build killed midway
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+  with pytest.raises(errors.DatasetDamagedError) as e:
+    builders.data_source("digits", "train", str(tmp_path))
+  folder = tmp_path / "digits" / "1.0.0"
+  why = "is missing" if how == "deleted" else "is not a readable array_record file"
+  assert str(e.value).startswith(
+    f"Dataset 'digits' in {folder} cannot be read: a file is damaged or missing ("
+    f"{shard.name} {why}). "
+  )
+  assert str(e.value).endswith(f"Delete {folder}; the next run builds it again.")
+  assert isinstance(e.value, errors.UserError)
+  builders.data_source("digits", "test", str(tmp_path))  # the intact split still opens
+
+
+def test_a_truncated_catalog_dataset_gives_the_commands_that_prepare_it(tmp_path):
+  """Cut at a block boundary: array_record's reader raises nothing there, and TFDS would read
+  the lost records as empty bytes (a TypeError in the image decoder): found before reading."""
+  FakeCifar10(data_dir=str(tmp_path)).download_and_prepare()
+  shard = _train_shard(tmp_path, "cifar10", "3.0.2")
+  shard.write_bytes(shard.read_bytes()[:65536])
+  with pytest.raises(errors.DatasetDamagedError) as e:
+    builders.data_source("cifar10", "train", str(tmp_path))
+  assert f"({shard.name} is not a readable array_record file)." in str(e.value)
+  assert f"Delete {tmp_path / 'cifar10' / '3.0.2'} and prepare it again:" in str(e.value)
+  assert f"tfds build cifar10 --data_dir={tmp_path} --file_format=array_record" in str(e.value)
+
+
+def test_a_shard_of_another_build_is_found_by_its_count(tmp_path):
+  builders.prepare("digits", str(tmp_path))
+  folder = tmp_path / "digits" / "1.0.0"
+  test = next(folder.glob("digits-test.array_record-*"))
+  shutil.copy(test, _train_shard(tmp_path, "digits", "1.0.0"))  # a readable file, 360 records
+  with pytest.raises(errors.DatasetDamagedError, match=r"00001 holds 360 of its 1437 records\)"):
+    builders.data_source("digits", "train", str(tmp_path))
+
+
+def test_a_corrupted_record_is_damage_when_it_is_read(tmp_path):
+  builders.prepare("digits", str(tmp_path))
+  shard = _train_shard(tmp_path, "digits", "1.0.0")
+  data = bytearray(shard.read_bytes())
+  data[len(data) // 3 : len(data) // 3 + 64] = bytes(b ^ 0xFF for b in data[len(data) // 3 :][:64])
+  shard.write_bytes(bytes(data))
+  source = builders.data_source("digits", "train", str(tmp_path))  # the counts agree
+  with pytest.raises(errors.DatasetDamagedError, match=r"\(RuntimeError: Corrupted Riegeli"):
+    for i in range(len(source)):
+      source[i]
+
+
+def test_other_errors_of_a_read_are_not_called_damage():
+  def fail(index):
+    raise RuntimeError("a bug in a decoder")
+
+  source = builders.CheckedReads(type("Source", (), {"__getitem__": lambda self, i: fail(i)})(), "")
+  with pytest.raises(RuntimeError, match="a bug in a decoder") as e:
+    source[0]
+  assert not isinstance(e.value, errors.UserError)
 
 
 def test_prepared_catalog_dataset_is_read_the_same_way(tmp_path, mesh):
