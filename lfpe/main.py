@@ -22,6 +22,7 @@ keep their traceback.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
@@ -121,3 +122,8 @@ def run() -> None:
 
 if __name__ == "__main__":
   run()
+elif __name__ == "__mp_main__":  # a process this one spawned (grain's `data.worker_count` workers)
+  # Ctrl-C reaches the whole process group: the trainer alone handles it (it stops after the
+  # step, then closes the workers, which free their shared memory), not each worker with a
+  # KeyboardInterrupt traceback and batches left in shared memory.
+  signal.signal(signal.SIGINT, signal.SIG_IGN)

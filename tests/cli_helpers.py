@@ -19,7 +19,9 @@ def run_main(*args, **env):
 def start_main(*args, **env):
   """`run_main` started, not waited for: a Popen whose stderr is a text pipe. SIGINT is
   restored to Python's default in it, as in a terminal: a suite started in the background
-  (`bash scripts/test.sh &`) passes SIGINT on ignored, and the run would not hear Ctrl-C."""
+  (`bash scripts/test.sh &`) passes SIGINT on ignored, and the run would not hear Ctrl-C. It
+  leads its own process group, as a terminal's foreground job: `os.killpg(job.pid, SIGINT)`
+  is a terminal's Ctrl-C, which reaches its data workers too."""
   return subprocess.Popen(
     _command(args),
     cwd=ROOT,
@@ -27,6 +29,7 @@ def start_main(*args, **env):
     stderr=subprocess.PIPE,
     text=True,
     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    process_group=0,
   )
 
 

@@ -6,8 +6,11 @@ tests/conftest.py) and must fail before training: exit status 2, no traceback, o
 "did you mean"). Workdirs with a record are in test_workdir_record.py.
 """
 
+import glob
+import os
 import re
 import signal
+import time
 
 import pytest
 from cli_helpers import assert_one_line_error, run_main, start_main
@@ -293,3 +296,44 @@ def test_ctrl_c_is_one_line_naming_the_checkpoint_and_exit_130(tmp_path):
   resumed = run_main(*args[:2], "--config.total_steps=" + str(int(found[2]) + 5), *args[3:])
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert f"training from step {found[2]} to step" in resumed.stderr
+
+
+def test_ctrl_c_stops_the_data_workers_too_and_leaves_nothing(tmp_path):
+  """A terminal's Ctrl-C reaches the run and its grain workers (`data.worker_count=2`): still
+  one line and exit 130, no worker's traceback, no process left running, no semaphore for the
+  resource tracker to warn about (the trainer closes the loader)."""
+  # The full config: its batches are large enough for grain to pass them in shared memory.
+  args = ["--config=configs/vit_digits.py", f"--workdir={tmp_path / 'w'}"]
+  args += ["--config.total_steps=100000", "--config.data.worker_count=2"]
+  args += ["--config.log_every=5", "--config.report_every=5"]
+  job = start_main(*args, "--config.eval_every=100000")
+  for line in job.stderr:  # wait for training to be under way, its workers sending batches
+    if re.match(r"lfpe: step [1-9]\d\d", line):
+      break
+  os.killpg(job.pid, signal.SIGINT)
+  _, stderr = job.communicate(timeout=120)  # to EOF: every process holding stderr has ended
+  assert job.returncode == 130, stderr[-3000:]
+  # (grain may still leave a batch or two in shared memory, which the resource tracker frees)
+  assert "Traceback" not in stderr and "leaked semaphore" not in stderr, stderr[-3000:]
+  [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
+  assert line.startswith("lfpe.main: interrupted at step "), line
+  deadline = time.monotonic() + 30  # the resource tracker ends once the run has
+  while _running_in_group(job.pid) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  assert not _running_in_group(job.pid)  # no worker left running
+
+
+def _running_in_group(pgid: int) -> list[str]:
+  """The /proc stat lines of the processes of group `pgid` still running (not zombies: a
+  finished process left to an init that does not reap it stays one)."""
+  running = []
+  for path in glob.glob("/proc/[0-9]*/stat"):
+    try:
+      with open(path) as f:
+        stat = f.read()
+    except OSError:  # it ended meanwhile
+      continue
+    state, _, group = stat.rsplit(")", 1)[1].split()[:3]
+    if int(group) == pgid and state != "Z":
+      running.append(stat)
+  return running

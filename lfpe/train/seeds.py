@@ -71,6 +71,10 @@ class SeedBatches:
     states = [loader.get_state() for loader in self._loaders]
     return json.dumps([s.decode() if isinstance(s, bytes) else s for s in states]).encode()
 
+  def close(self) -> None:
+    for loader in self._loaders:
+      close(loader)
+
   def set_state(self, state: bytes) -> None:
     states = json.loads(state)
     if len(states) != len(self._loaders):
@@ -80,6 +84,13 @@ class SeedBatches:
       )
     for loader, s in zip(self._loaders, states, strict=True):
       loader.set_state(s.encode() if isinstance(s, str) else s)
+
+
+def close(loader: Any) -> None:
+  """Stops a training loader's workers (`loader.close()`, where it has one: lfpe.data's
+  loaders; a test's in-memory iterator may have none)."""
+  if hasattr(loader, "close"):
+    loader.close()
 
 
 def train_loader(make_loader: Callable, config: Any, sharding: NamedSharding) -> Any:

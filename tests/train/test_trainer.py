@@ -259,3 +259,21 @@ def test_ema_parameters_are_what_evaluations_score(tmp_path):
     config, str(tmp_path), make_loader=make_array_loader, devices=jax.devices()[:1]
   )
   assert scores["eval"]["accuracy"] == summary["eval"]["accuracy"]
+
+
+def test_the_training_loader_is_closed_however_the_run_ends(tmp_path):
+  """Its data workers stop when the run finishes and when it fails (here on a NaN loss)."""
+  closed = []
+
+  def loader(data_config, **kwargs):
+    batches = make_array_loader(data_config, **kwargs)
+    if kwargs["train"]:
+      batches.close = lambda: closed.append(kwargs["seed"])
+    return batches
+
+  run = functools.partial(trainer.train_and_evaluate, make_loader=loader, devices=jax.devices()[:1])
+  run(tiny_config(total_steps=4, **{"mesh.data": 1}), str(tmp_path / "finished"))
+  assert closed == [0]
+  with pytest.raises(trainer.NonFiniteLossError):
+    run(tiny_config(**{"mesh.data": 1, "data.nan_after": 2, "seed": 3}), str(tmp_path / "nan"))
+  assert closed == [0, 3]
