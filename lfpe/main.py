@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 
 from absl import app, flags, logging
@@ -116,6 +118,15 @@ def main(argv: list[str]) -> None:
     _exit_with(Interrupted("interrupted before training started; re-run the same command."))
 
 
+def _exit_with_parent(parent: int) -> None:
+  """Ends this process within a second of its parent (`parent`, a pid) ending: a data worker of
+  a run that was killed (SIGKILL, SIGTERM: no trainer left to close it) stops, instead of
+  waiting on its full queue forever."""
+  while os.getppid() == parent:
+    time.sleep(1)
+  os._exit(1)
+
+
 def run() -> None:
   app.run(main, flags_parser=_parse_flags)
 
@@ -124,6 +135,6 @@ if __name__ == "__main__":
   run()
 elif __name__ == "__mp_main__":  # a process this one spawned (grain's `data.worker_count` workers)
   # Ctrl-C reaches the whole process group: the trainer alone handles it (it stops after the
-  # step, then closes the workers, which free their shared memory), not each worker with a
-  # KeyboardInterrupt traceback and batches left in shared memory.
+  # step, then closes the workers), not each worker with a KeyboardInterrupt traceback.
   signal.signal(signal.SIGINT, signal.SIG_IGN)
+  threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()

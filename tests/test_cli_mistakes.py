@@ -298,18 +298,33 @@ def test_ctrl_c_is_one_line_naming_the_checkpoint_and_exit_130(tmp_path):
   assert f"training from step {found[2]} to step" in resumed.stderr
 
 
+def _start_with_workers(tmp_path):
+  """The full digits config (its batches are large enough for grain to pass them in shared
+  memory) with 2 data workers, once training is under way and they are sending batches."""
+  args = ["--config=configs/vit_digits.py", f"--workdir={tmp_path / 'w'}"]
+  args += ["--config.total_steps=100000", "--config.data.worker_count=2"]
+  args += ["--config.log_every=5", "--config.report_every=5", "--config.eval_every=100000"]
+  job = start_main(*args)
+  for line in job.stderr:
+    if re.match(r"lfpe: step [1-9]\d\d", line):
+      return job
+  raise AssertionError(f"the run ended first: {job.wait()}")
+
+
+def _assert_group_ends(pgid: int) -> None:
+  """No process of group `pgid` is left running, within 30 s (the resource tracker ends once
+  the run has; a worker whose run has gone, within a second)."""
+  deadline = time.monotonic() + 30
+  while _running_in_group(pgid) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  assert not _running_in_group(pgid)
+
+
 def test_ctrl_c_stops_the_data_workers_too_and_leaves_nothing(tmp_path):
   """A terminal's Ctrl-C reaches the run and its grain workers (`data.worker_count=2`): still
   one line and exit 130, no worker's traceback, no process left running, no semaphore for the
   resource tracker to warn about (the trainer closes the loader)."""
-  # The full config: its batches are large enough for grain to pass them in shared memory.
-  args = ["--config=configs/vit_digits.py", f"--workdir={tmp_path / 'w'}"]
-  args += ["--config.total_steps=100000", "--config.data.worker_count=2"]
-  args += ["--config.log_every=5", "--config.report_every=5"]
-  job = start_main(*args, "--config.eval_every=100000")
-  for line in job.stderr:  # wait for training to be under way, its workers sending batches
-    if re.match(r"lfpe: step [1-9]\d\d", line):
-      break
+  job = _start_with_workers(tmp_path)
   os.killpg(job.pid, signal.SIGINT)
   _, stderr = job.communicate(timeout=120)  # to EOF: every process holding stderr has ended
   assert job.returncode == 130, stderr[-3000:]
@@ -317,10 +332,15 @@ def test_ctrl_c_stops_the_data_workers_too_and_leaves_nothing(tmp_path):
   assert "Traceback" not in stderr and "leaked semaphore" not in stderr, stderr[-3000:]
   [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
   assert line.startswith("lfpe.main: interrupted at step "), line
-  deadline = time.monotonic() + 30  # the resource tracker ends once the run has
-  while _running_in_group(job.pid) and time.monotonic() < deadline:
-    time.sleep(0.2)
-  assert not _running_in_group(job.pid)  # no worker left running
+  _assert_group_ends(job.pid)
+
+
+def test_data_workers_of_a_killed_run_end_with_it(tmp_path):
+  """SIGKILL to the run alone (no trainer left to close its workers): they end too."""
+  job = _start_with_workers(tmp_path)
+  job.kill()
+  job.wait(timeout=60)
+  _assert_group_ends(job.pid)
 
 
 def _running_in_group(pgid: int) -> list[str]:
