@@ -267,7 +267,7 @@ class TrainIterator:
     workers = getattr(self._local, "_iterator", None)  # None: `MemoryBatches`, no workers
     if workers is not None:
       workers.close()
-      self._local = workers = None
+      self._local = None
 
 
 class EvalLoader:

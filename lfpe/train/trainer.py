@@ -94,72 +94,72 @@ def train_and_evaluate(
 
   # 3. Data.
   train_iter = seeds.train_loader(make_loader, config, data_sharding)  # one per seed (S > 0)
-  try:  # its workers stop however the run ends (`data.worker_count` > 0)
-    # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
-    # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
-    prog = program.build(config, mesh, task=task, model=model)
-    evaluations = evaluation.build(prog, config, make_loader, data_sharding)  # `eval`, `evals`
 
-    # 6. Restore the newest readable checkpoint onto this mesh, or initialise in place.
-    target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
-    keep, async_save = config.keep_checkpoints, config.get("async_checkpoints", True)
-    with checkpoint.make_manager(workdir, keep=keep, async_save=async_save) as manager:
-      reset_data = config.get("reset_data_position", False)
-      restored = checkpoint.restore_latest(manager, target, train_iter, reset_data=reset_data)
-      start_step, state = restored if restored else (0, prog.init_state())
-      headline = getattr(prog.task, "HEADLINE", None)
-      if start_step >= config.total_steps:  # Complete: its metrics and summary stay as they are.
-        summary = _finished_summary(workdir, start_step, config.total_steps)
-        _print_final_line(summary, headline, workdir)
-        return summary
-      if jax.process_index() == 0:  # the record of what trains these checkpoints
-        workdir_lib.write_record(config, workdir)
+  # 4-5. Model, optimizer, sharded state layout (`jax.eval_shape` of init, logical axes ->
+  # NamedShardings) and the jitted steps (train_step donates the state): see program.py.
+  prog = program.build(config, mesh, task=task, model=model)
+  evaluations = evaluation.build(prog, config, make_loader, data_sharding)  # `eval`, `evals`
 
-      # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
-      writer = MetricWriter(
-        workdir,
-        total_steps=config.total_steps,
-        start_step=start_step,
-        progress=config.get("progress", True),
-        report_every=report_interval(
-          config.get("report_every", 0), config.total_steps, config.log_every
-        ),
-        is_main=jax.process_index() == 0,
-      )
-      start_time = time.perf_counter()
-      with writer, _stop_requests() as stop_requested:
-        step = start_step + 1
-        try:
-          for step in range(start_step + 1, config.total_steps + 1):
-            state, metrics = prog.train_step(state, next(train_iter), prog.dropout_rng)
-            last = step == config.total_steps
-            saving = step % config.checkpoint_every == 0 or last
-            if step % config.log_every == 0 or saving:  # Never save a state not known finite.
-              metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
-              values = writer.write(step, "train", metrics)
-              _check_finite(values, step, manager)
-              writer.advance(step, loss=values["loss"])
-            due = [ev for ev in evaluations if step % ev.every == 0 or last]
-            for split, scores in evaluation.run_all(prog.task, due, state.eval_variables()).items():
-              values = writer.write(step, split, scores)
-              if split == "eval":
-                writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
-            if saving:
-              writer.sync()  # a remote workdir's metrics up to `step` are uploaded first
-              checkpoint.save(manager, step, state, train_iter)
-            writer.advance(step)
-            if stop_requested():
-              raise KeyboardInterrupt
-        except KeyboardInterrupt:
-          raise _interrupted(step, config.total_steps, manager) from None
-        manager.wait_until_finished()
-        wall_s = time.perf_counter() - start_time
-        summary = writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
-    _print_final_line(summary, headline, workdir)
-    return summary
-  finally:
-    with _ctrl_c_ignored():  # a second Ctrl-C cutting this short would orphan the workers
-      seeds.close(train_iter)
+  # 6. Restore the newest readable checkpoint onto this mesh, or initialise in place.
+  target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
+  keep, async_save = config.keep_checkpoints, config.get("async_checkpoints", True)
+  with (
+    checkpoint.make_manager(workdir, keep=keep, async_save=async_save) as manager,
+    _closed_at_exit(train_iter),  # its workers (`data.worker_count` > 0) start in this block
+  ):
+    reset_data = config.get("reset_data_position", False)
+    restored = checkpoint.restore_latest(manager, target, train_iter, reset_data=reset_data)
+    start_step, state = restored if restored else (0, prog.init_state())
+    headline = getattr(prog.task, "HEADLINE", None)
+    if start_step >= config.total_steps:  # Complete: its metrics and summary stay as they are.
+      summary = _finished_summary(workdir, start_step, config.total_steps)
+      _print_final_line(summary, headline, workdir)
+      return summary
+    if jax.process_index() == 0:  # the record of what trains these checkpoints
+      workdir_lib.write_record(config, workdir)
+
+    # 7. The loop: step, log (stop on NaN), evaluate, checkpoint.
+    writer = MetricWriter(
+      workdir,
+      total_steps=config.total_steps,
+      start_step=start_step,
+      progress=config.get("progress", True),
+      report_every=report_interval(
+        config.get("report_every", 0), config.total_steps, config.log_every
+      ),
+      is_main=jax.process_index() == 0,
+    )
+    start_time = time.perf_counter()
+    with writer, _stop_requests() as stop_requested:
+      step = start_step + 1
+      try:
+        for step in range(start_step + 1, config.total_steps + 1):
+          state, metrics = prog.train_step(state, next(train_iter), prog.dropout_rng)
+          last = step == config.total_steps
+          saving = step % config.checkpoint_every == 0 or last
+          if step % config.log_every == 0 or saving:  # Never save a state not known finite.
+            metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
+            values = writer.write(step, "train", metrics)
+            _check_finite(values, step, manager)
+            writer.advance(step, loss=values["loss"])
+          due = [ev for ev in evaluations if step % ev.every == 0 or last]
+          for split, scores in evaluation.run_all(prog.task, due, state.eval_variables()).items():
+            values = writer.write(step, split, scores)
+            if split == "eval":
+              writer.advance(step, eval_accuracy=values.get("accuracy", math.nan))
+          if saving:
+            writer.sync()  # a remote workdir's metrics up to `step` are uploaded first
+            checkpoint.save(manager, step, state, train_iter)
+          writer.advance(step)
+          if stop_requested():
+            raise KeyboardInterrupt
+      except KeyboardInterrupt:
+        raise _interrupted(step, config.total_steps, manager) from None
+      manager.wait_until_finished()
+      wall_s = time.perf_counter() - start_time
+      summary = writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
+  _print_final_line(summary, headline, workdir)
+  return summary
 
 
 @contextlib.contextmanager
@@ -168,32 +168,38 @@ def _stop_requests() -> Iterator[Callable[[], bool]]:
   checkpoint save or metric write is cut in half; a second Ctrl-C interrupts at once. Off the
   main thread, or where SIGINT is ignored (a record's job processes), nothing changes."""
   requested: list[bool] = []
-  previous = signal.getsignal(signal.SIGINT)
-  if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
-    yield lambda: False
-    return
 
   def handler(signum: int, frame: Any) -> None:
     if requested:
       raise KeyboardInterrupt
     requested.append(True)
 
-  signal.signal(signal.SIGINT, handler)
-  try:
-    yield lambda: bool(requested)
-  finally:
-    signal.signal(signal.SIGINT, previous)
+  with _on_sigint(handler) as installed:
+    yield (lambda: bool(requested)) if installed else (lambda: False)
 
 
 @contextlib.contextmanager
-def _ctrl_c_ignored() -> Iterator[None]:
-  """SIGINT ignored inside (on the main thread; elsewhere nothing changes)."""
-  if threading.current_thread() is not threading.main_thread():
-    yield
-    return
-  previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _closed_at_exit(loader: Any) -> Iterator[None]:
+  """`loader`'s data workers stopped however the block ends, Ctrl-C ignored meanwhile (cut
+  short, the close would leave them running without a parent)."""
   try:
     yield
+  finally:
+    with _on_sigint(signal.SIG_IGN):
+      seeds.close(loader)
+
+
+@contextlib.contextmanager
+def _on_sigint(handler: Any) -> Iterator[bool]:
+  """SIGINT goes to `handler` inside, then back to its previous handler; yields whether it
+  was installed (not off the main thread, nor where SIGINT is ignored)."""
+  previous = signal.getsignal(signal.SIGINT)
+  if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
+    yield False
+    return
+  signal.signal(signal.SIGINT, handler)
+  try:
+    yield True
   finally:
     signal.signal(signal.SIGINT, previous)
 
