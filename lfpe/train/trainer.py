@@ -205,8 +205,11 @@ def _on_sigint(handler: Any) -> Iterator[bool]:
 
 
 def _interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
-  """Ctrl-C during `step`: the checkpoint a re-run resumes from, in one line."""
-  manager.wait_until_finished()  # a save in flight completes: it is the newest checkpoint
+  """Ctrl-C during `step`: the checkpoint a re-run resumes from, in one line. A save in flight
+  completes first (it is the newest checkpoint), shielded from a further Ctrl-C, which would
+  otherwise escape as an interrupt "before training started"."""
+  with _on_sigint(signal.SIG_IGN):
+    manager.wait_until_finished()
   last = manager.latest_step()
   resume = f"from checkpoint step {last}" if last is not None else "from the start"
   return Interrupted(

@@ -6,6 +6,9 @@ Sharding (1 device vs 8), determinism, resume onto another mesh, NaN stop, metri
 import functools
 import json
 import math
+import os
+import signal
+import time
 
 import jax
 import numpy as np
@@ -277,3 +280,27 @@ def test_the_training_loader_is_closed_however_the_run_ends(tmp_path):
   with pytest.raises(trainer.NonFiniteLossError):
     run(tiny_config(**{"mesh.data": 1, "data.nan_after": 2, "seed": 3}), str(tmp_path / "nan"))
   assert closed == [0, 3]
+
+
+def test_a_further_ctrl_c_while_the_last_save_completes_is_ignored():
+  """Ctrl-C once, then again while `_interrupted` waits for a save in flight: the save still
+  completes and the one line names it (the second Ctrl-C used to escape as an interrupt
+  "before training started")."""
+
+  class SavingManager:
+    saved = None
+
+    def wait_until_finished(self):
+      os.kill(os.getpid(), signal.SIGINT)  # lands while the save is in flight
+      time.sleep(0.05)  # a Python-level handler would run here
+      self.saved = 10
+
+    def latest_step(self):
+      return self.saved
+
+  with trainer._stop_requests() as stop_requested:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.05)
+    assert stop_requested()
+    message = str(trainer._interrupted(12, 100, SavingManager()))
+  assert message.endswith("resume from checkpoint step 10."), message
