@@ -288,21 +288,31 @@ def _rows(family: Family, scores: dict, tuned: set[str], at_defaults: bool) -> l
 
 def recommendation(family: Family, rows: list[dict]) -> str:
   """Plain words, only where the intervals support them, among comparisons where both sides
-  had the same budget (both at defaults, or both tuned)."""
+  had the same budget (both at defaults, or both tuned): an effect is resolved where its
+  interval excludes 0 and it survives Holm's adjustment over that budget's rows of the family
+  (`_holm_survivors`); one that excludes 0 only on its own is named apart."""
   ref = family.label(family.reference)
   words = []
   for tuning, what in (("defaults", "at defaults"), ("both tuned", "each tuned")):
     group = [r for r in rows if r["tuning"] == tuning]
     if not group:
       continue
-    better = [r["arm"] for r in group if r["low"] > 0]
-    worse = [r["arm"] for r in group if r["high"] < 0]
+    kept = _holm_survivors(group)
+    better = [r["arm"] for r in kept if r["low"] > 0]
+    worse = [r["arm"] for r in kept if r["high"] < 0]
+    alone = [r["arm"] for r in group if (r["low"] > 0 or r["high"] < 0) and r not in kept]
     if better:
       words.append(f"{what}, {', '.join(better)} resolved better than {ref}")
     else:
       words.append(f"{what}, nothing is resolved better than {ref}")
     if worse:
       words.append(f"{', '.join(worse)} resolved worse")
+    if alone:
+      by = "its interval" if len(alone) == 1 else "their intervals"
+      words.append(
+        f"{', '.join(alone)} apart from {ref} by {by} alone, not after Holm's adjustment over "
+        f"the {len(group)} rows {what}"
+      )
   unfair = [r for r in rows if not r["fair"]]
   ahead = [r["arm"] for r in unfair if r["tuned"] and r["low"] > 0]
   behind = [r["arm"] for r in unfair if r["tuned"] and r["high"] < 0]
@@ -316,6 +326,17 @@ def recommendation(family: Family, rows: list[dict]) -> str:
   return "; ".join(words) + "."
 
 
+def _holm_survivors(group: list[dict]) -> list[dict]:
+  """The rows of `group` whose effect differs from 0 at a family-wise 5 % over the group
+  (`stats.holm` on each row's paired t test, read back from its interval and seeds)."""
+  tests = [
+    {"p_value": stats.p_value((r["low"] + r["high"]) / 2, (r["high"] - r["low"]) / 2, r["n"] - 1),
+     "verdict": "reproduced"}
+    for r in group
+  ]  # fmt: skip
+  return [r for r, verdict in zip(group, stats.holm(tests), strict=True) if verdict != "unresolved"]
+
+
 def markdown(results: list[tuple[Family, list[dict]]]) -> str:
   lines = [
     "# Which encoding? Every record's encodings against Sine-2D",
@@ -327,7 +348,10 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
     "validation data by the same sweep and rule (an equal budget); `tuned (reference at "
     "defaults)` or the reverse, only one arm's knob chosen (a first edition that swept only "
     "Learnable-Fourier's γ, as detection's did): not an equal-budget comparison, "
-    "and the page recommends nothing on it. The records are CPU-scale reproductions "
+    "and the page recommends nothing on it. A reading calls an effect resolved where its "
+    "interval excludes 0 and it survives Holm's adjustment over the family's rows at the same "
+    "budget (at defaults, or each tuned); one that excludes 0 only on its own is named apart. "
+    "The records are CPU-scale reproductions "
     "(each README says how they differ from the papers'); an effect here is evidence about "
     "that task at that scale, not a law.",
     "",

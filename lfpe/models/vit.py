@@ -83,9 +83,11 @@ class ViT(Checked, nn.Module):
 
   Sizes default to B/16. `image_size` is the training size (it sizes learned position
   tables). `head_init_std` draws the classifier from N(0, std²) instead of zeros (big_vision's
-  zero head); the position studies use it. `coord_augment` ({shift, jitter, rescale}, off by
-  default) perturbs the coordinates of coordinate-based encodings while training (DINOv3's
-  recipe, `lfpe.encodings.coords.augment`); evaluation reads the plain grid.
+  zero head); the position studies use it. `coord_augment` ({shift, jitter, rescale, convention},
+  off by default) perturbs the coordinates of coordinate-based encodings while training
+  (DINOv3's box jittering, `lfpe.encodings.coords.augment`: `convention='extent'`, the default,
+  is lfpe's (n − 1)/n shift, `'dinov3'` DINOv3's own; `coords.DINOV3` is its released preset);
+  evaluation reads the plain grid.
   """
 
   num_classes: int

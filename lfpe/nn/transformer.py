@@ -158,8 +158,8 @@ class Encoder(Checked, nn.Module):
     num_prefix: tokens before the grid tokens (class token).
     causal: causal self-attention (autoregressive models).
     norm: `pre` (ViT; the stack ends in `encoder_norm`) or `post` (DETR; no final norm).
-    coord_augment: {shift, jitter, rescale} of the encoding's coordinates when training
-      (`PositionSource`; off by default).
+    coord_augment: {shift, jitter, rescale, convention} of the encoding's coordinates when
+      training (`PositionSource`, `lfpe.encodings.coords.augment`; off by default).
   """
 
   depth: int

@@ -1,12 +1,13 @@
 """Every ordering a README states has an interval, a verdict or its source behind it.
 
-A sentence that orders encodings ("A beats B", "ends best", "A > B", ...) in the project's
-README, the docs (docs/*.md) or an experiment's README must carry its evidence in the same
-sentence: a 95 % interval ([lo, hi], ±, or "lo to hi"), a verdict (reproduced, contradicted,
-(un)resolved), a pointer to its rows (claims.json, or a link to a record's claims), or the
-paper it quotes (000-004, "the paper", "the thesis"); words such as "claims" or "reproduces"
-alone are not evidence. Generated blocks (claims tables) and code blocks are built from
-claims.json and are skipped. Prose that orders arms with none of these is what issue 38 removed.
+A sentence that orders encodings ("A beats B", "ends best", "ends above B", "A > B", ...) in the
+project's README, the docs (docs/*.md) or an experiment's README must carry its evidence in the
+same sentence: a 95 % interval ([lo, hi], ±, or "lo to hi"), a verdict (reproduced,
+contradicted, (un)resolved), a pointer to its rows (claims.json, or a link to a record's
+claims), or the paper it quotes (000-004, "the paper", "the thesis"); words such as "claims" or
+"reproduces" alone are not evidence. Generated blocks (claims tables) and code blocks are built
+from claims.json and are skipped. Prose that orders arms with none of these is what issue 38
+removed.
 """
 
 import pathlib
@@ -24,7 +25,8 @@ ORDERING = re.compile(
   r"\b(beats?|beaten|outperforms?|better than|worse than|ahead(?![- ]of[- ]time)|behind|trails?"
   r"|(?:higher|lower|larger|smaller|greater) than|removes? most|rescues?"
   r"|(?:is|are|ends?|was) (?:the )?(?:best|last|worst|lowest|highest)|second best"
-  r"|(?:gains?|helps?|loses?|drops?|falls?) (?:the )?(?:most|least))\b"
+  r"|(?:gains?|helps?|loses?|drops?|falls?) (?:the )?(?:most|least)|outscores?"
+  r"|(?:ends?|scores?|sits?|ranks?)(?: \w+)? (?:above|below)(?! (?:its|the|their) ceiling))\b"
   r"|(?<=[\w)]) [<>] (?=[A-Z])",
   re.IGNORECASE,
 )
@@ -67,6 +69,8 @@ def test_the_rule_finds_an_ordering_with_nothing_behind_it():
   assert unsupported("Mixed-resolution training removes most of it.")
   assert unsupported("A is second, ahead of every table, and the claims reproduce.")
   assert unsupported("Fourier's gap to Embed-2D is larger than MLP's.")
+  assert unsupported("Tuned, Sine-2D ends above MLP.") and unsupported("A scores well below B.")
+  assert not unsupported("AP sits far below its ceiling of 100.")
   assert not unsupported("A is ahead of B (claims.json).")
   assert not unsupported("A trails B ([claims](experiments/x/claims.json)).")
 

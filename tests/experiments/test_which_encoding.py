@@ -37,6 +37,19 @@ def test_a_tuned_arm_ahead_of_an_untuned_reference_is_never_recommended():
   assert "each tuned, F resolved better than Sine-2D (DETR)" in both
 
 
+def test_a_reading_resolves_only_what_survives_holm_over_its_budget():
+  """Three rows at defaults: one clear effect, two whose intervals barely exclude 0 (p just
+  under 0.05 each, above Holm's 0.05/2 once the clear one is out)."""
+  family = which_encoding.FAMILIES[1]
+  rows = [_row("A", 5.0, 6.0), _row("B", 0.01, 2.0), _row("C", -2.0, -0.01)]
+  reading = which_encoding.recommendation(family, rows)
+  assert reading.startswith("at defaults, A resolved better than Sine-2D (DETR)"), reading
+  assert "resolved worse" not in reading and "B, C apart from" in reading, reading
+  assert "not after Holm's adjustment over the 3 rows at defaults" in reading, reading
+  alone = which_encoding.recommendation(family, [_row("B", 0.01, 2.0)])
+  assert alone.startswith("at defaults, B resolved better"), alone  # m = 1: Holm is the test
+
+
 def test_effects_pair_seeds_and_sign_lower_is_better_metrics():
   family = which_encoding.Family(
     "toy", "generation", "bpd", "ref", lambda r: {"ref": {0: 1.0, 1: 1.2, 2: 1.1},
