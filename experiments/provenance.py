@@ -54,32 +54,37 @@ def code_fingerprint(paths: tuple[str, ...] = TRAINED_CODE) -> str | None:
   return digest.hexdigest()
 
 
+DIRTY = "+uncommitted changes"  # a commit's suffix when the tree differs from it
+
+
 def _commit() -> str:
-  root = ROOT
   try:
-    out = subprocess.run(
-      ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    )
-    dirty = subprocess.run(
-      ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-      capture_output=True,
-      text=True,
-      check=True,
-    )
+    head = _git("rev-parse", "HEAD").strip()
+    changed = _git("status", "--porcelain", "--untracked-files=all")
   except (OSError, subprocess.CalledProcessError):
     return "unknown"
-  return out.stdout.strip() + ("+uncommitted changes" if code_changes(dirty.stdout) else "")
+  return head + (DIRTY if code_changes(changed) else "")
 
 
 # What a running record writes as it goes: another record's progress does not make the code
 # this one runs any different.
 RECORD_DATA = ("experiments/*/results.json", "experiments/*/checks.json")
+CODE = ("lfpe/", "configs/", "experiments/")  # where an untracked .py file is code a run imports
 
 
 def code_changes(porcelain: str) -> list[str]:
-  """The changed paths of `git status --porcelain` output, but records' data (`RECORD_DATA`)."""
-  paths = [line[3:].split(" -> ")[-1] for line in porcelain.splitlines() if line.strip()]
-  return [p for p in paths if not any(fnmatch.fnmatch(p, pattern) for pattern in RECORD_DATA)]
+  """The changed paths of `git status --porcelain` output that can change what a record
+  computes: tracked files but records' data (`RECORD_DATA`), and untracked Python files under
+  `CODE` (a new module a run imports; not a record's new report or figure)."""
+  changed = []
+  for line in filter(str.strip, porcelain.splitlines()):
+    path = line[3:].split(" -> ")[-1]
+    if any(fnmatch.fnmatch(path, pattern) for pattern in RECORD_DATA):
+      continue
+    if line.startswith("??") and not (path.endswith(".py") and path.startswith(CODE)):
+      continue
+    changed.append(path)
+  return changed
 
 
 def machine() -> dict:
@@ -122,7 +127,8 @@ def provenance(command: list[str] | None = None) -> dict:
 @functools.cache
 def run_provenance() -> dict:
   """The provenance each run this invocation trains records in its own results entry: the
-  commit (with "+uncommitted changes" when the tree was dirty), command, date and CPU, and
+  commit (with `DIRTY` appended when the tree was dirty, and `dirty` saying so), command, date
+  and CPU, and
   `own_command`: whether the command was an experiment's `run.py` rather than, say, a driver
   script (records span many invocations; the record-level provenance names only the last). A
   run read back from a finished workdir is stamped by the invocation that read it.
@@ -135,7 +141,8 @@ def run_provenance() -> dict:
   name = getattr(spec, "name", "") or ""
   own = name.startswith("experiments.") and name.endswith(".run")
   keep = {k: stamp[k] for k in ("commit", "command", "date")}
-  return {**keep, "cpu": stamp["machine"]["cpu"], "own_command": own}
+  dirty = stamp["commit"].endswith(DIRTY)
+  return {**keep, "dirty": dirty, "cpu": stamp["machine"]["cpu"], "own_command": own}
 
 
 RUN_STAMP = "provenance.json"  # in a run's workdir: the invocation that trained it
@@ -169,7 +176,7 @@ def warn_if_unfit_for_a_record(stamp: dict) -> None:
   """One loud line when the runs about to train cannot be traced to a commit and to the
   record's own command (their entries say so too)."""
   problems = []
-  if "+uncommitted changes" in stamp["commit"]:
+  if stamp["dirty"]:
     problems.append("the tree has uncommitted changes")
   if not stamp["own_command"]:
     problems.append(f"the command ({stamp['command']}) is not an experiment's run.py")

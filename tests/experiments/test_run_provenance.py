@@ -70,6 +70,8 @@ def test_every_run_of_a_record_carries_its_own_provenance(path):
     if stamp is None:
       continue
     assert {"commit", "command", "date", "own_command"} <= set(stamp), key
+    if "dirty" in stamp:  # runs stamped since 2026-12-04 say it in a field of its own
+      assert stamp["dirty"] == stamp["commit"].endswith(provenance.DIRTY), key
     if stamp["own_command"]:  # an experiment's run.py: this record's own, not another's
       own = f"experiments/{editions.family(record)}/run.py"
       assert stamp["command"].split()[1].endswith(own), (key, stamp["command"])

@@ -260,6 +260,7 @@ def test_each_run_records_its_own_provenance_and_a_dirty_tree_is_said_loudly(
     "commit": "abc+uncommitted changes",
     "command": "python driver.py",
     "date": "2026-11-27T00:00:00+00:00",
+    "dirty": True,
     "cpu": "test CPU",
     "own_command": False,  # under pytest, not python -m experiments.NAME.run
   }
@@ -318,6 +319,16 @@ def test_another_records_progress_does_not_make_the_tree_dirty():
   )
   assert provenance.code_changes(porcelain) == ["lfpe/encodings/rotary.py", "experiments/b/run.py"]
   assert provenance.code_changes(" M experiments/resolution/results.json\n") == []
+
+
+def test_an_untracked_module_makes_the_tree_dirty_an_untracked_report_does_not():
+  """A new .py file under lfpe/, configs/ or experiments/ is code a run may import; a record's
+  new report, figure or scratch file elsewhere is not."""
+  porcelain = (
+    "?? lfpe/encodings/new.py\n?? configs/mine.py\n?? experiments/x/claims.json\n"
+    "?? experiments/x/plot.png\n?? notes.py\n?? experiments/x/results.json\n"
+  )
+  assert provenance.code_changes(porcelain) == ["lfpe/encodings/new.py", "configs/mine.py"]
 
 
 def test_sweep_runs_start_at_first_seed_in_key_config_and_workdir(tmp_path):
