@@ -1,11 +1,13 @@
 """lfpe against numbers the reference code itself computed (tests/encodings/reference_values.npz,
-written by scripts/reference_values.py with PyTorch 2.13, rotary-embedding-torch, rope-vit and
-DINOv3; the versions and commits are in the file): PyTorch's `F.interpolate` kernels as Swin,
-MAE, DeiT/RoPE-ViT and timm resize tables; rope-vit's RoPE-Axial and RoPE-Mixed, also past
-the training grid; rotary-embedding-torch's `interpolate_factor` (PI) and
-`theta_rescale_factor` (NTK) per axis; DINOv3's RoPE with and without its coordinate
-augmentation, on the draws it made. The other tests check the same against transcriptions
-of the formulas; these pin the references' own output.
+written by scripts/reference_values.py with PyTorch and rotary-embedding-torch from checkouts
+of rope-vit, DINOv3, Swin, DETR, MAE and big_vision; the versions and commits are in the
+file): PyTorch's `F.interpolate` kernels as Swin, MAE, DeiT/RoPE-ViT and timm resize tables;
+rope-vit's RoPE-Axial and RoPE-Mixed, also past the training grid; rotary-embedding-torch's
+`interpolate_factor` (PI) and `theta_rescale_factor` (NTK) per axis; DINOv3's RoPE with and
+without its coordinate augmentation, on the draws it made; Swin's relative position bias,
+also at a window fine-tuned from a smaller one; DETR's sine on padding masks; MAE's and
+big_vision's 2-D sin-cos tables. The other tests check the same against transcriptions of
+the formulas; these pin the references' own output.
 """
 
 import json
@@ -17,14 +19,19 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from lfpe import encodings
 from lfpe.encodings import coords as coords_lib
+from lfpe.encodings.relative import RelativeBias2D
 from lfpe.encodings.resample import resample
 from lfpe.encodings.rotary import Rotary2D
+from lfpe.encodings.sinusoidal import DetrSine
 
 FILE = pathlib.Path(__file__).with_name("reference_values.npz")
 VALUES = np.load(FILE)
 INDEX = json.loads(str(VALUES["cases"]))
 CASES = INDEX["cases"]
+KINDS = ("resize", "rope_vit", "rotary_embedding_torch", "dinov3", "swin", "detr", "mae")
+KINDS += ("big_vision",)
 
 
 def _cases(kind):
@@ -34,8 +41,8 @@ def _cases(kind):
 
 def test_the_file_holds_every_reference():
   kinds = {c["kind"] for c in CASES}
-  assert kinds == {"resize", "rope_vit", "rotary_embedding_torch", "dinov3"}, kinds
-  assert len(CASES) == 25 and {"torch", "naver-ai/rope-vit"} <= set(INDEX["versions"])
+  assert kinds == set(KINDS), kinds
+  assert len(CASES) == 34 and {"torch", "naver-ai/rope-vit"} <= set(INDEX["versions"])
 
 
 @_cases("resize")
@@ -108,3 +115,45 @@ def test_dinov3_coords_and_augmentation_equal_dinov3_rope(case, monkeypatch):
   got = module.apply({}, jnp.asarray(x)[None, :, None], coords)
   want = VALUES[f"{case['name']}/out"][:, perm]
   np.testing.assert_allclose(np.asarray(got)[0, :, 0], want, rtol=1e-5, atol=2e-5)
+
+
+@_cases("swin")
+def test_relative_bias_equals_swin_and_its_fine_tuning_resize(case):
+  """Swin's table (2·4 − 1)² x heads for a 4x4 window; at 6x6 Swin resizes it for the new
+  window with `F.interpolate(mode='bicubic')` (`load_pretrained`), lfpe's default kernel."""
+  module = RelativeBias2D(grid_shape=tuple(case["trained"]), num_heads=2)
+  table = jnp.asarray(VALUES["swin/table"])
+  got = module.apply({"params": {"table": table}}, tuple(case["window"]))
+  np.testing.assert_allclose(np.asarray(got), VALUES[f"{case['name']}/out"], rtol=1e-5, atol=1e-6)
+
+
+@_cases("detr")
+def test_detr_sine_equals_detr_on_padding_masks(case):
+  module = DetrSine(dim=case["dim"], temperature=case["temperature"], normalize=case["normalize"])
+  got = module.apply({}, jnp.asarray(VALUES["detr/mask"]), method="from_mask")
+  np.testing.assert_allclose(np.asarray(got), VALUES[f"{case['name']}/out"], atol=1e-5)
+
+
+@_cases("mae")
+def test_sine_2d_concat_equals_mae_with_its_halves_swapped_on_the_grid(case):
+  """MAE's table (a zero class-token row, then x's half first) is `sine_2d(layout='concat')`
+  at (x, y) coordinates; the y-first grid a model gets is it with its two halves swapped."""
+  want, dim, grid = VALUES[f"{case['name']}/out"], case["dim"], tuple(case["grid"])
+  sine = encodings.create("sine_2d", dim=dim, layout="concat")
+  xy = coords_lib.grid(grid)[:, ::-1]
+  np.testing.assert_array_equal(want[0], 0.0)
+  np.testing.assert_allclose(np.asarray(sine.apply({}, xy)), want[1:], atol=1e-5)
+  y_first = np.asarray(sine.apply({}, grid, method="grid"))
+  np.testing.assert_allclose(np.roll(y_first, dim // 2, axis=-1), want[1:], atol=1e-5)
+
+
+@_cases("big_vision")
+def test_sine_2d_concat_equals_big_vision_posemb_sincos_2d(case):
+  """big_vision's ω_k = T^(−k/(K−1)) over K = width/4 frequencies is lfpe's T^(−k/K) at
+  temperature T^(K/(K−1)) (the sinusoidal module's docstring)."""
+  dim, k = case["dim"], case["dim"] // 4
+  sine = encodings.create(
+    "sine_2d", dim=dim, temperature=case["temperature"] ** (k / (k - 1)), layout="concat"
+  )
+  got = sine.apply({}, coords_lib.grid(tuple(case["grid"]))[:, ::-1])
+  np.testing.assert_allclose(np.asarray(got), VALUES[f"{case['name']}/out"], atol=1e-5)
