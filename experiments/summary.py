@@ -31,6 +31,7 @@ START, END = "<!-- claims-summary:start -->", "<!-- claims-summary:end -->"
 FAIR = "fair-tuning"  # the README block of the before/after-fair-tuning table
 CONTROL = "control"  # claims whose text names the control are the no-position checks
 TUNINGS = ("defaults", "some tuned", "each tuned")
+RESOLVED = ("reproduced", "contradicted")
 
 
 def _claims(name: str) -> list[dict]:
@@ -95,9 +96,10 @@ def tuning(entry: dict) -> str:
 
 def fair_rows() -> tuple[list[dict], list[str]]:
   """Per record, 002's claims (controls aside) counted by `tuning`: (tested, reproduced,
-  contradicted) each, from the newest edition with claims read that way; and the changed
-  verdicts: a claim (same item, arms and metric) read less fairly (some tuned, else
-  defaults) and with each arm tuned, the two readings possibly from different editions."""
+  contradicted, and the two after Holm's adjustment) each, from the newest edition with
+  claims read that way; and the changed verdicts: a claim (same item, arms and metric) read
+  less fairly (some tuned, else defaults) and with each arm tuned, the two readings possibly
+  from different editions."""
   rows, changes = [], []
   for found in editions.finished(ROOT).values():
     by_kind: dict[str, tuple[str, list[dict]]] = {}
@@ -113,8 +115,9 @@ def fair_rows() -> tuple[list[dict], list[str]]:
     readings: dict[tuple, dict[str, tuple[str, dict]]] = {}
     for kind in TUNINGS:
       name, claims = by_kind.get(kind, ("", []))
-      verdicts = [e["verdict"] for e in claims]
-      row[kind] = (len(verdicts), verdicts.count("reproduced"), verdicts.count("contradicted"))
+      plain = [e["verdict"] for e in claims]
+      holm = [e["holm_verdict"].split(" (")[0] for e in claims]  # "... (not adjusted)" too
+      row[kind] = (len(plain), *(v.count(s) for v in (plain, holm) for s in RESOLVED))
       for e in claims:
         readings.setdefault((e["item"], e["a"], e["b"], e["metric"]), {})[kind] = (name, e)
     rows.append(row)
@@ -133,7 +136,7 @@ def fair_rows() -> tuple[list[dict], list[str]]:
 
 def fair_markdown() -> str:
   """The before/after-fair-tuning table and its list of changed verdicts."""
-  cell = lambda n, r, c: f"{r} / {c} of {n}" if n else "–"
+  cell = lambda n, r, c, hr, hc: f"{r} / {c} of {n} (Holm: {hr} / {hc})" if n else "–"
   lines = [
     "| experiment | at defaults | some arms tuned (Fourier only) | each arm tuned |",
     "|---|---|---|---|",
@@ -143,8 +146,10 @@ def fair_markdown() -> str:
     lines.append(f"| {r['experiment']} | " + " | ".join(cell(*r[k]) for k in TUNINGS) + " |")
   lines += [
     "",
-    "Each cell: 002 claims reproduced / contradicted of those tested that way, from the newest "
-    "edition of the record that tests them so (a record's editions are named in its row).",
+    "Each cell: 002 claims reproduced / contradicted of those tested that way, and in brackets "
+    "the same after Holm's adjustment over the record's claims (`holm_verdict`), from the "
+    "newest edition of the record that tests them so (a record's editions are named in its "
+    "row).",
   ]
   lines += ["", "Verdicts that change when each arm is tuned:", ""]
   lines += changes or ["- none yet (no claim has both readings with different verdicts)"]

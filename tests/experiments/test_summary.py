@@ -42,7 +42,7 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
 def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypatch):
   folder = tmp_path / "toy"
   folder.mkdir()
-  entry = lambda tuned, verdict, a="fourier", paper="002": {
+  entry = lambda tuned, verdict, a="fourier", paper="002", holm=None: {
     "paper": paper,
     "item": "Table 1",
     "claim": f"{a} beats b ({tuned})",
@@ -51,6 +51,7 @@ def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypat
     "metric": "AP",
     "tuned": tuned,
     "verdict": verdict,
+    "holm_verdict": holm or verdict,
     "difference": 1.0,
     "ci_low": 0.5,
     "ci_high": 1.5,
@@ -59,10 +60,10 @@ def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypat
   each = "Learnable-Fourier+MLP, Embed-2D: each one's knob over 3 values x 2 seeds, best"
   entries = [
     entry("none: every arm at its defaults", "unresolved"),
-    entry(some, "reproduced"),
+    entry(some, "reproduced", holm="unresolved"),  # not after Holm
     entry(each, "unresolved"),  # the Fourier-only win does not survive a fair budget
     entry("none: every arm at its defaults", "contradicted", a="mlp"),
-    entry(each, "contradicted", a="mlp"),  # unchanged: not listed
+    entry(each, "contradicted", a="mlp", holm="contradicted (not adjusted)"),  # unchanged
     entry("none: every arm at its defaults", "reproduced", paper="003"),  # not 002's
   ]
   (folder / "claims.json").write_text(json.dumps(entries))
@@ -70,9 +71,9 @@ def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypat
   (row,), changes = summary.fair_rows()
   assert row == {
     "experiment": "toy",
-    "defaults": (2, 0, 1),
-    "some tuned": (1, 1, 0),
-    "each tuned": (2, 0, 1),
+    "defaults": (2, 0, 1, 0, 1),  # (tested, reproduced, contradicted, the two after Holm)
+    "some tuned": (1, 1, 0, 0, 0),
+    "each tuned": (2, 0, 1, 0, 1),
   }
   assert changes == [
     "- toy: fourier beats b (" + each + "): reproduced (some tuned) → unresolved "
@@ -92,6 +93,7 @@ def test_a_later_edition_replaces_the_record_and_pairs_its_readings_with_the_fir
     "metric": "bits/dim",
     "tuned": tuned,
     "verdict": verdict,
+    "holm_verdict": verdict,
     "difference": -1.0,
     "ci_low": -2.0,
     "ci_high": 0.5,
@@ -112,9 +114,9 @@ def test_a_later_edition_replaces_the_record_and_pairs_its_readings_with_the_fir
   (row,), changes = summary.fair_rows()
   assert row == {
     "experiment": "toy, toy_v2",
-    "defaults": (1, 0, 0),  # the second edition's reading replaces the first's
-    "some tuned": (1, 1, 0),
-    "each tuned": (1, 0, 0),
+    "defaults": (1, 0, 0, 0, 0),  # the second edition's reading replaces the first's
+    "some tuned": (1, 1, 0, 1, 0),
+    "each tuned": (1, 0, 0, 0, 0),
   }
   assert changes == [
     "- toy_v2: fourier beats b: reproduced (some tuned, toy) → unresolved (each tuned; -1.00 "
