@@ -14,7 +14,8 @@ JAX_COORDINATOR_ADDRESS, SLURM or Open MPI) join with `jax.distributed.initializ
 
 User errors (a bad flag or config, a missing dataset, an unusable workdir, a diverged loss)
 print one line, `lfpe.main: <message>`, and exit with status 2; Ctrl-C prints the step it
-stopped at and the checkpoint a re-run resumes from, and exits 130; `--help` exits 0.
+stopped at and the checkpoint a re-run resumes from, and exits 130; SIGTERM (a preemption
+notice) saves a checkpoint at the step reached, says so, and exits 143; `--help` exits 0.
 LFPE_TRACEBACK=1 or --verbosity=1 also prints the traceback. Other exceptions are bugs and
 keep their traceback.
 """

@@ -298,6 +298,33 @@ def test_ctrl_c_is_one_line_naming_the_checkpoint_and_exit_130(tmp_path):
   assert f"training from step {found[2]} to step" in resumed.stderr
 
 
+def test_sigterm_saves_the_step_it_reached_and_exits_143(tmp_path):
+  """A preemption notice mid-run, with no periodic checkpoint yet: the run saves the step it
+  reached, says so in one line, exits 143, and a re-run resumes from exactly that step."""
+  workdir = tmp_path / "w"
+  args = [SMALL, f"--workdir={workdir}", "--config.total_steps=100000"]
+  args += ["--config.checkpoint_every=100000", "--config.log_every=5", "--config.report_every=5"]
+  args += ["--config.eval_every=100000"]
+  job = start_main(*args)
+  for line in job.stderr:
+    if re.match(r"lfpe: step (1\d|[2-9]\d)", line):
+      break
+  job.send_signal(signal.SIGTERM)
+  stderr = job.stderr.read()
+  assert job.wait(timeout=120) == 143, stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
+  found = re.fullmatch(
+    r"lfpe.main: preempted \(SIGTERM\) at step (\d+) of 100000: saved checkpoint step (\d+); "
+    r"re-run the same command to resume from it\.",
+    line,
+  )
+  assert found and found[1] == found[2] and int(found[1]) > 10, line
+  resumed = run_main(*args[:2], "--config.total_steps=" + str(int(found[1]) + 3), *args[3:])
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f"training from step {found[1]} to step" in resumed.stderr
+
+
 def _start_with_workers(tmp_path):
   """The full digits config (its batches are large enough for grain to pass them in shared
   memory) with 2 data workers, once training is under way and they are sending batches."""

@@ -16,7 +16,8 @@
    set). A workdir already trained to `total_steps` is complete: its results are
    returned and left as they are.
 7. Loop: step, log, evaluate (each evaluation at its period), checkpoint; stop on a
-   non-finite loss; Ctrl-C stops at a step boundary.
+   non-finite loss; Ctrl-C stops at a step boundary, SIGTERM (a preemption notice) saves a
+   checkpoint there first (lfpe.train.stopping).
 
 Config problems raise lfpe.errors.ConfigError (a ValueError), unreadable checkpoints
 WorkdirError, a missing dataset DatasetMissingError: `python -m lfpe.main` prints these
@@ -30,7 +31,6 @@ import json
 import math
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,8 +39,8 @@ import jax
 from absl import logging
 from etils import epath
 
-from lfpe.errors import ConfigError, Interrupted, UserError, WorkdirError
-from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, validate
+from lfpe.errors import ConfigError, UserError, WorkdirError
+from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, stopping, validate
 from lfpe.train import workdir as workdir_lib
 from lfpe.train.metrics import MetricWriter, final_line, report_interval
 
@@ -130,13 +130,18 @@ def train_and_evaluate(
       is_main=jax.process_index() == 0,
     )
     start_time = time.perf_counter()
-    with writer, _stop_requests() as stop_requested:
+    with (
+      writer,
+      stopping.stop_requests() as stop_requested,
+      stopping.preemption_notices() as preemption_reached,
+    ):
       step = start_step + 1
       try:
         for step in range(start_step + 1, config.total_steps + 1):
           state, metrics = prog.train_step(state, next(train_iter), prog.dropout_rng)
           last = step == config.total_steps
-          saving = step % config.checkpoint_every == 0 or last
+          preempted = preemption_reached(step)  # every step, on every process
+          saving = step % config.checkpoint_every == 0 or last or preempted
           if step % config.log_every == 0 or saving:  # Never save a state not known finite.
             metrics = {**jax.device_get(metrics), "steps_per_s": writer.rate(step)}
             values = writer.write(step, "train", metrics)
@@ -151,31 +156,17 @@ def train_and_evaluate(
             writer.sync()  # a remote workdir's metrics up to `step` are uploaded first
             checkpoint.save(manager, step, state, train_iter)
           writer.advance(step)
+          if preempted and not last:
+            raise stopping.preempted(step, config.total_steps, manager)
           if stop_requested():
             raise KeyboardInterrupt
       except KeyboardInterrupt:
-        raise _interrupted(step, config.total_steps, manager) from None
+        raise stopping.interrupted(step, config.total_steps, manager) from None
       manager.wait_until_finished()
       wall_s = time.perf_counter() - start_time
       summary = writer.summary(config.total_steps, wall_s=wall_s, start_step=start_step)
   _print_final_line(summary, headline, workdir)
   return summary
-
-
-@contextlib.contextmanager
-def _stop_requests() -> Iterator[Callable[[], bool]]:
-  """Ctrl-C while training asks the loop to stop after the current step, so that no
-  checkpoint save or metric write is cut in half; a second Ctrl-C interrupts at once. Off the
-  main thread, or where SIGINT is ignored (a record's job processes), nothing changes."""
-  requested: list[bool] = []
-
-  def handler(signum: int, frame: Any) -> None:
-    if requested:
-      raise KeyboardInterrupt
-    requested.append(True)
-
-  with _on_sigint(handler) as installed:
-    yield (lambda: bool(requested)) if installed else (lambda: False)
 
 
 @contextlib.contextmanager
@@ -185,36 +176,8 @@ def _closed_at_exit(loader: Any) -> Iterator[None]:
   try:
     yield
   finally:
-    with _on_sigint(signal.SIG_IGN):
+    with stopping.on_signal(signal.SIGINT, signal.SIG_IGN):
       seeds.close(loader)
-
-
-@contextlib.contextmanager
-def _on_sigint(handler: Any) -> Iterator[bool]:
-  """SIGINT goes to `handler` inside, then back to its previous handler; yields whether it
-  was installed (not off the main thread, nor where SIGINT is ignored)."""
-  previous = signal.getsignal(signal.SIGINT)
-  if threading.current_thread() is not threading.main_thread() or previous is signal.SIG_IGN:
-    yield False
-    return
-  signal.signal(signal.SIGINT, handler)
-  try:
-    yield True
-  finally:
-    signal.signal(signal.SIGINT, previous)
-
-
-def _interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
-  """Ctrl-C during `step`: the checkpoint a re-run resumes from, in one line. A save in flight
-  completes first (it is the newest checkpoint), shielded from a further Ctrl-C, which would
-  otherwise escape as an interrupt "before training started"."""
-  with _on_sigint(signal.SIG_IGN):
-    manager.wait_until_finished()
-  last = manager.latest_step()
-  resume = f"from checkpoint step {last}" if last is not None else "from the start"
-  return Interrupted(
-    f"interrupted at step {step} of {total_steps}; re-run the same command to resume {resume}."
-  )
 
 
 def _print_final_line(summary: dict[str, Any], headline: str | None, workdir: str) -> None:

@@ -43,10 +43,10 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
-def _launch(workdir, data_dir, port):
+def _launch(workdir, data_dir, port, overrides=OVERRIDES):
   """The two commands a user types (one per host), started as children."""
   xla_flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f]
-  flags = [f"--config.{k}={v}" for k, v in OVERRIDES.items()]
+  flags = [f"--config.{k}={v}" for k, v in overrides.items()]
   procs = []
   for index in range(2):
     env = {
@@ -205,3 +205,36 @@ def test_two_processes_one_mesh_kill_resume_match_one_process(tmp_path):
   assert _metrics(workdir) == _metrics(reference)  # every logged train and eval loss/accuracy
   two, one = (json.loads((w / "summary.json").read_text()) for w in (workdir, reference))
   assert two["train"]["loss"] == one["train"]["loss"] and two["eval"] == one["eval"]
+
+
+@pytest.mark.slow  # about 60 s on a shared 2-core machine
+def test_a_preemption_notice_to_one_process_saves_one_step_on_both(tmp_path):
+  """SIGTERM to process 1 alone (one host of a pod told it is preempted): JAX's preemption
+  service picks one step, both processes save it together and exit 143, and the same
+  commands resume from it. No periodic checkpoint is due, so the saved step is the notice's."""
+  data_dir, workdir = tmp_path / "data", tmp_path / "two"
+  overrides = {**OVERRIDES, "total_steps": 100_000, "checkpoint_every": 100_000}
+  overrides["eval_every"] = 100_000
+  port = _free_port()
+  procs = _launch(workdir, data_dir, port, overrides)
+  steps = lambda: len(_metrics(workdir)) if (workdir / "metrics.jsonl").exists() else 0
+  try:
+    _wait(procs, workdir, until=lambda: steps() >= 5)
+    procs[1].send_signal(signal.SIGTERM)
+    for p in procs:
+      p.wait(timeout=TIMEOUT_S)
+  finally:
+    _kill(procs)
+  assert [p.returncode for p in procs] == [143, 143], _logs(workdir)
+  [saved] = _steps(workdir)
+  names = sorted(os.listdir(workdir / "checkpoints" / str(saved) / "data"))
+  assert names == ["commit_success.txt", "process_0-of-2.json", "process_1-of-2.json"]
+  line = f"preempted (SIGTERM) at step {saved} of 100000: saved checkpoint step {saved}"
+  assert _logs(workdir).count(line) == 2, _logs(workdir)
+  procs = _launch(workdir, data_dir, port, {**overrides, "total_steps": saved + 2})
+  try:
+    _wait(procs, workdir)
+  finally:
+    _kill(procs)
+  summary = json.loads((workdir / "summary.json").read_text())
+  assert (summary["start_step"], summary["step"]) == (saved, saved + 2)

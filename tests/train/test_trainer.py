@@ -16,7 +16,7 @@ import orbax.checkpoint as ocp
 import pytest
 from train_fixtures import Interrupted, digits_small, make_array_loader, tiny_config
 
-from lfpe.train import checkpoint, optim, program, sharding, trainer
+from lfpe.train import checkpoint, optim, program, sharding, stopping, trainer
 
 KEYS = ("loss", "accuracy", "lr", "grad_norm", "param_norm")
 
@@ -283,7 +283,7 @@ def test_the_training_loader_is_closed_however_the_run_ends(tmp_path):
 
 
 def test_a_further_ctrl_c_while_the_last_save_completes_is_ignored():
-  """Ctrl-C once, then again while `_interrupted` waits for a save in flight: the save still
+  """Ctrl-C once, then again while `stopping.interrupted` waits for a save in flight: the save still
   completes and the one line names it (the second Ctrl-C used to escape as an interrupt
   "before training started")."""
 
@@ -298,9 +298,9 @@ def test_a_further_ctrl_c_while_the_last_save_completes_is_ignored():
     def latest_step(self):
       return self.saved
 
-  with trainer._stop_requests() as stop_requested:
+  with stopping.stop_requests() as stop_requested:
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(0.05)
     assert stop_requested()
-    message = str(trainer._interrupted(12, 100, SavingManager()))
+    message = str(stopping.interrupted(12, 100, SavingManager()))
   assert message.endswith("resume from checkpoint step 10."), message
