@@ -1,8 +1,8 @@
 """Errors the user fixes (a config, a dataset, a workdir), as opposed to bugs.
 
 `python -m lfpe.main` prints a `UserError`'s message alone and exits with its `exit_code`
-(2; 130 for Ctrl-C, 143 for SIGTERM) (LFPE_TRACEBACK=1 or --verbosity=1 adds the traceback); any other
-exception is a bug and keeps its traceback. Each class also derives from the built-in error
+(2; 130 for Ctrl-C, 143 for SIGTERM) (LFPE_TRACEBACK=1 or --verbosity=1 adds the
+traceback); any other exception is a bug and keeps its traceback. Each class also derives from the built-in error
 it used to be, so existing `except ValueError` / `except FileNotFoundError` still catch it.
 """
 

@@ -80,7 +80,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 
 def _exit_with(error: Exception) -> None:
-  """One line, `lfpe.main: <message>`, and the error's exit status (2; 130 for Ctrl-C)."""
+  """One line, `lfpe.main: <message>`, and the error's exit status (2; 130 Ctrl-C; 143 SIGTERM)."""
   if traceback_requested() or _verbose():
     traceback.print_exception(error)
   message = str(error)
