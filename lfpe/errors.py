@@ -2,8 +2,9 @@
 
 `python -m lfpe.main` prints a `UserError`'s message alone and exits with its `exit_code`
 (2; 130 for Ctrl-C, 143 for SIGTERM) (LFPE_TRACEBACK=1 or --verbosity=1 adds the
-traceback); any other exception is a bug and keeps its traceback. Each class also derives from the built-in error
-it used to be, so existing `except ValueError` / `except FileNotFoundError` still catch it.
+traceback); any other exception is a bug and keeps its traceback. Each class also derives
+from the built-in error it used to be, so existing `except ValueError` / `except
+FileNotFoundError` still catch it.
 """
 
 import difflib
