@@ -6,9 +6,11 @@
 A `lfpe.errors.UserError` (a bad flag or config, a missing dataset, an `--out` made in another
 mode) prints `python -m experiments.NAME.run: <message>` and exits 2; Ctrl-C prints where to
 resume and exits 130 (a record resumes: finished runs are kept, runs part-way restart from
-their last checkpoint). LFPE_TRACEBACK=1 adds the traceback. Other exceptions are bugs and keep
-theirs. `settle_mode` keeps a record and its `--quick` test in separate `--out`s, and
-`add_jobs_flag` is every record's `--jobs`.
+their last checkpoint); SIGTERM (a scheduler's notice) stops it the same way and exits 143.
+Either way `--jobs`' job processes are stopped with SIGTERM, on which a run in its training
+loop saves the step it reached (`lfpe.train.stopping`). LFPE_TRACEBACK=1 adds the traceback.
+Other exceptions are bugs and keep theirs. `settle_mode` keeps a record and its `--quick`
+test in separate `--out`s, and `add_jobs_flag` is every record's `--jobs`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -24,23 +27,36 @@ from typing import Any
 
 from experiments import provenance
 from lfpe.errors import ConfigError, Interrupted, UserError, traceback_requested
+from lfpe.train import stopping
 
 RESUME = (
-  "interrupted; re-run the same command to resume (finished runs are kept, runs part-way "
-  "continue from their last checkpoint)."
+  "re-run the same command to resume (finished runs are kept, runs part-way continue from "
+  "their last checkpoint)."
 )
 
 
+class Terminated(KeyboardInterrupt):
+  """SIGTERM to a record's command: it stops as on Ctrl-C (its jobs are stopped, its results
+  kept), through the same cleanup."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+  raise Terminated
+
+
 def run(main: Callable[[], Any]) -> None:
-  """Calls `main()`; a user error or Ctrl-C ends the process with one line."""
+  """Calls `main()`; a user error, Ctrl-C or SIGTERM ends the process with one line."""
   program = f"python -m {sys.modules['__main__'].__spec__.name}"
   provenance.run_provenance()  # the commit of the code imported now, whatever is committed later
-  try:
-    main()
-  except KeyboardInterrupt as e:
-    _exit(program, Interrupted(RESUME), e)
-  except UserError as e:
-    _exit(program, e, e)
+  with stopping.on_signal(signal.SIGTERM, _terminated):  # the trainer's own, while it trains
+    try:
+      main()
+    except Terminated as e:
+      _exit(program, stopping.Preempted(f"stopped (SIGTERM); {RESUME}"), e)
+    except KeyboardInterrupt as e:
+      _exit(program, Interrupted(f"interrupted; {RESUME}"), e)
+    except UserError as e:
+      _exit(program, e, e)
 
 
 def _exit(program: str, error: UserError, raised: BaseException) -> None:

@@ -4,6 +4,7 @@ apart, and a user's mistake told in one line with exit 2."""
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -78,3 +79,34 @@ def test_an_experiment_refuses_in_one_line_and_exit_2(tmp_path):
     .splitlines()[-1]
     .startswith(f"python -m experiments.layout.run: --out={tmp_path} holds a record")
   )
+
+
+@pytest.mark.parametrize(
+  "signum, status, line",
+  [
+    (signal.SIGTERM, 143, "stopped (SIGTERM); re-run the same command to resume"),
+    (signal.SIGINT, 130, "interrupted; re-run the same command to resume"),
+  ],
+)
+def test_sigterm_or_ctrl_c_stops_a_record_in_one_line(tmp_path, signum, status, line):
+  """A scheduler's SIGTERM takes Ctrl-C's way out of a record's command (its jobs stopped,
+  its results kept), in one line with its own status."""
+  (tmp_path / "waits.py").write_text(
+    "import time\nfrom experiments import cli\n"
+    "cli.run(lambda: (print('ready', flush=True), time.sleep(120)))\n"
+  )
+  root = os.path.join(os.path.dirname(__file__), "..", "..")
+  job = subprocess.Popen(
+    [sys.executable, "-m", "waits"],
+    cwd=root,
+    env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])},
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's job
+  )
+  assert job.stdout.readline() == "ready\n", job.stderr.read()
+  job.send_signal(signum)
+  _, stderr = job.communicate(timeout=60)
+  assert job.returncode == status and "Traceback" not in stderr, stderr[-3000:]
+  assert stderr.strip().splitlines()[-1].startswith(f"python -m waits: {line}"), stderr
