@@ -24,7 +24,7 @@ import jax
 
 from experiments import progress, provenance, recipe, sweeps
 from lfpe import data
-from lfpe.train import trainer
+from lfpe.train import stopping, trainer
 from lfpe.train.workdir import has_checkpoints
 
 
@@ -319,8 +319,15 @@ def _train_and_score(
   run: Run, code: str | None, stamp: dict, score: Callable[[Run, dict], dict] | None
 ) -> tuple[dict, dict | None]:
   """A job of `execute`: the run trained (`_train`), then, given `score` (`score_in_jobs`),
-  scored in the same process (`_timed_score`); returns (summary, scored entry or None)."""
-  summary = _train(run.config, run.workdir, run.key, code, stamp)
+  scored in the same process (`_timed_score`); returns (summary, scored entry or None).
+
+  Stopped with SIGTERM (the record stopping, `execute`), a run in its training loop saves the
+  step it reached (`lfpe.train.stopping`); the job then ends at once, as a killed job did, so
+  that the pool breaks instead of starting the next run in a fresh worker."""
+  try:
+    summary = _train(run.config, run.workdir, run.key, code, stamp)
+  except stopping.Preempted:
+    os._exit(stopping.Preempted.exit_code)
   return summary, None if score is None else _timed_score(run, summary, score)
 
 

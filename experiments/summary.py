@@ -146,10 +146,11 @@ def fair_markdown() -> str:
     lines.append(f"| {r['experiment']} | " + " | ".join(cell(*r[k]) for k in TUNINGS) + " |")
   lines += [
     "",
-    "Each cell: 002 claims reproduced / contradicted of those tested that way, and in brackets "
-    "the same after Holm's adjustment over the record's claims (`holm_verdict`), from the "
-    "newest edition of the record that tests them so (a record's editions are named in its "
-    "row).",
+    "Each cell: 002 claims reproduced / contradicted of those tested that way, and in "
+    "parentheses the same after Holm's adjustment over the record's claims (`holm_verdict`; "
+    "equivalence claims and those a failing arm at the ceiling decides keep their plain "
+    "verdict), from the newest edition of the record that tests them so (a record's editions "
+    "are named in its row).",
   ]
   lines += ["", "Verdicts that change when each arm is tuned:", ""]
   lines += changes or ["- none yet (no claim has both readings with different verdicts)"]

@@ -314,8 +314,9 @@ def recommendation(family: Family, rows: list[dict]) -> str:
         f"the {len(group)} rows {what}"
       )
   unfair = [r for r in rows if not r["fair"]]
-  ahead = [r["arm"] for r in unfair if r["tuned"] and r["low"] > 0]
-  behind = [r["arm"] for r in unfair if r["tuned"] and r["high"] < 0]
+  kept = _holm_survivors(unfair) if unfair else []
+  ahead = [r["arm"] for r in kept if r["tuned"] and r["low"] > 0]
+  behind = [r["arm"] for r in kept if r["tuned"] and r["high"] < 0]
   if ahead:
     words.append(
       f"{', '.join(ahead)} ahead only with its knob tuned and {ref} at defaults "

@@ -139,7 +139,8 @@ def rotary_embedding_torch(rng, arrays: dict, cases: list) -> None:
 def dinov3(layers: pathlib.Path, rng, arrays: dict, cases: list) -> None:
   """DINOv3's `RopePositionEmbedding` (separate normalisation, base 100) and `rope_apply`, at
   evaluation and training with its coordinate augmentation: the released preset (rescale 2)
-  and all three (shift, jitter, rescale); the uniform draws it made are kept for the test."""
+  and all three (shift, jitter, rescale); the uniform draws it made, and the bounds it drew
+  them in, are kept for the test."""
   namespace: dict = {}
   exec(compile((layers / "rope_position_encoding.py").read_text(), "rope", "exec"), namespace)  # noqa: S102
   apply = functions(layers / "attention.py", {"rope_rotate_half", "rope_apply"}, {"torch": torch})
@@ -149,12 +150,12 @@ def dinov3(layers: pathlib.Path, rng, arrays: dict, cases: list) -> None:
     "released": {"rescale_coords": 2.0},
     "all": {"shift_coords": 0.1, "jitter_coords": 1.1, "rescale_coords": 1.25},
   }
-  drawn: list[torch.Tensor] = []
+  drawn: list[tuple[float, float, torch.Tensor]] = []
   uniform = torch.Tensor.uniform_
 
-  def recording(self, *args, **kwargs):
-    out = uniform(self, *args, **kwargs)
-    drawn.append(out.clone())
+  def recording(self, low, high):
+    out = uniform(self, low, high)
+    drawn.append((low, high, out.clone()))
     return out
 
   torch.Tensor.uniform_ = recording
@@ -172,7 +173,9 @@ def dinov3(layers: pathlib.Path, rng, arrays: dict, cases: list) -> None:
         name = f"dinov3/{label}/{h}x{w}"
         arrays[f"{name}/x"] = x
         arrays[f"{name}/out"] = apply["rope_apply"](torch.tensor(x), sin, cos).numpy()
-        arrays[f"{name}/draws"] = np.concatenate([t.numpy().ravel() for t in drawn] or [[]])
+        arrays[f"{name}/draws"] = np.concatenate([t.numpy().ravel() for *_, t in drawn] or [[]])
+        bounds = [(low, high, t.numel()) for low, high, t in drawn]
+        arrays[f"{name}/bounds"] = np.array(bounds, np.float64).reshape(-1, 3)
         cases.append(dict(name=name, kind="dinov3", grid=(h, w), d=d, options=options))
   finally:
     torch.Tensor.uniform_ = uniform

@@ -71,21 +71,42 @@ def preemption_notices() -> Iterator[Callable[[int], bool]]:
   """`reached(step)`: whether to save at `step` and stop. Call it at every step, on every
   process (several processes agree on the step through JAX's preemption service)."""
   if jax.distributed.is_initialized():
-    if jax.config.jax_enable_preemption_service:
-      yield multihost_utils.reached_preemption_sync_point
-    else:  # a local decision would leave the other processes waiting in the save
-      yield lambda step: False
+    yield _synced
     return
   noticed: list[bool] = []
+  previous = signal.getsignal(signal.SIGTERM)
   with on_signal(signal.SIGTERM, lambda signum, frame: noticed.append(True)) as installed:
     yield (lambda step: bool(noticed)) if installed else (lambda step: False)
+  if noticed and callable(previous):  # a notice the loop ended before acting on (the last
+    previous(signal.SIGTERM, None)  # step, the final evaluation): to the handler outside
+
+
+def _synced(step: int) -> bool:
+  """JAX's agreed preemption step; never, where its preemption service was not started (a
+  local decision would leave the other processes waiting in the collective save)."""
+  try:
+    return multihost_utils.reached_preemption_sync_point(step)
+  except RuntimeError:  # "Preemption sync manager has not been initialized"
+    return False
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+  """Ctrl-C and SIGTERM ignored inside, for work that must not be cut short (a save in flight,
+  closing data workers). Where JAX's preemption service holds SIGTERM (several processes) it
+  is left to it: replacing its handler from Python would drop it."""
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(on_signal(signal.SIGINT, signal.SIG_IGN))
+    if not jax.distributed.is_initialized():
+      stack.enter_context(on_signal(signal.SIGTERM, signal.SIG_IGN))
+    yield
 
 
 def interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
   """Ctrl-C during `step`: the checkpoint a re-run resumes from, in one line. A save in flight
   completes first (it is the newest checkpoint), shielded from a further Ctrl-C, which would
-  otherwise escape as an interrupt "before training started"."""
-  with on_signal(signal.SIGINT, signal.SIG_IGN):
+  otherwise escape as an interrupt "before training started", and from SIGTERM."""
+  with shielded():
     manager.wait_until_finished()
   last = manager.latest_step()
   resume = f"from checkpoint step {last}" if last is not None else "from the start"
@@ -95,11 +116,11 @@ def interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
 
 
 def preempted(step: int, total_steps: int, manager: Any) -> Preempted:
-  """SIGTERM: the checkpoint of `step`, just saved, written out (a second SIGTERM meanwhile is
-  ignored: the scheduler's grace period is for this), in one line."""
-  with on_signal(signal.SIGTERM, signal.SIG_IGN):
+  """SIGTERM: the checkpoint of `step`, just started, written out (a further signal meanwhile
+  is ignored: the scheduler's grace period is for this), in one line naming the newest step."""
+  with shielded():
     manager.wait_until_finished()
   return Preempted(
-    f"preempted (SIGTERM) at step {step} of {total_steps}: saved checkpoint step {step}; "
-    "re-run the same command to resume from it."
+    f"preempted (SIGTERM) at step {step} of {total_steps}: saved checkpoint step "
+    f"{manager.latest_step()}; re-run the same command to resume from it."
   )

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -147,7 +146,8 @@ def train_and_evaluate(
             values = writer.write(step, "train", metrics)
             _check_finite(values, step, manager)
             writer.advance(step, loss=values["loss"])
-          due = [ev for ev in evaluations if step % ev.every == 0 or last]
+          stopping_now = preempted and not last  # the grace period goes to the save alone
+          due = [ev for ev in evaluations if (step % ev.every == 0 and not stopping_now) or last]
           for split, scores in evaluation.run_all(prog.task, due, state.eval_variables()).items():
             values = writer.write(step, split, scores)
             if split == "eval":
@@ -156,7 +156,7 @@ def train_and_evaluate(
             writer.sync()  # a remote workdir's metrics up to `step` are uploaded first
             checkpoint.save(manager, step, state, train_iter)
           writer.advance(step)
-          if preempted and not last:
+          if stopping_now:
             raise stopping.preempted(step, config.total_steps, manager)
           if stop_requested():
             raise KeyboardInterrupt
@@ -171,12 +171,12 @@ def train_and_evaluate(
 
 @contextlib.contextmanager
 def _closed_at_exit(loader: Any) -> Iterator[None]:
-  """`loader`'s data workers stopped however the block ends, Ctrl-C ignored meanwhile (cut
-  short, the close would leave them running without a parent)."""
+  """`loader`'s data workers stopped however the block ends, Ctrl-C and SIGTERM ignored
+  meanwhile (cut short, the close would leave them running without a parent)."""
   try:
     yield
   finally:
-    with stopping.on_signal(signal.SIGINT, signal.SIG_IGN):
+    with stopping.shielded():
       seeds.close(loader)
 
 

@@ -98,19 +98,21 @@ def test_dinov3_coords_and_augmentation_equal_dinov3_rope(case, monkeypatch):
   options = {k.removesuffix("_coords"): v for k, v in case["options"].items()}
   if options:
     draws = list(VALUES[f"{case['name']}/draws"])
+    bounds = [tuple(b) for b in VALUES[f"{case['name']}/bounds"]]  # (low, high, size) a draw
 
     def drawn(key, shape=(), dtype=jnp.float32, minval=0.0, maxval=1.0):
       if maxval == 0:  # an augmentation that is off: lfpe draws it at width 0, DINOv3 not
         return jnp.zeros(shape, dtype)
-      size = math.prod(shape)
-      values, draws[:size] = draws[:size], []
+      low, high, size = bounds.pop(0)  # DINOv3 drew the same quantity, in the same range
+      assert (minval, maxval, math.prod(shape)) == pytest.approx((low, high, size)), case
+      values, draws[: int(size)] = draws[: int(size)], []
       return jnp.asarray(values, dtype).reshape(shape)
 
     monkeypatch.setattr(jax.random, "uniform", drawn)
     coords = coords_lib.augment(
       coords, jax.random.key(0), **options, convention="dinov3", num_positions=(h, w)
     )
-    assert not draws  # each of DINOv3's draws was used, in its order
+    assert not draws and not bounds  # each of DINOv3's draws was used, in its order
   x = VALUES[f"{case['name']}/x"][:, perm]
   got = module.apply({}, jnp.asarray(x)[None, :, None], coords)
   want = VALUES[f"{case['name']}/out"][:, perm]

@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -392,3 +393,39 @@ def test_kept_is_the_lowest_seed_whose_checkpoints_are_left(tmp_path):
   assert runs_lib.kept(record, "a", spec, None, 3) is record["a/1"]
   assert runs_lib.kept(record, "a", spec, 2.0, 1) is record["a/gamma=2/0"]
   assert runs_lib.kept(record, "a", spec, None, 1) is None
+
+
+@pytest.mark.slow  # two job processes compile and train: about a minute
+def test_a_stopped_record_stops_its_jobs_each_saving_its_step_and_starts_no_other(tmp_path):
+  """Ctrl-C (here SIGUSR1 raising it) to a `--jobs 2` record of three runs while two train:
+  each job saves the step it reached (no periodic checkpoint is due), ends, and the pool breaks
+  instead of giving the third run a fresh worker (it would train, 30 steps, and finish)."""
+  config = for_run(vit_digits.get_config("small=1"), seed=0, steps=100_000)
+  with config.unlocked():
+    config.checkpoint_every = config.eval_every = 100_000
+    config.log_every, config.data.data_dir = 5, str(tmp_path / "data")
+  third = for_run(vit_digits.get_config("small=1"), seed=0, steps=30)
+  with third.unlocked():
+    third.data.data_dir = str(tmp_path / "data")
+  planned = [Run("a/0", config, str(tmp_path / "a")), Run("b/0", config, str(tmp_path / "b"))]
+  planned.append(Run("c/0", third, str(tmp_path / "c")))
+
+  def stop_once_both_train():
+    while not all((tmp_path / k / "metrics.jsonl").exists() for k in "ab"):
+      time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGUSR1)
+
+  def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+  previous = signal.signal(signal.SIGUSR1, interrupt)
+  try:
+    threading.Thread(target=stop_once_both_train, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+      execute(planned, {}, lambda run, summary: {}, lambda results: None, jobs=2)
+  finally:
+    signal.signal(signal.SIGUSR1, previous)
+  for name in "ab":
+    [saved] = os.listdir(tmp_path / name / "checkpoints")
+    assert 0 < int(saved) < 100_000, saved
+  assert not (tmp_path / "c").exists()
