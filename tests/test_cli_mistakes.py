@@ -272,57 +272,53 @@ def test_help_is_printed_with_status_0(flag):
   assert "--config" in result.stdout and "--workdir" in result.stdout
 
 
-def test_ctrl_c_is_one_line_naming_the_checkpoint_and_exit_130(tmp_path):
-  """SIGINT mid-run: where it stopped, the checkpoint a re-run resumes from; then it does."""
-  workdir = tmp_path / "w"
-  args = [SMALL, f"--workdir={workdir}", "--config.total_steps=100000"]
-  args += ["--config.checkpoint_every=5", "--config.log_every=5", "--config.report_every=5"]
-  args += ["--config.eval_every=100000"]
+def _signalled_mid_run(tmp_path, signum, checkpoint_every):
+  """A small run signalled past step 10 (`checkpoint_every` sets whether checkpoints were
+  due): (its one `lfpe.main:` line, its arguments) once it exited with `signum`'s status."""
+  args = [SMALL, f"--workdir={tmp_path / 'w'}", "--config.total_steps=100000"]
+  args += [f"--config.checkpoint_every={checkpoint_every}", "--config.log_every=5"]
+  args += ["--config.report_every=5", "--config.eval_every=100000"]
   job = start_main(*args)
-  for line in job.stderr:  # wait for training to be under way, past a checkpoint
+  for line in job.stderr:  # wait for training to be under way
     if re.match(r"lfpe: step (1\d|[2-9]\d)", line):
       break
-  job.send_signal(signal.SIGINT)
+  job.send_signal(signum)
   stderr = job.stderr.read()
-  assert job.wait(timeout=120) == 130, stderr[-3000:]
+  assert job.wait(timeout=120) == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], stderr
   assert "Traceback" not in stderr, stderr[-3000:]
   [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
+  return line, args
+
+
+def _resumes_from(args, step: int) -> None:
+  resumed = run_main(*args[:2], f"--config.total_steps={step + 3}", *args[3:])
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f"training from step {step} to step" in resumed.stderr
+
+
+def test_ctrl_c_is_one_line_naming_the_checkpoint_and_exit_130(tmp_path):
+  """SIGINT mid-run: where it stopped, the checkpoint a re-run resumes from; then it does."""
+  line, args = _signalled_mid_run(tmp_path, signal.SIGINT, checkpoint_every=5)
   found = re.fullmatch(
     r"lfpe.main: interrupted at step (\d+) of 100000; re-run the same command to resume from "
     r"checkpoint step (\d+)\.",
     line,
   )
   assert found and 0 < int(found[2]) <= int(found[1]), line
-  resumed = run_main(*args[:2], "--config.total_steps=" + str(int(found[2]) + 5), *args[3:])
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert f"training from step {found[2]} to step" in resumed.stderr
+  _resumes_from(args, int(found[2]))
 
 
 def test_sigterm_saves_the_step_it_reached_and_exits_143(tmp_path):
   """A preemption notice mid-run, with no periodic checkpoint yet: the run saves the step it
   reached, says so in one line, exits 143, and a re-run resumes from exactly that step."""
-  workdir = tmp_path / "w"
-  args = [SMALL, f"--workdir={workdir}", "--config.total_steps=100000"]
-  args += ["--config.checkpoint_every=100000", "--config.log_every=5", "--config.report_every=5"]
-  args += ["--config.eval_every=100000"]
-  job = start_main(*args)
-  for line in job.stderr:
-    if re.match(r"lfpe: step (1\d|[2-9]\d)", line):
-      break
-  job.send_signal(signal.SIGTERM)
-  stderr = job.stderr.read()
-  assert job.wait(timeout=120) == 143, stderr[-3000:]
-  assert "Traceback" not in stderr, stderr[-3000:]
-  [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
+  line, args = _signalled_mid_run(tmp_path, signal.SIGTERM, checkpoint_every=100_000)
   found = re.fullmatch(
     r"lfpe.main: preempted \(SIGTERM\) at step (\d+) of 100000: saved checkpoint step (\d+); "
     r"re-run the same command to resume from it\.",
     line,
   )
   assert found and found[1] == found[2] and int(found[1]) > 10, line
-  resumed = run_main(*args[:2], "--config.total_steps=" + str(int(found[1]) + 3), *args[3:])
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert f"training from step {found[1]} to step" in resumed.stderr
+  _resumes_from(args, int(found[1]))
 
 
 def _start_with_workers(tmp_path):
