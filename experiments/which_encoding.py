@@ -314,7 +314,7 @@ def recommendation(family: Family, rows: list[dict]) -> str:
         f"the {len(group)} rows {what}"
       )
   unfair = [r for r in rows if not r["fair"]]
-  kept = _holm_survivors(unfair) if unfair else []
+  kept = _holm_survivors(unfair)
   ahead = [r["arm"] for r in kept if r["tuned"] and r["low"] > 0]
   behind = [r["arm"] for r in kept if r["tuned"] and r["high"] < 0]
   if ahead:

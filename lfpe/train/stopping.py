@@ -106,9 +106,7 @@ def interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
   """Ctrl-C during `step`: the checkpoint a re-run resumes from, in one line. A save in flight
   completes first (it is the newest checkpoint), shielded from a further Ctrl-C, which would
   otherwise escape as an interrupt "before training started", and from SIGTERM."""
-  with shielded():
-    manager.wait_until_finished()
-  last = manager.latest_step()
+  last = _newest_saved(manager)
   resume = f"from checkpoint step {last}" if last is not None else "from the start"
   return Interrupted(
     f"interrupted at step {step} of {total_steps}; re-run the same command to resume {resume}."
@@ -118,9 +116,14 @@ def interrupted(step: int, total_steps: int, manager: Any) -> Interrupted:
 def preempted(step: int, total_steps: int, manager: Any) -> Preempted:
   """SIGTERM: the checkpoint of `step`, just started, written out (a further signal meanwhile
   is ignored: the scheduler's grace period is for this), in one line naming the newest step."""
-  with shielded():
-    manager.wait_until_finished()
   return Preempted(
     f"preempted (SIGTERM) at step {step} of {total_steps}: saved checkpoint step "
-    f"{manager.latest_step()}; re-run the same command to resume from it."
+    f"{_newest_saved(manager)}; re-run the same command to resume from it."
   )
+
+
+def _newest_saved(manager: Any) -> int | None:
+  """The newest checkpoint step once a save in flight is written, shielded meanwhile."""
+  with shielded():
+    manager.wait_until_finished()
+  return manager.latest_step()

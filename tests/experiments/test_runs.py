@@ -301,37 +301,6 @@ def test_a_diverged_sweep_run_is_recorded_and_ranks_last_a_record_run_stops(
     execute([record], results, score, lambda results: None)
 
 
-def test_run_provenance_is_the_commit_the_process_started_with(monkeypatch, fresh_stamp):
-  """Commits made while a record trains do not restamp its later runs: the stamp is taken once,
-  when the process starts (experiments.cli.run), from the code it imported."""
-  commits = iter(["aaa", "bbb+uncommitted changes"])
-  fake = lambda *a, **k: {"commit": next(commits), "command": "c", "date": "d",
-                          "machine": {"cpu": "x"}}  # fmt: skip
-  monkeypatch.setattr(provenance, "provenance", fake)
-  assert provenance.run_provenance()["commit"] == "aaa"
-  assert provenance.run_provenance()["commit"] == "aaa"  # not "bbb...", committed later
-
-
-def test_another_records_progress_does_not_make_the_tree_dirty():
-  """Two records running in one tree: the other's results.json changing is data, not code."""
-  porcelain = (
-    " M experiments/layout/results.json\n M experiments/layout/checks.json\n"
-    " M lfpe/encodings/rotary.py\nR  experiments/a/run.py -> experiments/b/run.py\n"
-  )
-  assert provenance.code_changes(porcelain) == ["lfpe/encodings/rotary.py", "experiments/b/run.py"]
-  assert provenance.code_changes(" M experiments/resolution/results.json\n") == []
-
-
-def test_an_untracked_module_makes_the_tree_dirty_an_untracked_report_does_not():
-  """A new .py file under lfpe/, configs/ or experiments/ is code a run may import; a record's
-  new report, figure or scratch file elsewhere is not."""
-  porcelain = (
-    "?? lfpe/encodings/new.py\n?? configs/mine.py\n?? experiments/x/claims.json\n"
-    "?? experiments/x/plot.png\n?? notes.py\n?? experiments/x/results.json\n"
-  )
-  assert provenance.code_changes(porcelain) == ["lfpe/encodings/new.py", "configs/mine.py"]
-
-
 def test_sweep_runs_start_at_first_seed_in_key_config_and_workdir(tmp_path):
   """A sweep from `first_seed` (generation and detection: `SWEEP_FIRST_SEED`, past the
   record's seeds) keys, seeds and places each run at its own seed."""
@@ -341,36 +310,6 @@ def test_sweep_runs_start_at_first_seed_in_key_config_and_workdir(tmp_path):
   assert [r.key.rsplit("/", 1)[1] for r in planned] == ["100", "101"]
   assert all(r.workdir.endswith(r.key) for r in planned)
   assert runs_lib.SWEEP_FIRST_SEED >= 10  # past any record's seeds
-
-
-def test_the_code_fingerprint_follows_the_trained_codes_contents_not_commits(tmp_path, monkeypatch):
-  git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
-                                     capture_output=True)  # fmt: skip
-  git("init", "-q")
-  git("config", "user.email", "t@t")
-  git("config", "user.name", "t")
-  (tmp_path / "lfpe").mkdir()
-  (tmp_path / "experiments").mkdir()
-  (tmp_path / "lfpe" / "a.py").write_text("x = 1\n")
-  (tmp_path / "experiments" / "b.py").write_text("y = 1\n")
-  git("add", ".")
-  git("commit", "-qm", "one")
-  monkeypatch.setattr(provenance, "ROOT", str(tmp_path))
-  start = provenance.code_fingerprint()
-  (tmp_path / "experiments" / "b.py").write_text("y = 2\n")  # not trained code
-  git("commit", "-qam", "elsewhere")
-  assert provenance.code_fingerprint() == start
-  provenance.same_code(start)  # the same library: the job trains
-  (tmp_path / "lfpe" / "a.py").write_text("x = 2\n")
-  edited = provenance.code_fingerprint()
-  assert edited != start
-  with pytest.raises(ConfigError, match="changed since this record started"):
-    provenance.same_code(start)
-  git("commit", "-qam", "the edit, committed")
-  assert provenance.code_fingerprint() == edited  # contents, not commits
-  (tmp_path / "lfpe" / "new module.py").write_text("z = 1\n")  # untracked, a space in its name
-  assert provenance.code_fingerprint() not in (edited, None)
-  provenance.same_code(None)  # a caller that passes no fingerprint is not checked
 
 
 def test_execute_hands_each_job_the_records_start_code(tmp_path, monkeypatch):
