@@ -135,7 +135,10 @@ def run() -> None:
 if __name__ == "__main__":
   run()
 elif __name__ == "__mp_main__":  # a process this one spawned (grain's `data.worker_count` workers)
-  # Ctrl-C reaches the whole process group: the trainer alone handles it (it stops after the
-  # step, then closes the workers), not each worker with a KeyboardInterrupt traceback.
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  # Ctrl-C reaches the whole process group, and a scheduler's SIGTERM (Slurm's) every process
+  # of the job: the trainer alone acts on them (it stops after the step, or saves it, then
+  # closes the workers; grain stops them by an event, then SIGKILL). A worker that died of one
+  # would fail the step reading its batch, or print a KeyboardInterrupt traceback.
+  for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, signal.SIG_IGN)
   threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()

@@ -338,24 +338,50 @@ def _assert_group_ends(pgid: int) -> None:
   """No process of group `pgid` is left running, within 30 s (the resource tracker ends once
   the run has; a worker whose run has gone, within a second)."""
   deadline = time.monotonic() + 30
-  while _running_in_group(pgid) and time.monotonic() < deadline:
+  while _group(pgid) and time.monotonic() < deadline:
     time.sleep(0.2)
-  assert not _running_in_group(pgid)
+  assert not _group(pgid)
 
 
-def test_ctrl_c_stops_the_data_workers_too_and_leaves_nothing(tmp_path):
-  """A terminal's Ctrl-C reaches the run and its grain workers (`data.worker_count=2`): still
-  one line and exit 130, no worker's traceback, no process left running, no semaphore for the
-  resource tracker to warn about (the trainer closes the loader)."""
+@pytest.mark.parametrize(
+  "signum, status, says",
+  [(signal.SIGINT, 130, "interrupted at step "), (signal.SIGTERM, 143, "preempted (SIGTERM)")],
+)
+def test_a_signal_to_the_group_stops_the_data_workers_too_and_leaves_nothing(
+  tmp_path, signum, status, says
+):
+  """A terminal's Ctrl-C, or a scheduler's SIGTERM to the job's every process (Slurm's), reaches
+  the run and its grain workers (`data.worker_count=2`): still one line and the signal's exit
+  status, no worker's traceback (a worker that ended with the signal would fail the step that
+  reads its batch), no process left running, no semaphore for the resource tracker to warn
+  about (the trainer closes the loader)."""
   job = _start_with_workers(tmp_path)
-  os.killpg(job.pid, signal.SIGINT)
+  os.killpg(job.pid, signum)
   _, stderr = job.communicate(timeout=120)  # to EOF: every process holding stderr has ended
-  assert job.returncode == 130, stderr[-3000:]
+  assert job.returncode == status, stderr[-3000:]
   # (grain may still leave a batch or two in shared memory, which the resource tracker frees)
   assert "Traceback" not in stderr and "leaked semaphore" not in stderr, stderr[-3000:]
   [line] = [x for x in stderr.splitlines() if x.startswith("lfpe.main: ")]
-  assert line.startswith("lfpe.main: interrupted at step "), line
+  assert line.startswith(f"lfpe.main: {says}"), line
   _assert_group_ends(job.pid)
+
+
+def test_a_data_worker_that_gets_sigterm_keeps_sending_batches(tmp_path):
+  """SIGTERM to the workers alone (how a scheduler's notice reaches every process of the job,
+  deterministically): they ignore it, the run trains on, and the trainer alone acts on a
+  signal (here a Ctrl-C)."""
+  job = _start_with_workers(tmp_path)
+  workers = [pid for pid in _group(job.pid) if pid != job.pid]
+  assert len(workers) >= 2, workers  # the two workers (and the resource tracker)
+  for pid in workers:
+    os.kill(pid, signal.SIGTERM)
+  for line in job.stderr:  # 200 steps on, far past the batches the workers had sent
+    if re.match(r"lfpe: step [3-9]\d\d", line):
+      break
+  assert job.poll() is None and set(workers) <= set(_group(job.pid))
+  job.send_signal(signal.SIGINT)
+  _, stderr = job.communicate(timeout=120)
+  assert job.returncode == 130 and "Traceback" not in stderr, stderr[-3000:]
 
 
 def test_data_workers_of_a_killed_run_end_with_it(tmp_path):
@@ -366,9 +392,9 @@ def test_data_workers_of_a_killed_run_end_with_it(tmp_path):
   _assert_group_ends(job.pid)
 
 
-def _running_in_group(pgid: int) -> list[str]:
-  """The /proc stat lines of the processes of group `pgid` still running (not zombies: a
-  finished process left to an init that does not reap it stays one)."""
+def _group(pgid: int) -> list[int]:
+  """The pids of the processes of group `pgid` still running (not zombies: a finished process
+  left to an init that does not reap it stays one)."""
   running = []
   for path in glob.glob("/proc/[0-9]*/stat"):
     try:
@@ -378,5 +404,5 @@ def _running_in_group(pgid: int) -> list[str]:
       continue
     state, _, group = stat.rsplit(")", 1)[1].split()[:3]
     if int(group) == pgid and state != "Z":
-      running.append(stat)
+      running.append(int(stat.split()[0]))
   return running
