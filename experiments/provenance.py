@@ -60,7 +60,7 @@ DIRTY = "+uncommitted changes"  # a commit's suffix when the tree differs from i
 def _commit() -> str:
   try:
     head = _git("rev-parse", "HEAD").strip()
-    changed = _git("status", "--porcelain", "--untracked-files=all")
+    changed = _git("status", "--porcelain", "-z", "--untracked-files=all")
   except (OSError, subprocess.CalledProcessError):
     return "unknown"
   return head + (DIRTY if code_changes(changed) else "")
@@ -73,15 +73,19 @@ CODE = ("lfpe/", "configs/", "experiments/")  # where an untracked .py file is c
 
 
 def code_changes(porcelain: str) -> list[str]:
-  """The changed paths of `git status --porcelain` output that can change what a record
-  computes: tracked files but records' data (`RECORD_DATA`), and untracked Python files under
-  `CODE` (a new module a run imports; not a record's new report or figure)."""
+  """The changed paths of `git status --porcelain -z` output (NUL-separated, names unquoted,
+  a rename's new path then its old one) that can change what a record computes: tracked files
+  but records' data (`RECORD_DATA`), and untracked Python files under `CODE` (a new module a
+  run imports; not a record's new report or figure)."""
   changed = []
-  for line in filter(str.strip, porcelain.splitlines()):
-    path = line[3:].split(" -> ")[-1]
-    if any(fnmatch.fnmatch(path, pattern) for pattern in RECORD_DATA):
+  entries = iter(porcelain.split("\0"))
+  for entry in entries:
+    status, path = entry[:2], entry[3:]
+    if "R" in status or "C" in status:
+      next(entries)  # the path it was renamed or copied from
+    if not path or any(fnmatch.fnmatch(path, pattern) for pattern in RECORD_DATA):
       continue
-    if line.startswith("??") and not (path.endswith(".py") and path.startswith(CODE)):
+    if status == "??" and not (path.endswith(".py") and path.startswith(CODE)):
       continue
     changed.append(path)
   return changed

@@ -142,21 +142,38 @@ def test_run_provenance_is_the_commit_the_process_started_with(monkeypatch, fres
 def test_another_records_progress_does_not_make_the_tree_dirty():
   """Two records running in one tree: the other's results.json changing is data, not code."""
   porcelain = (
-    " M experiments/layout/results.json\n M experiments/layout/checks.json\n"
-    " M lfpe/encodings/rotary.py\nR  experiments/a/run.py -> experiments/b/run.py\n"
+    " M experiments/layout/results.json\0 M experiments/layout/checks.json\0"
+    " M lfpe/encodings/rotary.py\0R  experiments/b/run.py\0experiments/a/run.py\0"
   )
   assert provenance.code_changes(porcelain) == ["lfpe/encodings/rotary.py", "experiments/b/run.py"]
-  assert provenance.code_changes(" M experiments/resolution/results.json\n") == []
+  assert provenance.code_changes(" M experiments/resolution/results.json\0") == []
+  assert provenance.code_changes("") == []
 
 
 def test_an_untracked_module_makes_the_tree_dirty_an_untracked_report_does_not():
   """A new .py file under lfpe/, configs/ or experiments/ is code a run may import; a record's
   new report, figure or scratch file elsewhere is not."""
   porcelain = (
-    "?? lfpe/encodings/new.py\n?? configs/mine.py\n?? experiments/x/claims.json\n"
-    "?? experiments/x/plot.png\n?? notes.py\n?? experiments/x/results.json\n"
+    "?? lfpe/encodings/new.py\0?? configs/mine.py\0?? experiments/x/claims.json\0"
+    "?? experiments/x/plot.png\0?? notes.py\0?? experiments/x/results.json\0"
   )
   assert provenance.code_changes(porcelain) == ["lfpe/encodings/new.py", "configs/mine.py"]
+
+
+def test_code_changes_reads_gits_own_status_names_with_spaces_and_accents_included(tmp_path):
+  """What `git status --porcelain -z` prints (not a hand-written string): a rename, a name
+  with a space, and an untracked module whose name git would quote without -z."""
+  git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                                     capture_output=True, text=True).stdout  # fmt: skip
+  git("init", "-q")
+  (tmp_path / "lfpe").mkdir()
+  (tmp_path / "lfpe" / "a.py").write_text("x = 1\n")
+  git("add", ".")
+  git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a")
+  git("mv", "lfpe/a.py", "lfpe/b c.py")
+  (tmp_path / "lfpe" / "é.py").write_text("y = 2\n")
+  changed = provenance.code_changes(git("status", "--porcelain", "-z", "--untracked-files=all"))
+  assert changed == ["lfpe/b c.py", "lfpe/é.py"]
 
 
 def test_the_code_fingerprint_follows_the_trained_codes_contents_not_commits(tmp_path, monkeypatch):
