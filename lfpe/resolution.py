@@ -144,14 +144,21 @@ def crop_window(
 ) -> tuple[int, int, int, int]:
   """`(top, left, h, w)` of an Inception crop (torchvision's `RandomResizedCrop` window): a
   uniform fraction of the image area in `area`, a log-uniform aspect ratio in [3/4, 4/3], at
-  a uniform position; 10 tries, else the whole image."""
+  a uniform position; after 10 tries that do not fit, torchvision's fallback: the central
+  crop of the whole image, its aspect ratio clamped to [3/4, 4/3]."""
+  low, high = 3 / 4, 4 / 3
   for _ in range(10):
     size = rng.uniform(*area) * height * width
-    aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+    aspect = math.exp(rng.uniform(math.log(low), math.log(high)))
     h, w = round(math.sqrt(size / aspect)), round(math.sqrt(size * aspect))
     if 0 < h <= height and 0 < w <= width:
       return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
-  return 0, 0, height, width
+  h, w = height, width
+  if width / height < low:
+    h = round(width / low)
+  elif width / height > high:
+    w = round(height * high)
+  return (height - h) // 2, (width - w) // 2, h, w
 
 
 def multi_crop(

@@ -8,6 +8,7 @@ import pytest
 
 from lfpe import encodings, resolution
 from lfpe.encodings import coords
+from lfpe.nn.positions import PositionSource
 
 
 def test_draw_size_depends_on_seed_and_step_only():
@@ -26,14 +27,25 @@ def test_resize_batch_repeats_pixels_at_integer_factors():
   np.testing.assert_array_equal(resolution.resize_batch(images, (4, 4)), images)  # same size
 
 
-def test_train_coords_are_the_models_augmented_grid():
+def test_train_coords_are_the_models_augmented_grid(monkeypatch):
+  """What the ViT's position source draws while training (`model.coord_augment`), given the
+  key it drew: `train_coords` with that key gives the same coordinates, and the model's
+  table is the encoding at them (a change of the model's convention, preset or grid fails)."""
+  seen = []
+  augment = coords.augment
+  monkeypatch.setattr(coords, "augment", lambda *a, **k: seen.append((a, augment(*a, **k)))
+                      or seen[-1][1])  # fmt: skip
+  source = PositionSource("fourier", (6, 4), 16, 2, coord_augment=coords.DINOV3)
+  variables = source.init(jax.random.key(0), (6, 4))
+  table = source.apply(variables, (6, 4), train=True, rngs={"dropout": jax.random.key(3)})["add"]
+  [((_, key), drawn)] = seen
+  pos = encodings.create("fourier", dim=16)
+  np.testing.assert_array_equal(resolution.train_coords(pos, (6, 4), key, **coords.DINOV3), drawn)
+  own = {"params": variables["params"]["encoding"]}
+  np.testing.assert_allclose(table, pos.apply(own, drawn), rtol=1e-6)
+  assert not np.allclose(drawn, pos.grid_coords((6, 4)))  # augmented: not the plain grid
   pos = encodings.create("rope_axial", head_dim=16)
   key = jax.random.key(3)
-  got = resolution.train_coords(pos, (6, 4), key, **coords.DINOV3)
-  want = coords.augment(
-    pos.grid_coords((6, 4)), key, rescale=2.0, convention="dinov3", num_positions=(6, 4)
-  )
-  np.testing.assert_array_equal(got, want)
   plain = resolution.train_coords(pos, (6, 4), key)  # no options: the grid itself
   np.testing.assert_allclose(plain, pos.grid_coords((6, 4)), atol=1e-5)
   with pytest.raises(ValueError, match="train_coords: coord_augment.shfit is unknown"):
@@ -47,8 +59,12 @@ def test_crop_window_covers_its_area_at_a_bounded_aspect_inside_the_image():
     assert 0 <= top <= 60 - h and 0 <= left <= 80 - w
     assert 0.1 * 4800 - 80 <= h * w <= 0.5 * 4800 + 80  # rounding each side by <= 0.5
     assert 3 / 4 - 0.06 <= w / h <= 4 / 3 + 0.06
-  # No window of the whole area fits at an aspect other than 1 often: a tall strip falls back.
-  assert resolution.crop_window(np.random.default_rng(0), 100, 2, (1.0, 1.0)) == (0, 0, 100, 2)
+  # No try fits a whole-area crop of another aspect: torchvision's fallback, the central crop
+  # with its aspect clamped to [3/4, 4/3] (its `get_params` gives (48, 0, 3, 2), (0, 38, 2, 3)).
+  rng = np.random.default_rng(0)
+  assert resolution.crop_window(rng, 100, 2, (1.0, 1.0)) == (48, 0, 3, 2)
+  assert resolution.crop_window(rng, 2, 80, (1.0, 1.0)) == (0, 38, 2, 3)
+  assert resolution.crop_window(rng, 30, 30, (2.0, 2.0)) == (0, 0, 30, 30)
 
 
 def test_multi_crop_gives_each_views_count_and_size_and_packs_in_one_batch():

@@ -23,7 +23,7 @@ them by (seed, batch index), the same on every process; `TrainIterator` keeps th
 
 NaFlex (`data.naflex`): each training example is resized to an (h, w) drawn per example,
 and every batch's images are packed (`lfpe.resolution.pack`) into `image = {patches, index,
-shape, valid}`; evaluation packs the images at their size.
+shape, valid}`; evaluation packs its images at their own size (`eval_naflex`).
 
 Detection (`data.detection` set): examples are DETR's inputs (`detection_ops.OUTPUT`, with
 the pixel `mask`), each training example at a size drawn from `train_sizes`; evaluation
@@ -32,7 +32,9 @@ passes over the split once per size of `test_sizes`, and marks real examples `va
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Callable, Iterator, Sequence
 
 import grain
@@ -272,7 +274,7 @@ class TrainIterator:
 
 class EvalLoader:
   """Global eval batches with `mask`; iterate it once per evaluation, `len` batches each
-  (with `naflex`, their images packed at their own size)."""
+  (with `naflex`, packed: `eval_naflex`)."""
 
   def __init__(
     self,
@@ -375,7 +377,20 @@ def make_loader(
     )
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)
-  return EvalLoader(local, sharding, global_batch_size, resolved.naflex)
+  return EvalLoader(local, sharding, global_batch_size, eval_naflex(resolved))
+
+
+def eval_naflex(resolved: config.Resolved) -> config.NaFlex | None:
+  """How evaluation batches are packed: `data.naflex` with its token budget grown to the
+  evaluated images' grid (`image_size`, rounded up to whole patches), so that an evaluation
+  at a size past the training budget is scored at that size, not shrunk to fit the budget.
+  An image of whole patches is packed as it is; any other is resized to fill the budget
+  (`resolution.pack`, NaFlex's rule). None without `data.naflex`."""
+  naflex = resolved.naflex
+  if naflex is None or resolved.image_size is None:
+    return naflex
+  tokens = math.ceil(resolved.image_size / naflex.patch) ** 2
+  return dataclasses.replace(naflex, max_tokens=max(naflex.max_tokens, tokens))
 
 
 def check_image_size(resolved: config.Resolved, example: dict) -> None:

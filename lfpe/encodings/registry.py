@@ -128,11 +128,15 @@ def _settings(spec) -> tuple[str, dict[str, Any]]:
 def packed_refusal(spec) -> str | None:
   """Why the encoding of `spec` cannot take NaFlex-packed batches (several grids in one
   batch), or None: every kind can, by a per-example `packed` (learned tables resampled per
-  example), except a resampling policy with no per-example version."""
+  example), except a resampling policy with no per-example version, or a reason of the
+  encoding's own (`packed_refusal(settings)`: RoPE's grid-dependent scaling)."""
   name, values = _settings(spec)
   cls = _module_class(name)
   if cls.kind in ("bias", "logits") and not hasattr(cls, "packed"):
     return "it indexes one grid's offsets and has no per-example version"
+  own = getattr(cls, "packed_refusal", None)
+  if own is not None and own(values):
+    return own(values)
   method = values.get("resample_method")
   return None if method is None else packed_problem(method, values.get("align_corners", False))
 

@@ -68,8 +68,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -297,10 +297,20 @@ class Rotary2D(Checked, nn.Module):
     if self.scaling == "pi":
       factor = jnp.asarray(self.training_length, jnp.float32) / jnp.asarray(shape, jnp.float32)
       return index * jnp.minimum(factor, 1.0)[:, None, :]
-    raise ValueError(
-      f"{type(self).__name__}: scaling={self.scaling!r} rescales θ for one grid, so packed "
-      "batches of several grids cannot use it; use scaling='none' or 'pi', or set "
-      "`ntk_factor` (the same s for every grid)."
+    problem = self.packed_refusal({"scaling": self.scaling, "ntk_factor": self.ntk_factor})
+    raise ValueError(f"{type(self).__name__}: {problem}.")
+
+  @staticmethod
+  def packed_refusal(settings: Mapping[str, Any]) -> str | None:
+    """Why RoPE with these `settings` (its fields) cannot take packed batches, or None: `ntk`
+    and `yarn` rescale θ from one grid's length, unless `ntk_factor` fixes the factor (the
+    check `encodings.packed_refusal` runs on a config)."""
+    if settings.get("scaling") not in ("ntk", "yarn") or settings.get("ntk_factor"):
+      return None
+    return (
+      f"scaling={settings['scaling']!r} rescales θ for one grid, so packed batches of several "
+      "grids cannot use it; use scaling='none' or 'pi', or set `ntk_factor` (the same s for "
+      "every grid)"
     )
 
   @nn.compact

@@ -92,12 +92,12 @@ class Classification:
           "config.task.mixup_alpha / cutmix_alpha mix whole images, which packed batches "
           "(config.data.naflex) do not hold; set them to 0."
         )
-      refusal = encodings.packed_refusal(config.model.posemb)
-      if refusal:
-        raise ValueError(
-          f"config.model.posemb={config.model.posemb!r} cannot take packed batches "
-          f"(config.data.naflex): {refusal}."
-        )
+      for field, spec in _posemb_fields(config).items():  # evaluations pack their batches too
+        refusal = encodings.packed_refusal(spec)
+        if refusal:
+          raise ValueError(
+            f"{field}={spec!r} cannot take packed batches (config.data.naflex): {refusal}."
+          )
       if config.model.get("coord_augment"):
         raise ValueError(
           "config.model.coord_augment is not applied to packed batches (config.data.naflex);"
@@ -185,6 +185,20 @@ class Classification:
     }
 
 
+def _posemb_fields(config: Any) -> dict[str, Any]:
+  """{field: spec} of the model's encoding and of each evaluation that sets its own (fields
+  over the model's, as lfpe.train.evaluation merges them)."""
+  base = config.model.posemb
+  specs = {"config.model.posemb": base}
+  for name, entry in (config.get("evals") or {}).items():
+    posemb = (entry.get("model") or {}).get("posemb")
+    if hasattr(posemb, "items") and hasattr(base, "items"):
+      posemb = {**_plain(base), **_plain(posemb)}
+    if posemb is not None:
+      specs[f"config.evals.{name}.model.posemb"] = posemb
+  return specs
+
+
 def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   """After training at grids above the model's own (`nominal` px; `data.train_sizes`, or the
   packed grids of `data.naflex`), a RoPE scaling policy in the model or an evaluation must say
@@ -194,16 +208,8 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   trained = _largest_trained_grid(config.data, patch)
   if trained is None or max(trained) <= nominal // patch:  # (None for a non-int patch)
     return
-  base = config.model.posemb
-  specs = {"config.model.posemb": base}
-  for name, entry in (config.get("evals") or {}).items():
-    posemb = (entry.get("model") or {}).get("posemb")
-    if hasattr(posemb, "items") and hasattr(base, "items"):  # fields over the model's, as
-      posemb = {**_plain(base), **_plain(posemb)}  # lfpe.train.evaluation merges them
-    if posemb is not None:
-      specs[f"config.evals.{name}.model.posemb"] = posemb
   source = "config.data.naflex" if config.data.get("naflex") else "config.data.train_sizes"
-  for field, spec in specs.items():
+  for field, spec in _posemb_fields(config).items():
     problem = encodings.mixed_size_problem(spec)
     if problem:
       raise ValueError(

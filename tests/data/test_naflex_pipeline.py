@@ -38,6 +38,19 @@ def test_each_row_draws_its_size_and_a_restored_iterator_repeats_the_draws(digit
   jax.tree.map(np.testing.assert_array_equal, got, expected)
 
 
+@pytest.mark.parametrize(("image_size", "grid"), [(16, (8, 8)), (24, (12, 12)), (5, (8, 8))])
+def test_evaluation_packs_each_image_at_its_own_size(digits_config, mesh, image_size, grid):
+  """An evaluation past the training budget (64 tokens of 2 px: 16 px) is scored at its own
+  size (24 px: 144 tokens), not shrunk to the budget; an image that is not whole patches
+  (5 px) is resized to fill the budget, NaFlex's rule."""
+  digits_config.image_size, digits_config.naflex = image_size, NAFLEX
+  loader = pipeline.make_loader(digits_config, global_batch_size=8, seed=0, train=False, mesh=mesh)
+  image = jax.tree.map(np.asarray, next(iter(loader)))["image"]
+  assert image["patches"].shape[1] == max(64, grid[0] * grid[1])
+  np.testing.assert_array_equal(image["shape"], np.tile(grid, (8, 1)))
+  assert pipeline.eval_naflex(config.resolve(digits_config)).max_tokens == image["valid"].shape[1]
+
+
 @pytest.mark.parametrize(
   ("naflex", "match"),
   [
@@ -80,15 +93,20 @@ def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir
   ("field", "value", "match"),
   [
     ("model.posemb", "embed_2d(align_corners=True)", "half-pixel centres"),
+    ("model.posemb", "rope_axial(scaling='ntk', trained_grid=(8, 8))", "config.model.posemb="),
+    ("evals", {"x": {"model": {"posemb": "embed_1d(align_corners=True)"}}}, "config.evals.x."),
     ("model.coord_augment", {"shift": 0.1}, "coord_augment"),
     ("task.mixup_alpha", 0.2, "mixup_alpha"),
   ],
 )
-def test_what_packed_batches_cannot_take_is_refused_before_training(tmp_path, field, value, match):
+def test_what_packed_batches_cannot_take_is_refused_before_training(field, value, match):
   cfg = vit_digits.get_config("small=1")
   with cfg.unlocked():
     cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
-    section, name = field.split(".")
-    cfg[section][name] = value
-  with pytest.raises(ValueError, match=match):
-    trainer.train_and_evaluate(cfg, str(tmp_path), devices=jax.devices()[:1])
+    if field == "evals":
+      cfg.evals = value
+    else:
+      section, name = field.split(".")
+      cfg[section][name] = value
+  with pytest.raises(ValueError, match=match):  # the config's own check: before anything runs
+    trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)

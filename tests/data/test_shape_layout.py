@@ -29,10 +29,36 @@ def test_the_label_is_the_class_of_the_left_most_shape_ahead_by_the_gap():
 
 
 def test_no_test_scene_occurs_in_training_and_every_class_is_a_label():
+  """Disjoint splits, by layout whatever the background (`_closest_layout`); a layout moved by
+  less than 1/64 would be caught (a scene's key, its background seed included, is no check:
+  the seeds alone differ between splits)."""
   train, test = sl.generate(CFG, "train"), sl.generate(CFG, "test")
-  assert not {sl.scene_key(s) for s in train} & {sl.scene_key(s) for s in test}
+  assert _closest_layout(train, test) > 1 / 64
+  moved = np.asarray(test[0]["objects"]["bbox"]) + 1 / 128  # a test layout, nudged
+  near = {**test[0], "objects": {**test[0]["objects"], "bbox": moved}}
+  assert _closest_layout([*train, near], test) <= 1 / 64  # the check can fail
   assert sl.scene_key(train[0]) == sl.scene_key(sl.generate(CFG, "train")[0])  # deterministic
   assert set(np.bincount([s["label"] for s in train], minlength=6).nonzero()[0]) == set(range(6))
+
+
+def _closest_layout(train: list, test: list) -> float:
+  """The smallest gap between a test scene and a training scene of the same classes: the
+  largest difference of a box coordinate (fractions of the image), whatever the background."""
+  grouped = {}
+  for split, scenes in (("train", train), ("test", test)):
+    for scene in scenes:
+      labels, boxes = scene["objects"]["label"], np.asarray(scene["objects"]["bbox"])
+      order = np.argsort(labels)  # each class at most once: boxes by class
+      key = tuple(np.asarray(labels)[order].tolist())
+      grouped.setdefault(key, {"train": [], "test": []})[split].append(boxes[order].ravel())
+  assert sum(len(g["test"]) for g in grouped.values()) == len(test)
+  closest = np.inf
+  for group in grouped.values():
+    if group["train"] and group["test"]:
+      train_boxes, test_boxes = np.stack(group["train"]), np.stack(group["test"])
+      gaps = np.abs(test_boxes[:, None, :] - train_boxes[None, :, :]).max(-1)  # worst coordinate
+      closest = min(closest, gaps.min())
+  return closest
 
 
 @pytest.mark.slow
@@ -40,20 +66,9 @@ def test_the_records_test_layouts_are_not_near_copies_of_training_layouts():
   """`shape_layout/colour`, the resolution record's data (20,000 / 10,000 scenes): no test scene
   has the same classes as a training scene with every box within 1/64 of the image (whatever
   the background), so a test image is never a training layout redrawn."""
-  grouped = {}
-  for split in ("train", "test"):
-    for scene in sl.generate(sl.COLOUR, split):
-      labels, boxes = scene["objects"]["label"], np.asarray(scene["objects"]["bbox"])
-      order = np.argsort(labels)  # each class at most once: boxes by class
-      key = tuple(labels[order].tolist())
-      grouped.setdefault(key, {"train": [], "test": []})[split].append(boxes[order].ravel())
-  closest = np.inf
-  for group in grouped.values():
-    if group["train"] and group["test"]:
-      train, test = np.stack(group["train"]), np.stack(group["test"])
-      gaps = np.abs(test[:, None, :] - train[None, :, :]).max(-1)  # worst coordinate per pair
-      closest = min(closest, gaps.min())
-  assert sum(len(g["test"]) for g in grouped.values()) == sl.COLOUR.num_test
+  train, test = sl.generate(sl.COLOUR, "train"), sl.generate(sl.COLOUR, "test")
+  assert len(test) == sl.COLOUR.num_test
+  closest = _closest_layout(train, test)
   assert closest > 1 / 64, closest
 
 
