@@ -44,6 +44,13 @@ def _records() -> list[tuple[str, list[dict]]]:
   return [(found[-1], _claims(found[-1])) for found in editions.finished(ROOT).values()]
 
 
+def holm_verdict(entry: dict) -> str | None:
+  """A claim's verdict after Holm's adjustment, a kept plain one ("... (not adjusted)":
+  equivalence claims, a failing arm at the ceiling) counted as it reads."""
+  verdict = entry.get("holm_verdict")
+  return verdict.split(" (")[0] if verdict else verdict
+
+
 def rows() -> list[dict]:
   """Per current record: its counts of claims by verdict and its controls."""
   out = []
@@ -57,7 +64,7 @@ def rows() -> list[dict]:
         "reproduced": verdicts.count("reproduced"),
         "contradicted": verdicts.count("contradicted"),
         "unresolved": verdicts.count("unresolved"),
-        "holm": sum(e.get("holm_verdict") in ("reproduced", "contradicted") for e in entries),
+        "holm": sum(holm_verdict(e) in RESOLVED for e in entries),
         "at_ceiling": sum(
           bool(e.get("at_ceiling")) for e in entries if e["verdict"] == "unresolved"
         ),
@@ -116,7 +123,7 @@ def fair_rows() -> tuple[list[dict], list[str]]:
     for kind in TUNINGS:
       name, claims = by_kind.get(kind, ("", []))
       plain = [e["verdict"] for e in claims]
-      holm = [e["holm_verdict"].split(" (")[0] for e in claims]  # "... (not adjusted)" too
+      holm = [holm_verdict(e) for e in claims]
       row[kind] = (len(plain), *(v.count(s) for v in (plain, holm) for s in RESOLVED))
       for e in claims:
         readings.setdefault((e["item"], e["a"], e["b"], e["metric"]), {})[kind] = (name, e)

@@ -23,18 +23,19 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
     },
     {"claim": "c beats d", "verdict": "unresolved", "at_ceiling": True},
     {"claim": "e beats f", "verdict": "contradicted"},
+    {"claim": "g like h", "verdict": "reproduced", "holm_verdict": "reproduced (not adjusted)"},
   ]
   (folder / "claims.json").write_text(json.dumps(entries))
   monkeypatch.setattr(summary, "ROOT", tmp_path)
   (row,) = summary.rows()
   assert row == {
     "experiment": "toy",
-    "claims": 4,
-    "reproduced": 2,
+    "claims": 5,
+    "reproduced": 3,
     "contradicted": 1,
     "unresolved": 1,
     "at_ceiling": 1,
-    "holm": 1,
+    "holm": 2,  # an equivalence claim keeps its plain verdict: counted as it reads
     "controls": "1 of 1",
   }
 
