@@ -2,7 +2,8 @@
 
 Each case runs the command line as a subprocess (8 fake CPU devices, inherited from
 tests/conftest.py) with stderr a pipe, not a terminal. The mistakes of a user are in
-test_cli_mistakes.py, workdirs that keep their record in test_workdir_record.py.
+test_cli_mistakes.py, signals in test_cli_signals.py, workdirs that keep their record in
+test_workdir_record.py.
 """
 
 import json

@@ -381,11 +381,10 @@ def make_loader(
 
 
 def eval_naflex(resolved: config.Resolved) -> config.NaFlex | None:
-  """How evaluation batches are packed: `data.naflex` with its token budget grown to the
-  evaluated images' grid (`image_size`, rounded up to whole patches), so that an evaluation
-  at a size past the training budget is scored at that size, not shrunk to fit the budget.
-  An image of whole patches is packed as it is; any other is resized to fill the budget
-  (`resolution.pack`, NaFlex's rule). None without `data.naflex`."""
+  """How evaluation batches are packed: `data.naflex`, its budget grown to the evaluated grid
+  (`image_size` in whole patches, rounded up) so that an evaluation past the training budget
+  is scored at its own size, not shrunk; `resolution.pack` resizes an image that is not
+  whole patches to fill the budget (NaFlex's rule)."""
   naflex = resolved.naflex
   if naflex is None or resolved.image_size is None:
     return naflex

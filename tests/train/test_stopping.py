@@ -1,5 +1,5 @@
 """lfpe.train.stopping's contexts on their own (the trainer's use of them: test_trainer.py,
-tests/test_cli_mistakes.py, test_multiprocess.py)."""
+tests/test_cli_signals.py, test_multiprocess.py)."""
 
 import os
 import signal
