@@ -125,6 +125,9 @@ def arms(quick: bool = False) -> tuple[Arm, ...]:
       {"coords_mode": "dinov3"},
       {"coord_augment": coords.DINOV3},
     ),
+    # its ablation: DINOv3's coordinates without the augmentation, so that the recipe's two
+    # parts are read apart (coordinates vs indices; augmentation on top of the coordinates)
+    Arm("rope_axial dinov3-coords", "rope_axial", {"coords_mode": "dinov3"}),
     Arm("rope_mixed mixed-res", "rope_mixed", train_sizes=MIXED, policies=MIXED_POLICIES),
   )
   if quick:

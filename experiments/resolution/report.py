@@ -89,6 +89,20 @@ PUBLISHED = (
     ("rope_axial dinov3", "extrapolate"),
     ("rope_axial", "extrapolate"),
   ),
+  (  # the recipe ablated (lfpe's): which of its two parts carries a difference
+    "lfpe",
+    "DINOv3's recipe, ablated",
+    "DINOv3's normalised coordinates alone hold up at other sizes better than indices",
+    ("rope_axial dinov3-coords", "extrapolate"),
+    ("rope_axial", "extrapolate"),
+  ),
+  (
+    "lfpe",
+    "DINOv3's recipe, ablated",
+    "DINOv3's coordinate augmentation helps on top of its normalised coordinates",
+    ("rope_axial dinov3", "extrapolate"),
+    ("rope_axial dinov3-coords", "extrapolate"),
+  ),
   (
     "lfpe",
     "mixed-resolution training",

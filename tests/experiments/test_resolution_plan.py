@@ -41,6 +41,9 @@ def test_training_choices_reach_the_config():
   config = _config("rope_axial-dinov3")
   assert encodings.parse(config.model.posemb) == ("rope_axial", {"coords_mode": "dinov3"})
   assert dict(config.model.coord_augment) == coords.DINOV3  # DINOv3's released preset
+  ablated = _config("rope_axial-dinov3-coords")  # its coordinates, without the augmentation
+  assert encodings.parse(ablated.model.posemb) == encodings.parse(config.model.posemb)
+  assert not ablated.model.get("coord_augment")
   assert _config("rope_mixed-mixed-res").data.train_sizes == plan.MIXED
   assert _config("rope_mixed").data.get("train_sizes") is None
   assert encodings.parse(_config("fourier").model.posemb)[1]["coords_mode"] == "index"
