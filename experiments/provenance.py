@@ -32,9 +32,11 @@ TRAINED_CODE = ("lfpe", "configs")  # what a job process imports to train a run
 
 
 def _git(*args: str) -> str:
+  """git's output; a file name that is not UTF-8 (printed raw with -z) is kept, escaped."""
   return subprocess.run(
-    ["git", "-C", ROOT, *args], capture_output=True, text=True, check=True
-  ).stdout
+    ["git", "-C", ROOT, *args], capture_output=True, text=True, errors="surrogateescape",
+    check=True,
+  ).stdout  # fmt: skip
 
 
 def code_fingerprint(paths: tuple[str, ...] = TRAINED_CODE) -> str | None:

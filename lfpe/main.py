@@ -138,7 +138,9 @@ elif __name__ == "__mp_main__":  # a process this one spawned (grain's `data.wor
   # Ctrl-C reaches the whole process group, and a scheduler's SIGTERM (Slurm's) every process
   # of the job: the trainer alone acts on them (it stops after the step, or saves it, then
   # closes the workers; grain stops them by an event, then SIGKILL). A worker that died of one
-  # would fail the step reading its batch, or print a KeyboardInterrupt traceback.
+  # would fail the step reading its batch, or print a KeyboardInterrupt traceback. So every
+  # loader with workers must be closed (the trainer's are, however it ends): at exit,
+  # multiprocessing's SIGTERM to a daemon worker no longer ends it.
   for signum in (signal.SIGINT, signal.SIGTERM):
     signal.signal(signum, signal.SIG_IGN)
   threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()

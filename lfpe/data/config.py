@@ -24,7 +24,7 @@ Fields of `default_config()`:
     drawn per example from (seed, batch, row), so one batch mixes sizes and aspect ratios,
     and every batch becomes `image = {patches, index, shape, valid}` of `max_tokens` tokens.
     One compile serves every mix of sizes. Evaluation packs its images at their own size:
-    its budget grows to their grid where that is larger (`pipeline.eval_naflex`).
+    its budget grows to their grid where that is larger (`packing.eval_naflex`).
   cache: decode every record of the split once and keep it in memory (small datasets such
     as digits: the per-example PNG decoding otherwise dominates a tiny model's step); in
     training each process keeps only the records its shard reads. With

@@ -23,7 +23,7 @@ them by (seed, batch index), the same on every process; `TrainIterator` keeps th
 
 NaFlex (`data.naflex`): each training example is resized to an (h, w) drawn per example,
 and every batch's images are packed (`lfpe.resolution.pack`) into `image = {patches, index,
-shape, valid}`; evaluation packs its images at their own size (`eval_naflex`).
+shape, valid}` (`lfpe.data.packing`); evaluation packs its images at their own size.
 
 Detection (`data.detection` set): examples are DETR's inputs (`detection_ops.OUTPUT`, with
 the pixel `mask`), each training example at a size drawn from `train_sizes`; evaluation
@@ -32,9 +32,7 @@ passes over the split once per size of `test_sizes`, and marks real examples `va
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
 from collections.abc import Callable, Iterator, Sequence
 
 import grain
@@ -45,7 +43,7 @@ from absl import flags
 from jax.experimental import multihost_utils
 
 from lfpe import resolution
-from lfpe.data import builders, config, detection_ops, image_ops, memory, ops
+from lfpe.data import builders, config, detection_ops, image_ops, memory, ops, packing
 
 Batch = dict[str, np.ndarray]
 
@@ -189,16 +187,6 @@ def to_global(batch: Batch, sharding: jax.sharding.Sharding, global_batch_size: 
   )
 
 
-def naflex_batch(batch: Batch, naflex: config.NaFlex, sizes: Sequence | None = None) -> Batch:
-  """`batch` with its images packed (`resolution.pack`), each first resized (bilinear) to
-  its entry of `sizes` (None: packed at their own size)."""
-  images = list(batch["image"])
-  if sizes is not None:
-    images = [image_ops.resize_image(x, s, "bilinear") for x, s in zip(images, sizes, strict=True)]
-  patch = (naflex.patch, naflex.patch)
-  return {**batch, "image": resolution.pack(images, patch, naflex.max_tokens)}
-
-
 class TrainIterator:
   """Global training batches; `get_state` / `set_state` make it checkpointable.
 
@@ -240,7 +228,7 @@ class TrainIterator:
     if self._naflex:
       rows = range(self._first_row, self._first_row + len(batch["image"]))
       draw = lambda r: resolution.draw_size(self._naflex.sizes, self._seed, (self._index, r))
-      batch = naflex_batch(batch, self._naflex, [draw(r) for r in rows])
+      batch = packing.pack_batch(batch, self._naflex, [draw(r) for r in rows])
       self._index += 1
     return to_global(batch, self._sharding, self._batch)
 
@@ -274,7 +262,7 @@ class TrainIterator:
 
 class EvalLoader:
   """Global eval batches with `mask`; iterate it once per evaluation, `len` batches each
-  (with `naflex`, packed: `eval_naflex`)."""
+  (with `naflex`, packed: `packing.eval_naflex`)."""
 
   def __init__(
     self,
@@ -291,7 +279,7 @@ class EvalLoader:
 
   def __iter__(self) -> Iterator[dict[str, jax.Array]]:
     for batch in self._local:
-      batch = naflex_batch(batch, self._naflex) if self._naflex else batch
+      batch = packing.pack_batch(batch, self._naflex) if self._naflex else batch
       yield to_global(batch, self._sharding, self._batch)
 
 
@@ -338,8 +326,8 @@ def make_loader(
   if resolved.detection and not train:
     source = detection_ops.AtSizes(source, resolved.detection.test_sizes)
   source = NamedSource(source, f"{resolved.spec.name}:{split}")
-  first = source[rows.start]
-  check_image_size(resolved, ops.apply(transforms, first, np.random.default_rng(seed)))
+  example = ops.apply(transforms, source[rows.start], np.random.default_rng(seed))
+  check_image_size(resolved, example)
   kwargs = dict(
     batch_size=global_batch_size // shard_count, shard_index=shard_index, shard_count=shard_count
   )
@@ -377,19 +365,7 @@ def make_loader(
     )
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)
-  return EvalLoader(local, sharding, global_batch_size, eval_naflex(resolved))
-
-
-def eval_naflex(resolved: config.Resolved) -> config.NaFlex | None:
-  """How evaluation batches are packed: `data.naflex`, its budget grown to the evaluated grid
-  (`image_size` in whole patches, rounded up) so that an evaluation past the training budget
-  is scored at its own size, not shrunk; `resolution.pack` resizes an image that is not
-  whole patches to fill the budget (NaFlex's rule)."""
-  naflex = resolved.naflex
-  if naflex is None or resolved.image_size is None:
-    return naflex
-  tokens = math.ceil(resolved.image_size / naflex.patch) ** 2
-  return dataclasses.replace(naflex, max_tokens=max(naflex.max_tokens, tokens))
+  return EvalLoader(local, sharding, global_batch_size, packing.eval_naflex(resolved, example))
 
 
 def check_image_size(resolved: config.Resolved, example: dict) -> None:

@@ -79,30 +79,18 @@ class Classification:
       if not 0.0 <= getattr(self, name) <= 1.0:
         raise ValueError(f"config.task.{name} must be in [0, 1], got {getattr(self, name)!r}.")
     model_family(config, "classification")
-    naflex = config.data.get("naflex")
-    if naflex is not None:
-      patch = config.model.get("patch_size")
-      if naflex.get("patch") != patch:
-        raise ValueError(
-          f"config.data.naflex.patch={naflex.get('patch')!r} must be the model's patch "
-          f"(config.model.patch_size={patch!r}): the pipeline cuts the patches."
-        )
+    if config.data.get("naflex") is not None:
       if self.mixup_alpha or self.cutmix_alpha:
         raise ValueError(
           "config.task.mixup_alpha / cutmix_alpha mix whole images, which packed batches "
           "(config.data.naflex) do not hold; set them to 0."
         )
-      for field, spec in _posemb_fields(config).items():  # evaluations pack their batches too
-        refusal = encodings.packed_refusal(spec)
-        if refusal:
-          raise ValueError(
-            f"{field}={spec!r} cannot take packed batches (config.data.naflex): {refusal}."
-          )
       if config.model.get("coord_augment"):
         raise ValueError(
           "config.model.coord_augment is not applied to packed batches (config.data.naflex);"
           " set it to None."
         )
+    _check_packed(config)
     _check_mixed_size_policies(config, self.data_info(config)[1][0])
     for size in config.data.get("train_sizes") or ():  # mixed resolution: each size must fit
       try:
@@ -185,18 +173,39 @@ class Classification:
     }
 
 
-def _posemb_fields(config: Any) -> dict[str, Any]:
-  """{field: spec} of the model's encoding and of each evaluation that sets its own (fields
-  over the model's, as lfpe.train.evaluation merges them)."""
-  base = config.model.posemb
-  specs = {"config.model.posemb": base}
+def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
+  """(posemb field, spec, naflex field, naflex) of the training run and of each evaluation
+  (`config.evals.NAME`): its encoding (its own fields over the model's, as
+  lfpe.train.evaluation merges them) and its packing (its own `data.naflex` where it sets
+  one, e.g. None to evaluate unpacked)."""
+  base, trained = config.model.posemb, config.data.get("naflex")
+  out = [("config.model.posemb", base, "config.data.naflex", trained)]
   for name, entry in (config.get("evals") or {}).items():
-    posemb = (entry.get("model") or {}).get("posemb")
+    where, posemb = f"config.evals.{name}", (entry.get("model") or {}).get("posemb")
     if hasattr(posemb, "items") and hasattr(base, "items"):
       posemb = {**_plain(base), **_plain(posemb)}
-    if posemb is not None:
-      specs[f"config.evals.{name}.model.posemb"] = posemb
-  return specs
+    field = "config.model.posemb" if posemb is None else f"{where}.model.posemb"
+    data = entry.get("data") or {}
+    packing = (f"{where}.data.naflex", data["naflex"]) if "naflex" in data else out[0][2:]
+    out.append((field, base if posemb is None else posemb, *packing))
+  return out
+
+
+def _check_packed(config: Any) -> None:
+  """Where batches are packed (`data.naflex`: training, or an evaluation's own), the patch is
+  the model's and the encoding takes packed batches (`encodings.packed_refusal`)."""
+  patch = config.model.get("patch_size")
+  for field, spec, where, naflex in _encodings(config):
+    if naflex is None:
+      continue
+    if naflex.get("patch") != patch:
+      raise ValueError(
+        f"{where}.patch={naflex.get('patch')!r} must be the model's patch "
+        f"(config.model.patch_size={patch!r}): the pipeline cuts the patches."
+      )
+    refusal = encodings.packed_refusal(spec)
+    if refusal:
+      raise ValueError(f"{field}={spec!r} cannot take packed batches ({where}): {refusal}.")
 
 
 def _check_mixed_size_policies(config: Any, nominal: int) -> None:
@@ -209,7 +218,7 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   if trained is None or max(trained) <= nominal // patch:  # (None for a non-int patch)
     return
   source = "config.data.naflex" if config.data.get("naflex") else "config.data.train_sizes"
-  for field, spec in _posemb_fields(config).items():
+  for field, spec in {field: spec for field, spec, *_ in _encodings(config)}.items():
     problem = encodings.mixed_size_problem(spec)
     if problem:
       raise ValueError(

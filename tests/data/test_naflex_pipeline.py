@@ -38,17 +38,40 @@ def test_each_row_draws_its_size_and_a_restored_iterator_repeats_the_draws(digit
   jax.tree.map(np.testing.assert_array_equal, got, expected)
 
 
-@pytest.mark.parametrize(("image_size", "grid"), [(16, (8, 8)), (24, (12, 12)), (5, (8, 8))])
-def test_evaluation_packs_each_image_at_its_own_size(digits_config, mesh, image_size, grid):
+@pytest.mark.parametrize(
+  ("image_size", "max_tokens", "grid"),
+  [(16, 64, (8, 8)), (24, 64, (12, 12)), (5, 64, (8, 8)), (None, 4, (4, 4))],
+)
+def test_evaluation_packs_each_image_at_its_own_size(
+  digits_config, mesh, image_size, max_tokens, grid
+):
   """An evaluation past the training budget (64 tokens of 2 px: 16 px) is scored at its own
-  size (24 px: 144 tokens), not shrunk to the budget; an image that is not whole patches
-  (5 px) is resized to fill the budget, NaFlex's rule."""
-  digits_config.image_size, digits_config.naflex = image_size, NAFLEX
+  size (24 px: 144 tokens; digits' native 8 px past a budget of 4 tokens), not shrunk to the
+  budget; an image that is not whole patches (5 px) is resized to fill the budget, NaFlex's
+  rule."""
+  digits_config.image_size = image_size
+  digits_config.naflex = {**NAFLEX, "max_tokens": max_tokens}
   loader = pipeline.make_loader(digits_config, global_batch_size=8, seed=0, train=False, mesh=mesh)
   image = jax.tree.map(np.asarray, next(iter(loader)))["image"]
-  assert image["patches"].shape[1] == max(64, grid[0] * grid[1])
+  assert image["patches"].shape[1] == max(max_tokens, grid[0] * grid[1])
   np.testing.assert_array_equal(image["shape"], np.tile(grid, (8, 1)))
-  assert pipeline.eval_naflex(config.resolve(digits_config)).max_tokens == image["valid"].shape[1]
+
+
+def test_each_evaluations_own_packing_is_what_is_checked():
+  """An evaluation that sets `data.naflex=None` runs unpacked, so NTK scaling is fine there;
+  one that packs while training does not is checked as training would be."""
+  cfg = vit_digits.get_config("small=1")
+  with cfg.unlocked():
+    cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
+    ntk = {"posemb": "rope_axial(scaling='ntk', trained_grid=(12, 12))"}
+    cfg.model.posemb = "rope_axial"
+    cfg.evals = {"big": {"data": {"naflex": None, "image_size": 32}, "model": ntk}}
+  trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)
+  with cfg.unlocked():
+    cfg.data.naflex = None
+    cfg.evals = {"packed": {"data": {"naflex": {**NAFLEX, "patch": 4}}}}
+  with pytest.raises(ValueError, match=r"config.evals.packed.data.naflex.patch=4 must be"):
+    trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,9 @@ def test_an_untracked_module_makes_the_tree_dirty_an_untracked_report_does_not()
   assert provenance.code_changes(porcelain) == ["lfpe/encodings/new.py", "configs/mine.py"]
 
 
-def test_code_changes_reads_gits_own_status_names_with_spaces_and_accents_included(tmp_path):
+def test_code_changes_reads_gits_own_status_names_with_spaces_and_accents_included(
+  tmp_path, monkeypatch
+):
   """What `git status --porcelain -z` prints (not a hand-written string): a rename, a name
   with a space, and an untracked module whose name git would quote without -z."""
   git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
@@ -174,6 +176,9 @@ def test_code_changes_reads_gits_own_status_names_with_spaces_and_accents_includ
   (tmp_path / "lfpe" / "é.py").write_text("y = 2\n")
   changed = provenance.code_changes(git("status", "--porcelain", "-z", "--untracked-files=all"))
   assert changed == ["lfpe/b c.py", "lfpe/é.py"]
+  (tmp_path / "lfpe" / "a\udce9.py").write_bytes(b"")  # a Latin-1 name, not UTF-8
+  monkeypatch.setattr(provenance, "ROOT", str(tmp_path))
+  assert provenance._commit().endswith(provenance.DIRTY)  # read, not a UnicodeDecodeError
 
 
 def test_the_code_fingerprint_follows_the_trained_codes_contents_not_commits(tmp_path, monkeypatch):
