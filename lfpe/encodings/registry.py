@@ -135,8 +135,9 @@ def packed_refusal(spec) -> str | None:
   if cls.kind in ("bias", "logits") and not hasattr(cls, "packed"):
     return "it indexes one grid's offsets and has no per-example version"
   own = getattr(cls, "packed_refusal", None)
-  if own is not None and own(values):
-    return own(values)
+  problem = own(values) if own is not None else None
+  if problem:
+    return problem
   method = values.get("resample_method")
   return None if method is None else packed_problem(method, values.get("align_corners", False))
 

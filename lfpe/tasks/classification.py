@@ -186,7 +186,10 @@ def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
       posemb = {**_plain(base), **_plain(posemb)}
     field = "config.model.posemb" if posemb is None else f"{where}.model.posemb"
     data = entry.get("data") or {}
-    packing = (f"{where}.data.naflex", data["naflex"]) if "naflex" in data else out[0][2:]
+    if "naflex" in data:
+      packing = (f"{where}.data.naflex", data["naflex"])
+    else:
+      packing = ("config.data.naflex", trained)
     out.append((field, base if posemb is None else posemb, *packing))
   return out
 

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from experiments import stats, sweeps
-from experiments.resolution import plan, report, run
+from experiments.resolution import comparisons, plan, report, run
 from lfpe import encodings
 from lfpe.data import shape_layout
 from lfpe.encodings import coords
@@ -241,8 +241,8 @@ def test_the_control_claim_takes_the_best_arm_with_two_seeds():
 
 def test_rows_read_off_a_figure_or_table_name_published_items():
   """`READ_OFF` names items of `PUBLISHED` (a typo would leave a row marked 'text')."""
-  items = {item for _, item, *_ in report.PUBLISHED}
-  assert set(report.READ_OFF) <= items
+  items = {item for _, item, *_ in comparisons.PUBLISHED}
+  assert set(comparisons.READ_OFF) <= items
   assert {"Heo et al. 2024, Fig. 3", "Table 2 (unseen sizes, raw positions)"} == set(
-    report.READ_OFF
+    comparisons.READ_OFF
   )
