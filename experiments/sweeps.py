@@ -227,6 +227,7 @@ def tuned_note(
   and `rule`, and which ran at defaults (`untuned`); `stats.AT_DEFAULTS` when none was."""
   if not tuned or not by_arm:  # no sweep in these results: nothing was tuned
     return stats.AT_DEFAULTS
+  tuned = list(dict.fromkeys(tuned))  # one arm under two policies (PI vs extrapolation) once
   values = sorted({len(grid) for grid in by_arm.values()})
   seeds = sorted({len(v) for grid in by_arm.values() for v in grid.values()})
   span = lambda xs: f"{xs[0]}" if len(xs) == 1 else f"{xs[0]}-{xs[-1]}"

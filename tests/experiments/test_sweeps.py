@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from experiments import sweeps
+from experiments import stats, sweeps
 
 
 def test_scores_group_by_arm_and_gamma_and_skip_record_runs():
@@ -41,6 +41,15 @@ def test_table_marks_only_the_chosen_gamma_in_ascending_order():
   )
   assert lines[0] == "| arm | γ | score | chosen |"
   assert lines[2:4] == ["| X | 0.25 | 0.4 (n = 1) | **yes** |", "| X | 1 | 0.5 (n = 1) |  |"]
+
+
+def test_tuned_note_names_the_budget_and_each_swept_arm_once():
+  by_arm = {"a": {0.25: [1, 2], 1.0: [1, 2], 4.0: [1, 2]}, "b": {1.0: [1, 2], 4.0: [1, 2]}}
+  note = sweeps.tuned_note(["A", "A"], [], by_arm, "the best mean", knob="its knob")
+  assert note == "A: its knob over 2-3 values x 2 seeds, the best mean"  # one arm, two policies
+  note = sweeps.tuned_note(["A"], ["none"], by_arm, "the best mean")
+  assert note.endswith("; none at defaults")
+  assert sweeps.tuned_note([], ["none"], by_arm, "the best mean") == stats.AT_DEFAULTS
 
 
 def test_require_stops_a_record_whose_sweep_chose_nothing_for_an_arm():
