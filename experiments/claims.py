@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -81,6 +82,13 @@ def power_markdown(entries: list[dict]) -> str:
   return "\n".join(lines)
 
 
+def rereads_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
+  """The claims read again on fewer seeds, as lines of tables.md: without the seeds the sweep
+  trained too (`unfitted_markdown`), and without those trained on more than one CPU
+  (`machines_markdown`)."""
+  return unfitted_markdown(claims_of, results) + machines_markdown(claims_of, results)
+
+
 def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
   """Each tuned claim over all seeds and over the record seeds its sweep did not train, as
   lines of tables.md (none where the sweep's seeds are apart, `sweeps.shared_seeds`). A sweep
@@ -93,25 +101,77 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
     return []
   tuned = lambda entries: {c["claim"]: c for c in entries if not c["tuned"].startswith("none")}
   every, later = tuned(claims_of(results)), tuned(claims_of(sweeps.unfitted(results, sweep_seeds)))
-  rows = [(c, later.get(text)) for text, c in every.items()]
-  resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved"]
-  reread = [(c, d) for c, d in resolved if d]  # two later seeds or more
-  kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in reread)
-  lines = [
+  summary, table = _reread(every, later, f"seeds ≥ {sweep_seeds}", "later")
+  return [
     f"## Tuned claims on the seeds the sweep did not train (seeds {sweep_seeds} on)",
     "",
     f"The sweep trained seeds 0-{sweep_seeds - 1}, as the record's first seeds are: each "
-    "tuned claim again without those record seeds. Of the "
-    f"{len(resolved)} resolved over all seeds, {len(reread)} have two later seeds or more "
-    f"and {kept} of those keep their sign.",
+    f"tuned claim again without those record seeds. {summary}",
     "",
-    f"| claim | a − b, all seeds | n | a − b, seeds ≥ {sweep_seeds} | n | verdict there |",
+    *table,
+  ]
+
+
+UNSTAMPED = "no stamp of its own"  # a run recorded before runs kept their own provenance
+
+
+def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
+  """Where each seed's record runs trained (the CPU of each run's own provenance), as lines of
+  tables.md, and where a seed's runs span CPUs, each claim again on the seeds whose runs all
+  trained on one. A CPU of another kind rounds floats otherwise, so one run on two CPUs takes
+  two trajectories: the arms of a seed on two CPUs still share its initialisation and batch
+  order, but not its rounding. None where no run has its own stamp (records before
+  2026-11-27)."""
+  cpus: dict[int, Counter] = {}
+  for key, entry in results.items():
+    if (seed := sweeps.record_seed(key)) is not None:
+      cpus.setdefault(seed, Counter())[(entry.get("provenance") or {}).get("cpu") or UNSTAMPED] += 1
+  if all(set(by_cpu) == {UNSTAMPED} for by_cpu in cpus.values()):
+    return []
+  mixed = [seed for seed, by_cpu in sorted(cpus.items()) if len(set(by_cpu) - {UNSTAMPED}) > 1]
+  unstamped = sum(by_cpu[UNSTAMPED] for by_cpu in cpus.values())
+  lines = ["## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|"]
+  for seed, by_cpu in sorted(cpus.items()):
+    lines.append(f"| {seed} | {', '.join(f'{cpu} ({n})' for cpu, n in sorted(by_cpu.items()))} |")
+  note = [f"{unstamped} runs predate the per-run stamp (2026-11-27): where they trained is not "
+          "recorded."] if unstamped else []  # fmt: skip
+  if not mixed:
+    note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU.")
+    return [*lines, "", " ".join(note), ""]
+  every = {c["claim"]: c for c in claims_of(results)}
+  again = {c["claim"]: c for c in claims_of(sweeps.without_seeds(results, mixed))}
+  summary, table = _reread(every, again, "one-CPU seeds", "one-CPU")
+  note.insert(
+    0,
+    f"Seeds {', '.join(map(str, mixed))} trained on more than one CPU, so some of their "
+    "paired differences compare runs of two CPUs (which round floats otherwise: another "
+    f"trajectory from the same initialisation and batches). Each claim again without them. "
+    f"{summary}",
+  )
+  return [*lines, "", " ".join(note), "", *table]
+
+
+def _reread(
+  every: dict[str, dict], again: dict[str, dict], label: str, kind: str
+) -> tuple[str, list[str]]:
+  """A sentence and a table: each claim of `every` beside the same claim read on fewer seeds,
+  the `kind` of seeds left (`again`, by claim text; missing where under two are left)."""
+  rows = [(c, again.get(text)) for text, c in every.items()]
+  resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved"]
+  reread = [(c, d) for c, d in resolved if d]  # two seeds or more left
+  kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in reread)
+  summary = (
+    f"Of the {len(resolved)} resolved over all seeds, {len(reread)} have two {kind} seeds or "
+    f"more and {kept} of those keep their sign."
+  )
+  table = [
+    f"| claim | a − b, all seeds | n | a − b, {label} | n | verdict there |",
     "|---|---|---|---|---|---|",
   ]
   for c, d in rows:
     there = f"{interval(d)} | {d['n']} | {d['verdict']}" if d else "– | 0 | –"
-    lines.append(f"| {c['claim']} | {interval(c)} | {c['n']} | {there} |")
-  return [*lines, ""]
+    table.append(f"| {c['claim']} | {interval(c)} | {c['n']} | {there} |")
+  return summary, [*table, ""]
 
 
 def interval(c: dict) -> str:

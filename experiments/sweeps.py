@@ -114,18 +114,26 @@ def shared_seeds(results: dict) -> int:
   return max(seeds) + 1 if seeds and min(seeds) == 0 else 0
 
 
+def record_seed(key: str) -> int | None:
+  """The seed of a record run's key (`<arm>/.../<seed>`); None for a sweep, a rate or a
+  length run (`sweep/`, `recipe/`, `length/`) and for the provenance."""
+  seed = key.rsplit("/", 1)[-1]
+  prefixed = key.startswith(("sweep/", "recipe/", "length/"))
+  return int(seed) if seed.isdigit() and not prefixed else None
+
+
+def without_seeds(results: dict, seeds: Iterable[int]) -> dict:
+  """`results` without the record runs of `seeds`; sweep runs, other prefixed runs
+  (`recipe/`, `length/`) and the provenance stay."""
+  seeds = set(seeds)
+  return {key: entry for key, entry in results.items() if record_seed(key) not in seeds}
+
+
 def unfitted(results: dict, sweep_seeds: int) -> dict:
   """`results` without the record runs of seeds below `sweep_seeds`: what a sweep that trained
   seeds 0, ..., `sweep_seeds` - 1 (the sweeps begun before `runs.SWEEP_FIRST_SEED`) did not
-  fit its choices to. Sweep runs, other prefixed runs
-  (`recipe/`, `length/`) and the provenance stay."""
-
-  def fitted(key: str) -> bool:
-    seed = key.rsplit("/", 1)[-1]
-    prefixed = key.startswith(("sweep/", "recipe/", "length/"))
-    return not prefixed and seed.isdigit() and int(seed) < sweep_seeds
-
-  return {key: entry for key, entry in results.items() if not fitted(key)}
+  fit its choices to."""
+  return without_seeds(results, range(sweep_seeds))
 
 
 DIVERGED = "diverged"  # the field of a sweep run's entry whose training loss went non-finite

@@ -316,7 +316,7 @@ def write(results: dict, out: str) -> None:
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
   lines += ["## Seeds: what each claim needs", "", claims_table.power_markdown(entries)]
-  lines += claims_table.unfitted_markdown(claims, results)
+  lines += claims_table.rereads_markdown(claims, results)
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
   lines += [f"## The length rule: bits/dim gained over the last {SETTLE_WINDOW} steps", ""]
   lines += [*settled_table(results), ""]

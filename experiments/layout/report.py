@@ -375,7 +375,7 @@ def write(results: dict, checks: dict, out: str) -> None:
     "## Seeds: what each claim needs",
     "",
     claims_table.power_markdown(entries),
-    *claims_table.unfitted_markdown(claims, results),
+    *claims_table.rereads_markdown(claims, results),
     "## Checks",
     "",
     *checks_section(checks),

@@ -284,7 +284,7 @@ def write(results: dict, out: str) -> None:
       recipe_check(results),
       sweep_table(results),
       power_table(results),
-      "\n".join(claims_table.unfitted_markdown(claims, results)),
+      "\n".join(claims_table.rereads_markdown(claims, results)),
     )
     if p
   )

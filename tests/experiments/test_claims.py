@@ -98,3 +98,50 @@ def test_unfitted_table_rereads_each_tuned_claim_without_the_seeds_the_sweep_tra
   )
   del results["sweep/a/theta=1.0/0"], results["sweep/a/theta=1.0/1"]
   assert claims.unfitted_markdown(claims_of, results) == []
+
+
+def _toy_claims(res):
+  """One claim, a above b, paired over the seeds of `res` ("v" of `a/<seed>`, `b/<seed>`)."""
+  value = lambda arm: [e["v"] for k, e in sorted(res.items()) if k.startswith(f"{arm}/")]
+  diff = [x - y for x, y in zip(value("a"), value("b"), strict=True)]
+  mean, half = stats.interval(diff)
+  verdict = "reproduced" if mean - half > 0 else "unresolved"
+  return [
+    {"claim": "a above b", "tuned": "none", "n": len(diff), "difference": mean,
+     "ci_low": mean - half, "ci_high": mean + half, "verdict": verdict}
+  ]  # fmt: skip
+
+
+def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seeds():
+  """A toy record: seed 1's b ran on another CPU and scored 3 below a there, 1 elsewhere; the
+  re-read leaves seed 1 out. Sweep runs and the record's provenance are not counted."""
+  stamp = lambda cpu: {"provenance": {"cpu": cpu}}
+  results = {"provenance": {"commit": "x"}, "sweep/a/theta=1.0/1": stamp("Other CPU")}
+  for seed in range(5):
+    results[f"a/{seed}"] = {"v": 10.0 + seed, **stamp("AMD EPYC")}
+    cpu = "Intel Xeon" if seed == 1 else "AMD EPYC"
+    results[f"b/{seed}"] = {"v": 9.0 + seed - 2 * (seed == 1), **stamp(cpu)}
+  lines = claims.machines_markdown(_toy_claims, results)
+  assert lines[:6] == [
+    "## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|",
+    "| 0 | AMD EPYC (2) |", "| 1 | AMD EPYC (1), Intel Xeon (1) |",
+  ]  # fmt: skip
+  assert "Seeds 1 trained on more than one CPU" in lines[10]
+  assert "Of the 1 resolved over all seeds, 1 have two one-CPU seeds or more" in lines[10]
+  cells = [c.strip() for c in lines[-2].split("|")[1:-1]]
+  assert cells[1].startswith("+1.40 ") and cells[2] == "5"  # (1 + 3 + 1 + 1 + 1) / 5
+  assert cells[3:] == ["+1.00 [+1.00, +1.00]", "4", "reproduced"]
+
+
+def test_machines_table_says_one_cpu_per_seed_and_what_was_never_stamped():
+  results = {f"{arm}/{seed}": {"v": 1.0, "provenance": {"cpu": f"CPU {seed}"}}
+             for arm in "ab" for seed in range(2)}  # fmt: skip
+  assert (
+    claims.machines_markdown(_toy_claims, results)[-2] == "Each seed's runs trained on one CPU."
+  )
+  results["c/0"] = {"v": 1.0}  # recorded before runs kept their own provenance
+  assert claims.machines_markdown(_toy_claims, results)[-2] == (
+    "Each seed's stamped runs trained on one CPU. 1 runs predate the per-run stamp "
+    "(2026-11-27): where they trained is not recorded."
+  )
+  assert claims.machines_markdown(_toy_claims, {"a/0": {"v": 1.0}}) == []
