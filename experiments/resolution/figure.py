@@ -7,6 +7,9 @@ import numpy as np
 
 from experiments import stats
 
+# Matplotlib's 10 colours, then two more: the RoPE panel draws 11 curves besides the control.
+COLORS = (*(f"C{i}" for i in range(10)), "black", "darkgoldenrod")
+
 
 def draw_curves(
   ax, rows: dict, prefixes: tuple[str, ...], *, solid: tuple[str, ...], **axis
@@ -16,14 +19,15 @@ def draw_curves(
   drawn solid, the others dashed; 95 % bands clipped to [0, 100]; then the axis (`axis`:
   `train_size`, `ticks` {size: label}, `tick_style`, `title`, `xlabel`)."""
   drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
-  for i, (arm, policy) in enumerate(drawn):
+  colors = iter(COLORS)
+  for arm, policy in drawn:
     by_size = rows[arm, policy]
     sizes = sorted(int(s) for s in by_size)
     mean, half = zip(
       *(stats.interval(list(by_size[str(s)].values()), scale=100) for s in sizes), strict=True
     )
     mean, half = np.asarray(mean), np.nan_to_num(np.asarray(half))
-    color = "0.5" if arm == "none" else f"C{i % 10}"
+    color = "0.5" if arm == "none" else next(colors)
     style = ":" if arm == "none" else "-" if policy in solid else "--"
     ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
     low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
@@ -36,4 +40,8 @@ def draw_curves(
   ax.set_title(axis["title"], fontsize=9)
   ax.set_xlabel(axis["xlabel"], fontsize=8)
   ax.set_ylabel("test accuracy (%)", fontsize=8)
-  ax.legend(fontsize=5.5, loc="lower center", title="mean, 95 % CI", title_fontsize=6)
+  # Below the axes: inside, 11 RoPE curves' legend hid the curves that fall (e.g. to 15 %).
+  ax.legend(
+    fontsize=5.5, loc="upper center", bbox_to_anchor=(0.5, -0.24), ncol=2, frameon=False,
+    title="mean, 95 % CI", title_fontsize=6,
+  )  # fmt: skip

@@ -256,7 +256,7 @@ def plot(results: dict, path: str) -> None:
   import matplotlib.pyplot as plt
 
   rows = cells(results, "tuned")
-  fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 3.8), squeeze=False)
+  fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 5.0), squeeze=False)
   for ax, (family, prefixes) in zip(axes[0], FAMILIES, strict=True):
     draw_curves(
       ax,

@@ -151,7 +151,7 @@ def plot(results: dict, path: str) -> None:
 
   tables = cells(results)
   fig, axes = plt.subplots(
-    len(tables), len(FAMILIES), figsize=(4.2 * len(FAMILIES), 3.6 * len(tables)), squeeze=False
+    len(tables), len(FAMILIES), figsize=(4.2 * len(FAMILIES), 4.6 * len(tables)), squeeze=False
   )
   for row, (task, rows) in zip(axes, tables.items(), strict=True):
     for ax, (family, prefixes) in zip(row, FAMILIES, strict=True):
