@@ -143,7 +143,8 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
   summary, table = _reread(every, again, "one-CPU seeds", "one-CPU")
   note.insert(
     0,
-    f"Seeds {', '.join(map(str, mixed))} trained on more than one CPU, so some of their "
+    f"Seed{'s' * (len(mixed) > 1)} {', '.join(map(str, mixed))} trained on more than one "
+    "CPU, so some of their "
     "paired differences compare runs of two CPUs (which round floats otherwise: another "
     f"trajectory from the same initialisation and batches). Each claim again without them. "
     f"{summary}",

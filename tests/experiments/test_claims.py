@@ -126,7 +126,7 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
     "## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|",
     "| 0 | AMD EPYC (2) |", "| 1 | AMD EPYC (1), Intel Xeon (1) |",
   ]  # fmt: skip
-  assert "Seeds 1 trained on more than one CPU" in lines[10]
+  assert "Seed 1 trained on more than one CPU" in lines[10]
   assert "Of the 1 resolved over all seeds, 1 have two one-CPU seeds or more" in lines[10]
   cells = [c.strip() for c in lines[-2].split("|")[1:-1]]
   assert cells[1].startswith("+1.40 ") and cells[2] == "5"  # (1 + 3 + 1 + 1 + 1) / 5
