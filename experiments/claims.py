@@ -84,7 +84,7 @@ def power_markdown(entries: list[dict]) -> str:
 
 def rereads_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
   """The claims read again on fewer seeds, as lines of tables.md: without the seeds the sweep
-  trained too (`unfitted_markdown`), and without those trained on more than one CPU
+  trained too (`unfitted_markdown`), and without the seeds whose record runs span CPUs
   (`machines_markdown`)."""
   return unfitted_markdown(claims_of, results) + machines_markdown(claims_of, results)
 
@@ -115,39 +115,53 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
 UNSTAMPED = "no stamp of its own"  # a run recorded before runs kept their own provenance
 
 
+def cpu_of(entry) -> str:
+  """The CPU a run trained on, from its own provenance: the name, and the instruction-set
+  extensions where the stamp has them (since 2026-12-05; two hosts of one name may differ)."""
+  stamp = entry.get("provenance") if isinstance(entry, dict) else None
+  if not isinstance(stamp, dict) or not stamp.get("cpu"):
+    return UNSTAMPED
+  isa = stamp.get("isa")
+  return stamp["cpu"] + (f" ({', '.join(isa)})" if isa else "")
+
+
 def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
-  """Where each seed's record runs trained (the CPU of each run's own provenance), as lines of
+  """Where each seed's record runs trained (`cpu_of` each run's own provenance), as lines of
   tables.md, and where a seed's runs span CPUs, each claim again on the seeds whose runs all
-  trained on one. A CPU of another kind rounds floats otherwise, so one run on two CPUs takes
-  two trajectories: the arms of a seed on two CPUs still share its initialisation and batch
-  order, but not its rounding. None where no run has its own stamp (records before
-  2026-11-27)."""
+  trained on one. Another CPU runs other machine code (vector width, fused multiply-adds,
+  the order of a sum), so one run on two CPUs takes two trajectories: the arms of a seed on
+  two CPUs still share its initialisation and batch order, not its arithmetic. Only stamped
+  runs decide which seeds span CPUs (an unstamped run is counted, never compared). None
+  where no run has its own stamp (records before 2026-11-27)."""
   cpus: dict[int, Counter] = {}
   for key, entry in results.items():
     if (seed := sweeps.record_seed(key)) is not None:
-      cpus.setdefault(seed, Counter())[(entry.get("provenance") or {}).get("cpu") or UNSTAMPED] += 1
+      cpus.setdefault(seed, Counter())[cpu_of(entry)] += 1
   if all(set(by_cpu) == {UNSTAMPED} for by_cpu in cpus.values()):
     return []
   mixed = [seed for seed, by_cpu in sorted(cpus.items()) if len(set(by_cpu) - {UNSTAMPED}) > 1]
   unstamped = sum(by_cpu[UNSTAMPED] for by_cpu in cpus.values())
   lines = ["## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|"]
   for seed, by_cpu in sorted(cpus.items()):
-    lines.append(f"| {seed} | {', '.join(f'{cpu} ({n})' for cpu, n in sorted(by_cpu.items()))} |")
-  note = [f"{unstamped} runs predate the per-run stamp (2026-11-27): where they trained is not "
-          "recorded."] if unstamped else []  # fmt: skip
+    lines.append(f"| {seed} | {', '.join(f'{cpu}: {n}' for cpu, n in sorted(by_cpu.items()))} |")
+  one, many = "run predates the per-run stamp", "runs predate the per-run stamp"
+  note = [
+    f"{unstamped} {one if unstamped == 1 else many} (2026-11-27): where "
+    f"{'it' if unstamped == 1 else 'they'} trained is not recorded."
+  ] * bool(unstamped)
   if not mixed:
     note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU.")
     return [*lines, "", " ".join(note), ""]
   every = {c["claim"]: c for c in claims_of(results)}
   again = {c["claim"]: c for c in claims_of(sweeps.without_seeds(results, mixed))}
   summary, table = _reread(every, again, "one-CPU seeds", "one-CPU")
+  one = len(mixed) == 1
   note.insert(
     0,
-    f"Seed{'s' * (len(mixed) > 1)} {', '.join(map(str, mixed))} trained on more than one "
-    "CPU, so some of their "
-    "paired differences compare runs of two CPUs (which round floats otherwise: another "
-    f"trajectory from the same initialisation and batches). Each claim again without them. "
-    f"{summary}",
+    f"{'Seed' if one else 'Seeds'} {', '.join(map(str, mixed))} trained on more than one CPU, "
+    f"so some of {'its' if one else 'their'} paired differences may compare runs of two CPUs "
+    "(another trajectory from the same initialisation and batches). Each claim again "
+    f"without {'it' if one else 'them'}. {summary}",
   )
   return [*lines, "", " ".join(note), "", *table]
 
@@ -156,10 +170,12 @@ def _reread(
   every: dict[str, dict], again: dict[str, dict], label: str, kind: str
 ) -> tuple[str, list[str]]:
   """A sentence and a table: each claim of `every` beside the same claim read on fewer seeds,
-  the `kind` of seeds left (`again`, by claim text; missing where under two are left)."""
+  the `kind` of seeds left (`again`, by claim text; a claim with under two seeds left, or
+  one `claims_of` no longer makes, is shown as missing)."""
+  again = {text: d for text, d in again.items() if min(np.atleast_1d(d["n"])) >= 2}
   rows = [(c, again.get(text)) for text, c in every.items()]
   resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved"]
-  reread = [(c, d) for c, d in resolved if d]  # two seeds or more left
+  reread = [(c, d) for c, d in resolved if d]
   kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in reread)
   summary = (
     f"Of the {len(resolved)} resolved over all seeds, {len(reread)} have two {kind} seeds or "

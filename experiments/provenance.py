@@ -133,8 +133,8 @@ def provenance(command: list[str] | None = None) -> dict:
 @functools.cache
 def run_provenance() -> dict:
   """The provenance each run this invocation trains records in its own results entry: the
-  commit (with `DIRTY` appended when the tree was dirty, and `dirty` saying so), command, date
-  and CPU, and
+  commit (with `DIRTY` appended when the tree was dirty, and `dirty` saying so), command, date,
+  CPU name and instruction-set extensions (`isa`, since 2026-12-05), and
   `own_command`: whether the command was an experiment's `run.py` rather than, say, a driver
   script (records span many invocations; the record-level provenance names only the last). A
   run read back from a finished workdir is stamped by the invocation that read it.
@@ -148,7 +148,8 @@ def run_provenance() -> dict:
   own = name.startswith("experiments.") and name.endswith(".run")
   keep = {k: stamp[k] for k in ("commit", "command", "date")}
   dirty = stamp["commit"].endswith(DIRTY)
-  return {**keep, "dirty": dirty, "cpu": stamp["machine"]["cpu"], "own_command": own}
+  machine = {k: stamp["machine"][k] for k in ("cpu", "isa") if k in stamp["machine"]}
+  return {**keep, "dirty": dirty, **machine, "own_command": own}
 
 
 RUN_STAMP = "provenance.json"  # in a run's workdir: the invocation that trained it

@@ -364,7 +364,7 @@ def figure(results: dict, path: str) -> None:
       if protocol == "heldout":
         ax.axvspan(52, 68, color="0.9", zorder=0)  # never a shorter side in training
     row[0].set_ylabel("AP (%), 95 % CI over seeds")  # bars clipped to [0, 100]
-    for ax in row[: 1 + (reading == "tuned")]:  # tuned: each protocol's own chosen values
+    for ax in row if reading == "tuned" else row[:1]:  # tuned: each protocol's own choices
       ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1, 0.13))  # above the control
   fig.tight_layout()
   fig.savefig(path, dpi=120)

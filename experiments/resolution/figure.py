@@ -3,6 +3,8 @@ editions' figures, `report.plot` and `resolution_redgreen.report.plot`)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from experiments import stats
@@ -19,7 +21,7 @@ def draw_curves(
   drawn solid, the others dashed; 95 % bands clipped to [0, 100]; then the axis (`axis`:
   `train_size`, `ticks` {size: label}, `tick_style`, `title`, `xlabel`)."""
   drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
-  colors = iter(COLORS)
+  colors = itertools.cycle(COLORS)
   for arm, policy in drawn:
     by_size = rows[arm, policy]
     sizes = sorted(int(s) for s in by_size)

@@ -114,9 +114,10 @@ def _toy_claims(res):
 
 def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seeds():
   """A toy record: seed 1's b ran on another CPU and scored 3 below a there, 1 elsewhere; the
-  re-read leaves seed 1 out. Sweep runs and the record's provenance are not counted."""
+  re-read leaves seed 1 out. Sweep, rate and length runs (seeded keys too) are not counted."""
   stamp = lambda cpu: {"provenance": {"cpu": cpu}}
   results = {"provenance": {"commit": "x"}, "sweep/a/theta=1.0/1": stamp("Other CPU")}
+  results |= {"recipe/lr=0.001/a/1": stamp("Other CPU"), "length/a/1": stamp("Other CPU")}
   for seed in range(5):
     results[f"a/{seed}"] = {"v": 10.0 + seed, **stamp("AMD EPYC")}
     cpu = "Intel Xeon" if seed == 1 else "AMD EPYC"
@@ -124,13 +125,21 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
   lines = claims.machines_markdown(_toy_claims, results)
   assert lines[:6] == [
     "## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|",
-    "| 0 | AMD EPYC (2) |", "| 1 | AMD EPYC (1), Intel Xeon (1) |",
+    "| 0 | AMD EPYC: 2 |", "| 1 | AMD EPYC: 1, Intel Xeon: 1 |",
   ]  # fmt: skip
-  assert "Seed 1 trained on more than one CPU" in lines[10]
+  assert lines[10].startswith("Seed 1 trained on more than one CPU, so some of its paired")
   assert "Of the 1 resolved over all seeds, 1 have two one-CPU seeds or more" in lines[10]
   cells = [c.strip() for c in lines[-2].split("|")[1:-1]]
   assert cells[1].startswith("+1.40 ") and cells[2] == "5"  # (1 + 3 + 1 + 1 + 1) / 5
   assert cells[3:] == ["+1.00 [+1.00, +1.00]", "4", "reproduced"]
+  results["c/1"] = {"v": 0.0}  # unstamped: counted, and it makes no seed mixed
+  results["c/2"] = {"v": 0.0, "provenance": {"cpu": "AMD EPYC", "isa": ["avx2", "fma"]}}
+  lines = claims.machines_markdown(_toy_claims, results)
+  assert lines[5] == "| 1 | AMD EPYC: 1, Intel Xeon: 1, no stamp of its own: 1 |"
+  assert lines[6] == "| 2 | AMD EPYC: 2, AMD EPYC (avx2, fma): 1 |"  # another ISA, another CPU
+  assert lines[10].startswith("Seeds 1, 2 trained on more than one CPU, so some of their")
+  assert lines[10].endswith("1 run predates the per-run stamp (2026-11-27): where it trained "
+                            "is not recorded.")  # fmt: skip
 
 
 def test_machines_table_says_one_cpu_per_seed_and_what_was_never_stamped():
@@ -139,9 +148,9 @@ def test_machines_table_says_one_cpu_per_seed_and_what_was_never_stamped():
   assert (
     claims.machines_markdown(_toy_claims, results)[-2] == "Each seed's runs trained on one CPU."
   )
-  results["c/0"] = {"v": 1.0}  # recorded before runs kept their own provenance
+  results["c/0"], results["c/1"] = {"v": 1.0}, {"v": 1.0, "provenance": "?"}  # unstamped
   assert claims.machines_markdown(_toy_claims, results)[-2] == (
-    "Each seed's stamped runs trained on one CPU. 1 runs predate the per-run stamp "
+    "Each seed's stamped runs trained on one CPU. 2 runs predate the per-run stamp "
     "(2026-11-27): where they trained is not recorded."
   )
   assert claims.machines_markdown(_toy_claims, {"a/0": {"v": 1.0}}) == []

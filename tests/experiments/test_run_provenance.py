@@ -209,3 +209,13 @@ def test_the_code_fingerprint_follows_the_trained_codes_contents_not_commits(tmp
   (tmp_path / "lfpe" / "new module.py").write_text("z = 1\n")  # untracked, a space in its name
   assert provenance.code_fingerprint() not in (edited, None)
   provenance.same_code(None)  # a caller that passes no fingerprint is not checked
+
+
+def test_a_runs_stamp_names_its_cpu_and_instruction_set(monkeypatch, fresh_stamp):
+  """Two hosts of one CPU name may compile other code; the per-run stamp keeps the ISA
+  extensions the record's stamp lists (`claims.machines_markdown` tells them apart)."""
+  machine = {"cpu": "AMD EPYC", "isa": ["avx2", "fma"], "cores": 2}
+  fake = lambda *a, **k: {"commit": "a", "command": "c", "date": "d", "machine": machine}
+  monkeypatch.setattr(provenance, "provenance", fake)
+  stamp = provenance.run_provenance()
+  assert (stamp["cpu"], stamp["isa"]) == ("AMD EPYC", ["avx2", "fma"]) and "cores" not in stamp

@@ -43,6 +43,26 @@ def test_table_marks_only_the_chosen_gamma_in_ascending_order():
   assert lines[2:4] == ["| X | 0.25 | 0.4 (n = 1) | **yes** |", "| X | 1 | 0.5 (n = 1) |  |"]
 
 
+@pytest.mark.parametrize(
+  ("key", "seed"),
+  [
+    ("heldout/mlp/input_scale=0.0625/3", 3),
+    ("all/none/0", 0),
+    ("sweep/a/theta=1.0/1", None),
+    ("recipe/lr=0.001/all/detr_sine/200", None),
+    ("length/embed_1d/100", None),
+    ("provenance", None),
+  ],
+)
+def test_record_seed_reads_record_runs_alone(key, seed):
+  assert sweeps.record_seed(key) == seed
+
+
+def test_without_seeds_keeps_every_run_but_those_seeds_record_runs():
+  results = {"provenance": {}, "sweep/a/gamma=1.0/1": {}, "a/0": {}, "a/1": {}, "b/1": {}}
+  assert list(sweeps.without_seeds(results, [1])) == ["provenance", "sweep/a/gamma=1.0/1", "a/0"]
+
+
 def test_tuned_note_names_the_budget_and_each_swept_arm_once():
   by_arm = {"a": {0.25: [1, 2], 1.0: [1, 2], 4.0: [1, 2]}, "b": {1.0: [1, 2], 4.0: [1, 2]}}
   note = sweeps.tuned_note(["A", "A"], [], by_arm, "the best mean", knob="its knob")
