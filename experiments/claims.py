@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -115,35 +115,50 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
 UNSTAMPED = "no stamp of its own"  # a run recorded before runs kept their own provenance
 
 
-def cpu_of(entry) -> str:
-  """The CPU a run trained on, from its own provenance: the name, and the instruction-set
-  extensions where the stamp has them (since 2026-12-05; two hosts of one name may differ)."""
+def cpu_of(entry) -> tuple[str, tuple[str, ...] | None] | None:
+  """(CPU name, instruction-set extensions or None) of a run's own provenance; None where it
+  has no stamp. The extensions are stamped since 2026-12-05: two hosts of one name may
+  compile other code."""
   stamp = entry.get("provenance") if isinstance(entry, dict) else None
   if not isinstance(stamp, dict) or not stamp.get("cpu"):
+    return None
+  return stamp["cpu"], tuple(stamp["isa"]) if stamp.get("isa") else None
+
+
+def _spans_cpus(cpus: Iterable) -> bool:
+  """Whether runs of these `cpu_of`s ran on more than one CPU: other names, or other
+  extensions where both are stamped (an older stamp without them matches its name)."""
+  cpus = [cpu for cpu in cpus if cpu]
+  return len({name for name, _ in cpus}) > 1 or len({isa for _, isa in cpus if isa}) > 1
+
+
+def _label(cpu) -> str:
+  if not cpu:
     return UNSTAMPED
-  isa = stamp.get("isa")
-  return stamp["cpu"] + (f" ({', '.join(isa)})" if isa else "")
+  name, isa = cpu
+  return name + (f" ({', '.join(isa)})" if isa else "")
 
 
 def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
   """Where each seed's record runs trained (`cpu_of` each run's own provenance), as lines of
-  tables.md, and where a seed's runs span CPUs, each claim again on the seeds whose runs all
-  trained on one. Another CPU runs other machine code (vector width, fused multiply-adds,
-  the order of a sum), so one run on two CPUs takes two trajectories: the arms of a seed on
-  two CPUs still share its initialisation and batch order, not its arithmetic. Only stamped
-  runs decide which seeds span CPUs (an unstamped run is counted, never compared). None
-  where no run has its own stamp (records before 2026-11-27)."""
+  tables.md, and where a seed's runs span CPUs (`_spans_cpus`), each claim again on the seeds
+  whose runs all trained on one. Another CPU runs other machine code (vector width, fused
+  multiply-adds, the order of a sum), so one run on two CPUs takes two trajectories: the arms
+  of a seed on two CPUs still share its initialisation and batch order, not its arithmetic.
+  Only stamped runs decide which seeds span CPUs (an unstamped run is counted, never
+  compared). None where no run has its own stamp (records before 2026-11-27)."""
   cpus: dict[int, Counter] = {}
   for key, entry in results.items():
     if (seed := sweeps.record_seed(key)) is not None:
       cpus.setdefault(seed, Counter())[cpu_of(entry)] += 1
-  if all(set(by_cpu) == {UNSTAMPED} for by_cpu in cpus.values()):
+  if all(set(by_cpu) == {None} for by_cpu in cpus.values()):
     return []
-  mixed = [seed for seed, by_cpu in sorted(cpus.items()) if len(set(by_cpu) - {UNSTAMPED}) > 1]
-  unstamped = sum(by_cpu[UNSTAMPED] for by_cpu in cpus.values())
+  mixed = [seed for seed, by_cpu in sorted(cpus.items()) if _spans_cpus(by_cpu)]
+  unstamped = sum(by_cpu[None] for by_cpu in cpus.values())
   lines = ["## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|"]
   for seed, by_cpu in sorted(cpus.items()):
-    lines.append(f"| {seed} | {', '.join(f'{cpu}: {n}' for cpu, n in sorted(by_cpu.items()))} |")
+    counts = sorted((_label(cpu), n) for cpu, n in by_cpu.items())
+    lines.append(f"| {seed} | {', '.join(f'{label}: {n}' for label, n in counts)} |")
   one, many = "run predates the per-run stamp", "runs predate the per-run stamp"
   note = [
     f"{unstamped} {one if unstamped == 1 else many} (2026-11-27): where "

@@ -133,10 +133,12 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
   assert cells[1].startswith("+1.40 ") and cells[2] == "5"  # (1 + 3 + 1 + 1 + 1) / 5
   assert cells[3:] == ["+1.00 [+1.00, +1.00]", "4", "reproduced"]
   results["c/1"] = {"v": 0.0}  # unstamped: counted, and it makes no seed mixed
-  results["c/2"] = {"v": 0.0, "provenance": {"cpu": "AMD EPYC", "isa": ["avx2", "fma"]}}
+  epyc = lambda *isa: {"v": 0.0, "provenance": {"cpu": "AMD EPYC", "isa": list(isa)}}
+  results["c/2"], results["d/2"] = epyc("avx2", "fma"), epyc("avx2")  # another ISA: mixed
+  results["c/3"] = epyc("avx2")  # an older stamp, "AMD EPYC" alone, matches its name
   lines = claims.machines_markdown(_toy_claims, results)
   assert lines[5] == "| 1 | AMD EPYC: 1, Intel Xeon: 1, no stamp of its own: 1 |"
-  assert lines[6] == "| 2 | AMD EPYC: 2, AMD EPYC (avx2, fma): 1 |"  # another ISA, another CPU
+  assert lines[6] == "| 2 | AMD EPYC: 2, AMD EPYC (avx2): 1, AMD EPYC (avx2, fma): 1 |"
   assert lines[10].startswith("Seeds 1, 2 trained on more than one CPU, so some of their")
   assert lines[10].endswith("1 run predates the per-run stamp (2026-11-27): where it trained "
                             "is not recorded.")  # fmt: skip
