@@ -9,6 +9,7 @@ never typed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from experiments import stats, sweeps
+from experiments import provenance, stats, sweeps
 
 
 def markdown(entries: list[dict]) -> str:
@@ -115,21 +116,11 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
 UNSTAMPED = "no stamp of its own"  # a run recorded before runs kept their own provenance
 
 
-def cpu_of(entry) -> tuple[str, tuple[str, ...] | None] | None:
-  """(CPU name, instruction-set extensions or None) of a run's own provenance; None where it
-  has no stamp. The extensions are stamped since 2026-12-05: two hosts of one name may
-  compile other code."""
-  stamp = entry.get("provenance") if isinstance(entry, dict) else None
-  if not isinstance(stamp, dict) or not stamp.get("cpu"):
-    return None
-  return stamp["cpu"], tuple(stamp["isa"]) if stamp.get("isa") else None
-
-
 def _spans_cpus(cpus: Iterable) -> bool:
-  """Whether runs of these `cpu_of`s ran on more than one CPU: other names, or other
-  extensions where both are stamped (an older stamp without them matches its name)."""
-  cpus = [cpu for cpu in cpus if cpu]
-  return len({name for name, _ in cpus}) > 1 or len({isa for _, isa in cpus if isa}) > 1
+  """Whether runs of these `provenance.run_cpu`s ran on more than one CPU
+  (`provenance.same_cpu`; unstamped runs are not compared)."""
+  stamped = [cpu for cpu in cpus if cpu]
+  return any(not provenance.same_cpu(a, b) for a, b in itertools.combinations(stamped, 2))
 
 
 def _label(cpu) -> str:
@@ -140,7 +131,7 @@ def _label(cpu) -> str:
 
 
 def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
-  """Where each seed's record runs trained (`cpu_of` each run's own provenance), as lines of
+  """Where each seed's record runs trained (`provenance.run_cpu`), as lines of
   tables.md, and where a seed's runs span CPUs (`_spans_cpus`), each claim again on the seeds
   whose runs all trained on one. Another CPU runs other machine code (vector width, fused
   multiply-adds, the order of a sum), so one run on two CPUs takes two trajectories: the arms
@@ -150,7 +141,7 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
   cpus: dict[int, Counter] = {}
   for key, entry in results.items():
     if (seed := sweeps.record_seed(key)) is not None:
-      cpus.setdefault(seed, Counter())[cpu_of(entry)] += 1
+      cpus.setdefault(seed, Counter())[provenance.run_cpu(entry)] += 1
   if all(set(by_cpu) == {None} for by_cpu in cpus.values()):
     return []
   mixed = [seed for seed, by_cpu in sorted(cpus.items()) if _spans_cpus(by_cpu)]

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from experiments import provenance
 from experiments.sweeps import DIVERGED
 
 if TYPE_CHECKING:  # runs.py imports this module; a run is only read here
@@ -69,11 +70,12 @@ def status(
   The ETA is the steps left times the median seconds per step of the finished runs of the
   same kind (`kind`: a record run may test far more than a sweep run inside its trainer; all
   finished runs where none of its kind has finished; the median, so that a few runs slowed
-  by other work on the machine do not move it), over `jobs` runs at once (each run's seconds
-  per step were measured beside the other jobs), plus each unfinished run's scoring: the
-  median `score_seconds` of the finished runs of its kind (in the record's own process, one
-  run at a time; over `jobs` with `score_in_jobs`, as `runs.execute` scores then). A guess from
-  this machine's speed.
+  by other work on the machine do not move it), those finished on this CPU where there are
+  any (`provenance.same_cpu`; a record spans machines), over `jobs` runs at once (each run's
+  seconds per step were measured beside the other jobs), plus each unfinished run's scoring:
+  the median `score_seconds` of the finished runs of its kind (in the record's own process,
+  one run at a time; over `jobs` with `score_in_jobs`, as `runs.execute` scores then). A
+  guess.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: read(run) for run in runs}
@@ -95,14 +97,17 @@ def status(
     print(
       f"  part-way: {key} at step {states[key].steps_done} of {states[key].total_steps}", file=out
     )
-  rates = {}  # seconds per step of the finished runs, by kind
+  rates, here = {}, {}  # seconds per step of the finished runs, by kind: all, this CPU's
+  cpu = provenance.this_cpu()
   for key, p in states.items():
     if p.done and p.seconds_per_step:
       rates.setdefault(kind(key), []).append(p.seconds_per_step)
+      if key not in results or provenance.same_cpu(provenance.run_cpu(results[key]), cpu):
+        here.setdefault(kind(key), []).append(p.seconds_per_step)  # a workdir: trained here
   every = [r for by_kind in rates.values() for r in by_kind]
   left = sum(p.total_steps - p.steps_done for p in states.values())
   if left and every:
-    rate = lambda k: statistics.median(rates.get(k, every))  # noqa: E731
+    rate = lambda k: statistics.median(here.get(k) or rates.get(k) or every)  # noqa: E731
     steps = lambda k, p: (p.total_steps - p.steps_done) * rate(k)  # noqa: E731
     seconds = sum(steps(kind(k), p) for k, p in states.items()) / max(jobs, 1)
     scoring = _scoring(results)
@@ -111,13 +116,17 @@ def status(
     seconds += scoring_left / max(jobs, 1) if score_in_jobs else scoring_left
     unknown = sorted({k for k in unscored if k not in scoring})
     untimed = sorted({k for k in unscored if k not in rates})
+    elsewhere = sorted({k for k in unscored if k in rates and k not in here})
     notes = []
+    if here and elsewhere:  # this CPU has finished runs, but none of these kinds yet
+      notes.append(f"{', '.join(elsewhere)} runs timed on other CPUs")
     if untimed:
       notes.append(f"{', '.join(untimed)} runs timed at the other kinds' speed")
     if unknown:
       notes.append(f"not counting the scoring of {', '.join(unknown)} runs: not yet measured")
     print(
-      f"  {left} steps left: about {_duration(seconds)} at this machine's speed so far"
+      f"  {left} steps left: about {_duration(seconds)} at the speed of the runs finished "
+      + ("on this CPU" if here else "on other CPUs (none yet on this one)")
       + (f" ({'; '.join(notes)})" if notes else "")
       + ".",
       file=out,

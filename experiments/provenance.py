@@ -113,6 +113,28 @@ def machine() -> dict:
   }
 
 
+def run_cpu(entry) -> tuple[str, tuple[str, ...] | None] | None:
+  """(CPU name, instruction-set extensions or None) of a results entry's own stamp
+  (`run_provenance`); None where it has none. The extensions are stamped since 2026-12-05:
+  two hosts of one name may compile other code."""
+  stamp = entry.get("provenance") if isinstance(entry, dict) else None
+  if not isinstance(stamp, dict) or not stamp.get("cpu"):
+    return None
+  return stamp["cpu"], tuple(stamp["isa"]) if stamp.get("isa") else None
+
+
+def same_cpu(a, b) -> bool:
+  """Whether two `run_cpu`s name one CPU: one name, and one set of extensions where both
+  have them (an older stamp without them matches its name)."""
+  return bool(a and b) and a[0] == b[0] and (not a[1] or not b[1] or a[1] == b[1])
+
+
+def this_cpu() -> tuple[str, tuple[str, ...]]:
+  """This machine's CPU as `run_cpu` gives a run's."""
+  here = machine()
+  return here["cpu"], tuple(here["isa"])
+
+
 def provenance(command: list[str] | None = None) -> dict:
   """The provenance of a record made now by `command` (default: this process's argv)."""
   versions = {}

@@ -168,6 +168,32 @@ def test_status_times_a_recorded_run_whose_workdir_is_gone_from_its_seconds(tmp_
   assert "100 steps left: about 3 min" in out.getvalue()  # 100 x 2 s
 
 
+def test_status_times_runs_on_this_cpu_where_some_finished_here(tmp_path, monkeypatch):
+  """A record spans machines: its ETA takes the speed of the runs finished on this CPU (a
+  workdir here, or a stamp naming this CPU), and those recorded elsewhere only for a kind this
+  CPU has not finished yet."""
+  monkeypatch.setattr(provenance, "this_cpu", lambda: ("Xeon", ("avx2", "amx_bf16")))
+  config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
+  runs_ = [Run(k, config(), str(tmp_path / k.replace("/", "_"))) for k in ("a/0", "a/1", "a/2")]
+  stamp = lambda cpu, isa=None: {"provenance": {"cpu": cpu, **({"isa": isa} if isa else {})}}
+  results = {"a/0": {"seconds": 600.0, **stamp("EPYC")}}  # 6 s a step, elsewhere
+  out = io.StringIO()
+  progress.status(runs_, results, out)
+  assert "200 steps left: about 20 min at the speed of the runs finished on other CPUs (none" in (
+    out.getvalue()
+  )  # 200 x 6 s
+  results["a/1"] = {"seconds": 100.0, **stamp("Xeon", ["avx2", "amx_bf16"])}  # 1 s a step, here
+  out = io.StringIO()
+  progress.status(runs_, results, out)
+  assert "100 steps left: about 2 min at the speed of the runs finished on this CPU (" in (
+    out.getvalue()
+  )  # 100 x 1 s: not the median of 1 and 6
+  results["a/1"] = {"seconds": 100.0, **stamp("Xeon", ["avx2"])}  # another Xeon: elsewhere
+  out = io.StringIO()
+  progress.status(runs_, results, out)
+  assert "about 6 min at the speed of the runs finished on other CPUs" in out.getvalue()
+
+
 def test_status_times_each_unfinished_run_by_its_kind(tmp_path):
   """A record run can take far longer than a sweep run (tested at every size): each unfinished
   run is timed at its kind's median seconds per step, and adds its kind's median scoring
