@@ -131,13 +131,14 @@ def _label(cpu) -> str:
 
 
 def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
-  """Where each seed's record runs trained (`provenance.run_cpu`), as lines of
-  tables.md, and where a seed's runs span CPUs (`_spans_cpus`), each claim again on the seeds
-  whose runs all trained on one. Another CPU runs other machine code (vector width, fused
-  multiply-adds, the order of a sum), so one run on two CPUs takes two trajectories: the arms
-  of a seed on two CPUs still share its initialisation and batch order, not its arithmetic.
-  Only stamped runs decide which seeds span CPUs (an unstamped run is counted, never
-  compared). None where no run has its own stamp (records before 2026-11-27)."""
+  """Where each seed's record runs trained (`provenance.run_cpu`), as lines of tables.md, and
+  where a seed's runs span CPUs (`_spans_cpus`), each claim again on the runs of such a
+  seed's most common CPU alone (`_on_main_cpus`). Another CPU runs other machine code
+  (vector width, fused multiply-adds, the order of a sum), so one run on two CPUs takes two
+  trajectories: the arms of a seed on two CPUs still share its initialisation and batch
+  order, not its arithmetic. Only stamped runs decide which seeds span CPUs (an unstamped run
+  is counted, never compared). None where no run has its own stamp (records before
+  2026-11-27)."""
   cpus: dict[int, Counter] = {}
   for key, entry in results.items():
     if (seed := sweeps.record_seed(key)) is not None:
@@ -159,27 +160,47 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
     note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU.")
     return [*lines, "", " ".join(note), ""]
   every = {c["claim"]: c for c in claims_of(results)}
-  again = {c["claim"]: c for c in claims_of(sweeps.without_seeds(results, mixed))}
-  summary, table = _reread(every, again, "one-CPU seeds", "one-CPU")
+  again = {c["claim"]: c for c in claims_of(_on_main_cpus(results, cpus, mixed))}
+  summary, table = _reread(every, again, "one CPU per seed", "such")
   one = len(mixed) == 1
   note.insert(
     0,
     f"{'Seed' if one else 'Seeds'} {', '.join(map(str, mixed))} trained on more than one CPU, "
     f"so some of {'its' if one else 'their'} paired differences may compare runs of two CPUs "
-    "(another trajectory from the same initialisation and batches). Each claim again "
-    f"without {'it' if one else 'them'}. {summary}",
+    "(another trajectory from the same initialisation and batches). Each claim again with "
+    f"only the runs of {'that seed' if one else 'each such seed'} on its most common CPU, so "
+    f"that every pair left ran on one CPU. {summary}",
   )
   return [*lines, "", " ".join(note), "", *table]
+
+
+def _on_main_cpus(results: dict, cpus: dict[int, Counter], mixed: list[int]) -> dict:
+  """`results` without the record runs of each seed of `mixed` that trained off its most
+  common CPU (`provenance.same_cpu`; a stamp with its extensions before one without, since
+  one without matches any of its name; ties to the label first in sort order): a pair left
+  on such a seed ran on one CPU. A claim loses only the seeds whose own pair spans CPUs (or
+  ran on another CPU), not every seed that does. Unstamped runs stay."""
+  main = {}
+  for seed in mixed:
+    stamped = [cpu for cpu in cpus[seed] if cpu and cpu[1]] or [cpu for cpu in cpus[seed] if cpu]
+    share = {cpu: sum(n for c, n in cpus[seed].items() if provenance.same_cpu(c, cpu))
+             for cpu in stamped}  # fmt: skip
+    main[seed] = min(stamped, key=lambda cpu: (-share[cpu], _label(cpu)))  # noqa: B023
+
+  def kept(key: str, entry) -> bool:
+    seed, cpu = sweeps.record_seed(key), provenance.run_cpu(entry)
+    return seed not in main or cpu is None or provenance.same_cpu(cpu, main[seed])
+
+  return {key: entry for key, entry in results.items() if kept(key, entry)}
 
 
 def _reread(
   every: dict[str, dict], again: dict[str, dict], label: str, kind: str
 ) -> tuple[str, list[str]]:
   """A sentence and a table: each claim of `every` beside the same claim read on fewer seeds,
-  the `kind` of seeds left (`again`, by claim text; a claim with under two seeds left, or
-  one `claims_of` no longer makes, is shown as missing)."""
+  the `kind` of seeds left (`again`; `_same_claims`), or "< 2" where under two are left."""
   again = {text: d for text, d in again.items() if min(np.atleast_1d(d["n"])) >= 2}
-  rows = [(c, again.get(text)) for text, c in every.items()]
+  rows = list(_same_claims(every, again))
   resolved = [(c, d) for c, d in rows if c["verdict"] != "unresolved"]
   reread = [(c, d) for c, d in resolved if d]
   kept = sum(np.sign(c["difference"]) == np.sign(d["difference"]) for c, d in reread)
@@ -192,9 +213,31 @@ def _reread(
     "|---|---|---|---|---|---|",
   ]
   for c, d in rows:
-    there = f"{interval(d)} | {d['n']} | {d['verdict']}" if d else "– | 0 | –"
+    there = "– | < 2 | –"
+    if d:
+      arms = lambda x: (x.get("a"), x.get("b"))  # noqa: E731
+      other = f" ({d['a']} − {d['b']} there)" if arms(d) != arms(c) else ""
+      there = f"{interval(d)} | {d['n']} | {d['verdict']}{other}"
     table.append(f"| {c['claim']} | {interval(c)} | {c['n']} | {there} |")
   return summary, [*table, ""]
+
+
+def _same_claims(every: dict[str, dict], again: dict[str, dict]):
+  """(claim, the same claim in `again` or None) for each of `every`: by its text, else by its
+  paper, item, metric and reading where exactly one claim of each side has them (a control
+  names the best arm, which fewer seeds may change)."""
+  key = lambda c: (c.get("paper"), c.get("item"), c.get("metric"), c.get("tuned", "")[:4] == "none")
+  left = {t: c for t, c in again.items() if t not in every}
+  unique = lambda claims: {
+    k: c for k, c in ((key(c), c) for c in claims) if [key(o) for o in claims].count(k) == 1
+  }
+  by_key = unique(list(left.values()))
+  missing = unique([c for t, c in every.items() if t not in again])
+  for text, c in every.items():
+    d = again.get(text)
+    if d is None and missing.get(key(c)) is c:
+      d = by_key.get(key(c))
+    yield c, d
 
 
 def interval(c: dict) -> str:

@@ -1,6 +1,7 @@
 """Every committed claims.json: each verdict is the one its interval gives, and the record
 beside it says where it comes from (commit, command, machine, libraries, date)."""
 
+import collections
 import json
 import pathlib
 import shutil
@@ -101,9 +102,10 @@ def test_unfitted_table_rereads_each_tuned_claim_without_the_seeds_the_sweep_tra
 
 
 def _toy_claims(res):
-  """One claim, a above b, paired over the seeds of `res` ("v" of `a/<seed>`, `b/<seed>`)."""
-  value = lambda arm: [e["v"] for k, e in sorted(res.items()) if k.startswith(f"{arm}/")]
-  diff = [x - y for x, y in zip(value("a"), value("b"), strict=True)]
+  """One claim, a above b, paired over the seeds both arms ran ("v" of `a/<seed>`, `b/<seed>`)."""
+  value = lambda arm: {k.split("/")[-1]: e["v"] for k, e in res.items() if k.startswith(f"{arm}/")}
+  a, b = value("a"), value("b")
+  diff = [a[seed] - b[seed] for seed in sorted(a.keys() & b.keys())]  # paired on shared seeds
   mean, half = stats.interval(diff)
   verdict = "reproduced" if mean - half > 0 else "unresolved"
   return [
@@ -114,7 +116,8 @@ def _toy_claims(res):
 
 def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seeds():
   """A toy record: seed 1's b ran on another CPU and scored 3 below a there, 1 elsewhere; the
-  re-read leaves seed 1 out. Sweep, rate and length runs (seeded keys too) are not counted."""
+  re-read keeps each mixed seed's runs on its most common CPU (a tie: the first name), which
+  leaves seed 1's pair out. Sweep, rate and length runs (seeded keys too) are not counted."""
   stamp = lambda cpu: {"provenance": {"cpu": cpu}}
   results = {"provenance": {"commit": "x"}, "sweep/a/theta=1.0/1": stamp("Other CPU")}
   results |= {"recipe/lr=0.001/a/1": stamp("Other CPU"), "length/a/1": stamp("Other CPU")}
@@ -128,7 +131,8 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
     "| 0 | AMD EPYC: 2 |", "| 1 | AMD EPYC: 1, Intel Xeon: 1 |",
   ]  # fmt: skip
   assert lines[10].startswith("Seed 1 trained on more than one CPU, so some of its paired")
-  assert "Of the 1 resolved over all seeds, 1 have two one-CPU seeds or more" in lines[10]
+  assert "only the runs of that seed on its most common CPU" in lines[10]
+  assert "Of the 1 resolved over all seeds, 1 have two such seeds or more" in lines[10]
   cells = [c.strip() for c in lines[-2].split("|")[1:-1]]
   assert cells[1].startswith("+1.40 ") and cells[2] == "5"  # (1 + 3 + 1 + 1 + 1) / 5
   assert cells[3:] == ["+1.00 [+1.00, +1.00]", "4", "reproduced"]
@@ -140,6 +144,10 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
   assert lines[5] == "| 1 | AMD EPYC: 1, Intel Xeon: 1, no stamp of its own: 1 |"
   assert lines[6] == "| 2 | AMD EPYC: 2, AMD EPYC (avx2): 1, AMD EPYC (avx2, fma): 1 |"
   assert lines[10].startswith("Seeds 1, 2 trained on more than one CPU, so some of their")
+  kept = claims._on_main_cpus(results, {2: collections.Counter(
+    {("AMD EPYC", None): 2, ("AMD EPYC", ("avx2", "fma")): 1, ("AMD EPYC", ("avx2",)): 1}
+  )}, [2])  # fmt: skip
+  assert {"a/2", "b/2", "d/2"} <= set(kept) and "c/2" not in kept  # (avx2) wins the tie
   assert lines[10].endswith("1 run predates the per-run stamp (2026-11-27): where it trained "
                             "is not recorded.")  # fmt: skip
 
@@ -156,3 +164,20 @@ def test_machines_table_says_one_cpu_per_seed_and_what_was_never_stamped():
     "(2026-11-27): where they trained is not recorded."
   )
   assert claims.machines_markdown(_toy_claims, {"a/0": {"v": 1.0}}) == []
+
+
+def test_a_reread_finds_a_control_whose_best_arm_changed_and_says_which_it_compares():
+  """On fewer seeds another arm may be the best: the control is the same claim (its paper,
+  item, metric and reading) under another text; a claim left with one seed shows "< 2"."""
+  claim = lambda text, a, n=5, diff=1.0: {
+    "claim": text, "paper": "lfpe", "item": "control", "metric": "AP", "tuned": "none",
+    "a": a, "b": "none", "n": n, "difference": diff, "ci_low": diff - 0.5,
+    "ci_high": diff + 0.5, "verdict": "reproduced",
+  }  # fmt: skip
+  every = {"control (A, the best)": claim("control (A, the best)", "A")}
+  again = {"control (B, the best)": claim("control (B, the best)", "B", n=3, diff=2.0)}
+  summary, table = claims._reread(every, again, "fewer seeds", "later")
+  assert table[2].endswith("| 3 | reproduced (B − none there) |")
+  assert summary.startswith("Of the 1 resolved over all seeds, 1 have two later seeds")
+  again = {"control (B, the best)": claim("control (B, the best)", "B", n=1)}
+  assert claims._reread(every, again, "fewer seeds", "later")[1][2].endswith("| – | < 2 | – |")
