@@ -132,8 +132,8 @@ def _label(cpu) -> str:
 
 def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
   """Where each seed's record runs trained (`provenance.run_cpu`), as lines of tables.md, and
-  where a seed's runs span CPUs (`_spans_cpus`), each claim again on the runs of such a
-  seed's most common CPU alone (`_on_main_cpus`). Another CPU runs other machine code
+  where a seed's runs span CPUs (`_spans_cpus`), each claim again on the seeds whose own pair
+  ran on one CPU (`_one_cpu_reads`). Another CPU runs other machine code
   (vector width, fused multiply-adds, the order of a sum), so one run on two CPUs takes two
   trajectories: the arms of a seed on two CPUs still share its initialisation and batch
   order, not its arithmetic. Only stamped runs decide which seeds span CPUs (an unstamped run
@@ -160,38 +160,52 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
     note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU.")
     return [*lines, "", " ".join(note), ""]
   every = {c["claim"]: c for c in claims_of(results)}
-  again = {c["claim"]: c for c in claims_of(_on_main_cpus(results, cpus, mixed))}
-  summary, table = _reread(every, again, "one CPU per seed", "such")
+  again = _one_cpu_reads(claims_of, results, every, {seed: cpus[seed] for seed in mixed})
+  summary, table = _reread(every, again, "pairs on one CPU", "such")
   one = len(mixed) == 1
   note.insert(
     0,
     f"{'Seed' if one else 'Seeds'} {', '.join(map(str, mixed))} trained on more than one CPU, "
     f"so some of {'its' if one else 'their'} paired differences may compare runs of two CPUs "
-    "(another trajectory from the same initialisation and batches). Each claim again with "
-    f"only the runs of {'that seed' if one else 'each such seed'} on its most common CPU, so "
-    f"that every pair left ran on one CPU. {summary}",
+    "(another trajectory from the same initialisation and batches). Each claim again on the "
+    f"seeds whose own pair ran on one CPU. {summary}",
   )
   return [*lines, "", " ".join(note), "", *table]
 
 
-def _on_main_cpus(results: dict, cpus: dict[int, Counter], mixed: list[int]) -> dict:
-  """`results` without the record runs of each seed of `mixed` that trained off its most
-  common CPU (`provenance.same_cpu`; a stamp with its extensions before one without, since
-  one without matches any of its name; ties to the label first in sort order): a pair left
-  on such a seed ran on one CPU. A claim loses only the seeds whose own pair spans CPUs (or
-  ran on another CPU), not every seed that does. Unstamped runs stay."""
-  main = {}
-  for seed in mixed:
-    stamped = [cpu for cpu in cpus[seed] if cpu and cpu[1]] or [cpu for cpu in cpus[seed] if cpu]
-    share = {cpu: sum(n for c, n in cpus[seed].items() if provenance.same_cpu(c, cpu))
-             for cpu in stamped}  # fmt: skip
-    main[seed] = min(stamped, key=lambda cpu: (-share[cpu], _label(cpu)))  # noqa: B023
+MAX_WAYS = 256  # the most ways of keeping one CPU per split seed `_one_cpu_reads` reads
+
+
+def _one_cpu_reads(claims_of, results: dict, every: dict, split: dict[int, Counter]) -> dict:
+  """{claim text of `every`: the claim read on the seeds whose own pair ran on one CPU}: for
+  each way of keeping the runs of one CPU of each seed in `split` (`_keeping`), the claims,
+  and for each claim the way that keeps the most seeds (a pair on one CPU stays in the ways
+  that keep its CPU; a pair across CPUs stays in none). Unstamped runs always stay."""
+  choices = [[cpu for cpu in by_cpu if cpu and cpu[1]] or [cpu for cpu in by_cpu if cpu]
+             for by_cpu in split.values()]  # fmt: skip
+  best: dict[str, dict] = {}
+  for way in itertools.islice(itertools.product(*choices), MAX_WAYS):
+    read = {c["claim"]: c for c in claims_of(_keeping(results, dict(zip(split, way, strict=True))))}
+    for c, d in _same_claims(every, read):
+      if d and (c["claim"] not in best or _seeds(d) > _seeds(best[c["claim"]])):
+        best[c["claim"]] = d
+  return best
+
+
+def _keeping(results: dict, cpu_of_seed: dict) -> dict:
+  """`results` without the record runs of each seed of `cpu_of_seed` that trained off its
+  CPU there (`provenance.same_cpu`; an unstamped run stays)."""
 
   def kept(key: str, entry) -> bool:
     seed, cpu = sweeps.record_seed(key), provenance.run_cpu(entry)
-    return seed not in main or cpu is None or provenance.same_cpu(cpu, main[seed])
+    chosen = cpu_of_seed.get(seed)
+    return chosen is None or cpu is None or provenance.same_cpu(cpu, chosen)
 
   return {key: entry for key, entry in results.items() if kept(key, entry)}
+
+
+def _seeds(claim: dict) -> int:
+  return int(np.sum(claim["n"]))
 
 
 def _reread(

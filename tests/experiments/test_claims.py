@@ -1,7 +1,6 @@
 """Every committed claims.json: each verdict is the one its interval gives, and the record
 beside it says where it comes from (commit, command, machine, libraries, date)."""
 
-import collections
 import json
 import pathlib
 import shutil
@@ -116,8 +115,8 @@ def _toy_claims(res):
 
 def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seeds():
   """A toy record: seed 1's b ran on another CPU and scored 3 below a there, 1 elsewhere; the
-  re-read keeps each mixed seed's runs on its most common CPU (a tie: the first name), which
-  leaves seed 1's pair out. Sweep, rate and length runs (seeded keys too) are not counted."""
+  re-read leaves seed 1's pair out. Sweep, rate and length runs (seeded keys too) are not
+  counted."""
   stamp = lambda cpu: {"provenance": {"cpu": cpu}}
   results = {"provenance": {"commit": "x"}, "sweep/a/theta=1.0/1": stamp("Other CPU")}
   results |= {"recipe/lr=0.001/a/1": stamp("Other CPU"), "length/a/1": stamp("Other CPU")}
@@ -131,7 +130,7 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
     "| 0 | AMD EPYC: 2 |", "| 1 | AMD EPYC: 1, Intel Xeon: 1 |",
   ]  # fmt: skip
   assert lines[10].startswith("Seed 1 trained on more than one CPU, so some of its paired")
-  assert "only the runs of that seed on its most common CPU" in lines[10]
+  assert "Each claim again on the seeds whose own pair ran on one CPU" in lines[10]
   assert "Of the 1 resolved over all seeds, 1 have two such seeds or more" in lines[10]
   cells = [c.strip() for c in lines[-2].split("|")[1:-1]]
   assert cells[1].startswith("+1.40 ") and cells[2] == "5"  # (1 + 3 + 1 + 1 + 1) / 5
@@ -144,10 +143,8 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
   assert lines[5] == "| 1 | AMD EPYC: 1, Intel Xeon: 1, no stamp of its own: 1 |"
   assert lines[6] == "| 2 | AMD EPYC: 2, AMD EPYC (avx2): 1, AMD EPYC (avx2, fma): 1 |"
   assert lines[10].startswith("Seeds 1, 2 trained on more than one CPU, so some of their")
-  kept = claims._on_main_cpus(results, {2: collections.Counter(
-    {("AMD EPYC", None): 2, ("AMD EPYC", ("avx2", "fma")): 1, ("AMD EPYC", ("avx2",)): 1}
-  )}, [2])  # fmt: skip
-  assert {"a/2", "b/2", "d/2"} <= set(kept) and "c/2" not in kept  # (avx2) wins the tie
+  kept = claims._keeping(results, {2: ("AMD EPYC", ("avx2",))})
+  assert {"a/2", "b/2", "d/2", "c/1"} <= set(kept) and "c/2" not in kept  # another ISA goes
   assert lines[10].endswith("1 run predates the per-run stamp (2026-11-27): where it trained "
                             "is not recorded.")  # fmt: skip
 
@@ -181,3 +178,16 @@ def test_a_reread_finds_a_control_whose_best_arm_changed_and_says_which_it_compa
   assert summary.startswith("Of the 1 resolved over all seeds, 1 have two later seeds")
   again = {"control (B, the best)": claim("control (B, the best)", "B", n=1)}
   assert claims._reread(every, again, "fewer seeds", "later")[1][2].endswith("| – | < 2 | – |")
+
+
+def test_a_pair_on_the_fewer_runs_cpu_of_a_split_seed_keeps_that_seed():
+  """Seed 1 split: a and b on a Xeon (2 runs), three other arms on an EPYC (3 runs): the claim
+  a above b keeps seed 1, its own pair being on one CPU (all 5 seeds), where leaving the seed
+  or its less common CPU out would not."""
+  stamp = lambda cpu: {"provenance": {"cpu": cpu}}
+  results = {f"{arm}/{seed}": {"v": 10.0 + seed - (arm == "b"), **stamp("EPYC")}
+             for arm in "ab" for seed in range(5)}  # fmt: skip
+  results["a/1"]["provenance"] = results["b/1"]["provenance"] = {"cpu": "Xeon"}
+  results |= {f"{arm}/1": {"v": 0.0, **stamp("EPYC")} for arm in "xyz"}
+  lines = claims.machines_markdown(_toy_claims, results)
+  assert lines[-2].endswith("| +1.00 [+1.00, +1.00] | 5 | reproduced |")
