@@ -9,6 +9,7 @@ never typed.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -173,23 +174,34 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
   return [*lines, "", " ".join(note), "", *table]
 
 
-MAX_WAYS = 256  # the most ways of keeping one CPU per split seed `_one_cpu_reads` reads
-
-
 def _one_cpu_reads(claims_of, results: dict, every: dict, split: dict[int, Counter]) -> dict:
-  """{claim text of `every`: the claim read on the seeds whose own pair ran on one CPU}: for
-  each way of keeping the runs of one CPU of each seed in `split` (`_keeping`), the claims,
-  and for each claim the way that keeps the most seeds (a pair on one CPU stays in the ways
-  that keep its CPU; a pair across CPUs stays in none). Unstamped runs always stay."""
-  choices = [[cpu for cpu in by_cpu if cpu and cpu[1]] or [cpu for cpu in by_cpu if cpu]
-             for by_cpu in split.values()]  # fmt: skip
-  best: dict[str, dict] = {}
-  for way in itertools.islice(itertools.product(*choices), MAX_WAYS):
-    read = {c["claim"]: c for c in claims_of(_keeping(results, dict(zip(split, way, strict=True))))}
-    for c, d in _same_claims(every, read):
-      if d and (c["claim"] not in best or _seeds(d) > _seeds(best[c["claim"]])):
-        best[c["claim"]] = d
-  return best
+  """{claim text of `every`: the claim read on the seeds whose own pair ran on one CPU}. A way
+  keeps one CPU's runs of each seed in `split` (`_keeping`); a claim keeps a split seed's pair
+  in the ways that keep the CPU both its runs trained on, and in none where they span two.
+  Its seeds add up, so each claim's best way is found a seed at a time: from a base way, each
+  other CPU of each split seed, kept where it adds seeds to that claim; then each claim is
+  read at its own way (at most 1 + the other CPUs + one read per claim). Unstamped runs stay."""
+  choices = {
+    seed: [cpu for cpu in by_cpu if cpu and cpu[1]] or [cpu for cpu in by_cpu if cpu]
+    for seed, by_cpu in split.items()
+  }  # a stamp with its extensions first: one without matches any of its name
+
+  @functools.cache
+  def read(way: tuple) -> dict:  # {claim text of `every`: the claim at this way, or None}
+    claims = {c["claim"]: c for c in claims_of(_keeping(results, dict(way)))}
+    return {c["claim"]: d for c, d in _same_claims(every, claims)}
+
+  base = {seed: cpus[0] for seed, cpus in choices.items()}
+  at_base = read(tuple(base.items()))
+  ways = {text: dict(base) for text in every}
+  for seed, cpus in choices.items():
+    for cpu in cpus[1:]:
+      trial = read(tuple({**base, seed: cpu}.items()))
+      for text in every:
+        if _seeds(trial[text]) > _seeds(at_base[text]):
+          ways[text][seed] = cpu
+  reads = {text: read(tuple(way.items()))[text] for text, way in ways.items()}
+  return {text: d for text, d in reads.items() if d}
 
 
 def _keeping(results: dict, cpu_of_seed: dict) -> dict:
@@ -204,8 +216,9 @@ def _keeping(results: dict, cpu_of_seed: dict) -> dict:
   return {key: entry for key, entry in results.items() if kept(key, entry)}
 
 
-def _seeds(claim: dict) -> int:
-  return int(np.sum(claim["n"]))
+def _seeds(claim: dict | None) -> int:
+  """The seeds a claim reads (both sides of a Welch claim's); -1 for no claim."""
+  return -1 if claim is None else int(np.sum(claim["n"]))
 
 
 def _reread(

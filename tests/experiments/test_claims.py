@@ -191,3 +191,7 @@ def test_a_pair_on_the_fewer_runs_cpu_of_a_split_seed_keeps_that_seed():
   results |= {f"{arm}/1": {"v": 0.0, **stamp("EPYC")} for arm in "xyz"}
   lines = claims.machines_markdown(_toy_claims, results)
   assert lines[-2].endswith("| +1.00 [+1.00, +1.00] | 5 | reproduced |")
+  results |= {f"{arm}/{seed}": {"v": 0.0, **stamp("Xeon")} for arm in "xy" for seed in (2, 3)}
+  lines = claims.machines_markdown(_toy_claims, results)  # seeds 2, 3 split the other way
+  assert "Seeds 1, 2, 3 trained on more than one CPU" in lines[10]
+  assert lines[-2].endswith("| +1.00 [+1.00, +1.00] | 5 | reproduced |")  # Xeon, EPYC, EPYC
