@@ -9,12 +9,10 @@ never typed.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -117,11 +115,21 @@ def unfitted_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
 UNSTAMPED = "no stamp of its own"  # a run recorded before runs kept their own provenance
 
 
-def _spans_cpus(cpus: Iterable) -> bool:
-  """Whether runs of these `provenance.run_cpu`s ran on more than one CPU
-  (`provenance.same_cpu`; unstamped runs are not compared)."""
-  stamped = [cpu for cpu in cpus if cpu]
-  return any(not provenance.same_cpu(a, b) for a, b in itertools.combinations(stamped, 2))
+def _cpu_groups(by_cpu: Counter) -> dict:
+  """{stamped `provenance.run_cpu`: its group, 0, 1, ...}: runs of one group trained on one
+  CPU. A stamp with its extensions is a group of its own; one without them (before
+  2026-12-05) joins the group of its name where exactly one such stamp has them, else is a
+  group of its own (matching several, it could be any: `provenance.same_cpu`)."""
+  stamped = sorted((cpu for cpu in by_cpu if cpu), key=_label)
+  full = [cpu for cpu in stamped if cpu[1]]
+  heads = full + [
+    cpu for cpu in stamped if not cpu[1] and sum(c[0] == cpu[0] for c in full) != 1
+  ]  # fmt: skip
+  group = {cpu: i for i, cpu in enumerate(sorted(heads, key=_label))}
+  for cpu in stamped:
+    if cpu not in group:  # no extensions, one stamp of its name with them
+      group[cpu] = next(group[c] for c in full if c[0] == cpu[0])
+  return group
 
 
 def _label(cpu) -> str:
@@ -131,14 +139,17 @@ def _label(cpu) -> str:
   return name + (f" ({', '.join(isa)})" if isa else "")
 
 
+SPLIT = 10**6  # a split seed's runs on its group-g CPU read as seed g * SPLIT + seed
+
+
 def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) -> list[str]:
   """Where each seed's record runs trained (`provenance.run_cpu`), as lines of tables.md, and
-  where a seed's runs span CPUs (`_spans_cpus`), each claim again on the seeds whose own pair
-  ran on one CPU (`_one_cpu_reads`). Another CPU runs other machine code
-  (vector width, fused multiply-adds, the order of a sum), so one run on two CPUs takes two
-  trajectories: the arms of a seed on two CPUs still share its initialisation and batch
-  order, not its arithmetic. Only stamped runs decide which seeds span CPUs (an unstamped run
-  is counted, never compared). None where no run has its own stamp (records before
+  where a seed's runs span CPUs (`_cpu_groups`), each claim again with the pairs across CPUs
+  left out (`_split_by_cpu`). Another CPU runs other machine code (vector width, fused
+  multiply-adds, the order of a sum), so one run on two CPUs takes two trajectories: the
+  arms of a seed on two CPUs still share its initialisation and batch order, not its
+  arithmetic. Only stamped runs decide which seeds span CPUs (an unstamped run is counted,
+  and stays with its seed's first CPU). None where no run has its own stamp (records before
   2026-11-27)."""
   cpus: dict[int, Counter] = {}
   for key, entry in results.items():
@@ -146,7 +157,8 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
       cpus.setdefault(seed, Counter())[provenance.run_cpu(entry)] += 1
   if all(set(by_cpu) == {None} for by_cpu in cpus.values()):
     return []
-  mixed = [seed for seed, by_cpu in sorted(cpus.items()) if _spans_cpus(by_cpu)]
+  groups = {seed: _cpu_groups(by_cpu) for seed, by_cpu in cpus.items()}
+  mixed = [seed for seed, group in sorted(groups.items()) if len(set(group.values())) > 1]
   unstamped = sum(by_cpu[None] for by_cpu in cpus.values())
   lines = ["## Where each seed trained", "", "| seed | record runs by CPU |", "|---|---|"]
   for seed, by_cpu in sorted(cpus.items()):
@@ -161,64 +173,36 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
     note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU.")
     return [*lines, "", " ".join(note), ""]
   every = {c["claim"]: c for c in claims_of(results)}
-  again = _one_cpu_reads(claims_of, results, every, {seed: cpus[seed] for seed in mixed})
-  summary, table = _reread(every, again, "pairs on one CPU", "such")
+  split = {c["claim"]: c for c in claims_of(_split_by_cpu(results, groups))}
+  summary, table = _reread(every, split, "pairs on one CPU", "such")
   one = len(mixed) == 1
   note.insert(
     0,
     f"{'Seed' if one else 'Seeds'} {', '.join(map(str, mixed))} trained on more than one CPU, "
     f"so some of {'its' if one else 'their'} paired differences may compare runs of two CPUs "
-    "(another trajectory from the same initialisation and batches). Each claim again on the "
-    f"seeds whose own pair ran on one CPU. {summary}",
+    "(another trajectory from the same initialisation and batches). Each claim again with "
+    f"the runs of {'that seed' if one else 'such a seed'} on each CPU read as a seed of their "
+    f"own, so that a pair across CPUs is left out and a pair on one CPU stays. {summary}",
   )
   return [*lines, "", " ".join(note), "", *table]
 
 
-def _one_cpu_reads(claims_of, results: dict, every: dict, split: dict[int, Counter]) -> dict:
-  """{claim text of `every`: the claim read on the seeds whose own pair ran on one CPU}. A way
-  keeps one CPU's runs of each seed in `split` (`_keeping`); a claim keeps a split seed's pair
-  in the ways that keep the CPU both its runs trained on, and in none where they span two.
-  Its seeds add up, so each claim's best way is found a seed at a time: from a base way, each
-  other CPU of each split seed, kept where it adds seeds to that claim; then each claim is
-  read at its own way (at most 1 + the other CPUs + one read per claim). Unstamped runs stay."""
-  choices = {
-    seed: [cpu for cpu in by_cpu if cpu and cpu[1]] or [cpu for cpu in by_cpu if cpu]
-    for seed, by_cpu in split.items()
-  }  # a stamp with its extensions first: one without matches any of its name
-
-  @functools.cache
-  def read(way: tuple) -> dict:  # {claim text of `every`: the claim at this way, or None}
-    claims = {c["claim"]: c for c in claims_of(_keeping(results, dict(way)))}
-    return {c["claim"]: d for c, d in _same_claims(every, claims)}
-
-  base = {seed: cpus[0] for seed, cpus in choices.items()}
-  at_base = read(tuple(base.items()))
-  ways = {text: dict(base) for text in every}
-  for seed, cpus in choices.items():
-    for cpu in cpus[1:]:
-      trial = read(tuple({**base, seed: cpu}.items()))
-      for text in every:
-        if _seeds(trial[text]) > _seeds(at_base[text]):
-          ways[text][seed] = cpu
-  reads = {text: read(tuple(way.items()))[text] for text, way in ways.items()}
-  return {text: d for text, d in reads.items() if d}
-
-
-def _keeping(results: dict, cpu_of_seed: dict) -> dict:
-  """`results` without the record runs of each seed of `cpu_of_seed` that trained off its
-  CPU there (`provenance.same_cpu`; an unstamped run stays)."""
-
-  def kept(key: str, entry) -> bool:
-    seed, cpu = sweeps.record_seed(key), provenance.run_cpu(entry)
-    chosen = cpu_of_seed.get(seed)
-    return chosen is None or cpu is None or provenance.same_cpu(cpu, chosen)
-
-  return {key: entry for key, entry in results.items() if kept(key, entry)}
-
-
-def _seeds(claim: dict | None) -> int:
-  """The seeds a claim reads (both sides of a Welch claim's); -1 for no claim."""
-  return -1 if claim is None else int(np.sum(claim["n"]))
+def _split_by_cpu(results: dict, groups: dict[int, dict]) -> dict:
+  """`results` with each record run of a seed `s` on its group-`g` CPU (`_cpu_groups`, g > 0)
+  read as seed `g * SPLIT + s` (its key's last part and its entry's `seed`): arms pair on a
+  seed they share (`stats.seed_paired`), so a pair across CPUs no longer pairs and a pair on
+  one CPU still does. An unstamped run keeps its seed."""
+  out = {}
+  for key, entry in results.items():
+    seed = sweeps.record_seed(key)
+    g = groups.get(seed, {}).get(provenance.run_cpu(entry), 0) if seed is not None else 0
+    if g:
+      key, entry = (
+        f"{key.rsplit('/', 1)[0]}/{g * SPLIT + seed}",
+        {**entry, "seed": g * SPLIT + seed},
+      )
+    out[key] = entry
+  return out
 
 
 def _reread(
