@@ -122,13 +122,12 @@ def _cpu_groups(by_cpu: Counter) -> dict:
   group of its own (matching several, it could be any: `provenance.same_cpu`)."""
   stamped = sorted((cpu for cpu in by_cpu if cpu), key=_label)
   full = [cpu for cpu in stamped if cpu[1]]
-  heads = full + [
-    cpu for cpu in stamped if not cpu[1] and sum(c[0] == cpu[0] for c in full) != 1
-  ]  # fmt: skip
+  matches = {cpu: [c for c in full if provenance.same_cpu(cpu, c)] for cpu in stamped if not cpu[1]}
+  heads = full + [cpu for cpu, found in matches.items() if len(found) != 1]
   group = {cpu: i for i, cpu in enumerate(sorted(heads, key=_label))}
-  for cpu in stamped:
+  for cpu, found in matches.items():
     if cpu not in group:  # no extensions, one stamp of its name with them
-      group[cpu] = next(group[c] for c in full if c[0] == cpu[0])
+      group[cpu] = group[found[0]]
   return group
 
 
@@ -223,10 +222,10 @@ def _reread(
     f"| claim | a − b, all seeds | n | a − b, {label} | n | verdict there |",
     "|---|---|---|---|---|---|",
   ]
+  arms = lambda x: (x.get("a"), x.get("b"))  # noqa: E731
   for c, d in rows:
     there = "– | < 2 | –"
     if d:
-      arms = lambda x: (x.get("a"), x.get("b"))  # noqa: E731
       other = f" ({d['a']} − {d['b']} there)" if arms(d) != arms(c) else ""
       there = f"{interval(d)} | {d['n']} | {d['verdict']}{other}"
     table.append(f"| {c['claim']} | {interval(c)} | {c['n']} | {there} |")

@@ -327,8 +327,9 @@ def drops(results: dict) -> list[str]:
       cells.append(_signed(*difference(at(b), at(a), scale=100)))
     else:
       cells.append("n/a")
-    drop = {p: PAPER[p].get(posemb, (np.nan,))[0] for p in PROTOCOLS}
-    paper = "–" if posemb not in PAPER["all"] else f"{drop['heldout'] - drop['all']:+.1f}"
+    paper = "–"
+    if posemb in PAPER["all"]:
+      paper = f"{PAPER['heldout'][posemb][0] - PAPER['all'][posemb][0]:+.1f}"
     lines.append(f"| {name} | " + " | ".join(cells) + f" | {paper} |")
   return lines
 
