@@ -375,8 +375,12 @@ def test_a_stopped_record_stops_its_jobs_each_saving_its_step_and_starts_no_othe
   planned = [Run("a/0", config, str(tmp_path / "a")), Run("b/0", config, str(tmp_path / "b"))]
   planned.append(Run("c/0", third, str(tmp_path / "c")))
 
+  def logged(name):  # a train row: the job is in its loop, its SIGTERM handler installed (the
+    path = tmp_path / name / "metrics.jsonl"  # file itself is opened before: CI lost that race)
+    return path.exists() and path.read_text().strip()
+
   def stop_once_both_train():
-    while not all((tmp_path / k / "metrics.jsonl").exists() for k in "ab"):
+    while not all(logged(k) for k in "ab"):
       time.sleep(0.2)
     os.kill(os.getpid(), signal.SIGUSR1)
 
