@@ -9,6 +9,7 @@ results.json is partial, never replaces a finished one.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 
@@ -52,3 +53,37 @@ def refuse_unstamped(out: str, results: dict, newer: str) -> None:
       f"edition, e.g. {old[0]}), trained under another recipe: give this edition its own "
       f"--out, e.g. --out={newer}."
     )
+
+
+ADOPTED = "adopted_from"  # a results entry copied from an earlier edition: which one
+
+
+def adopt(results: dict, earlier: str, prefixes: tuple[str, ...]) -> list[str]:
+  """Copies into `results` the runs of the edition at `earlier` (its folder) whose keys start
+  with `prefixes` and that `results` lacks, each marked `adopted_from` and keeping its own
+  provenance; returns their keys. For an edition that changes only what its choices do not
+  depend on (detection's third edition: the record's length, while the rate choice and the
+  sweep train a fixed length): its choices are then the earlier edition's, not retrained.
+  `runs.check_encodings` still stops the record on any whose encoding, length or rate its
+  own configs do not give."""
+  path = pathlib.Path(earlier) / "results.json"
+  if not path.exists():
+    raise ConfigError(f"--choices-from={earlier} holds no results.json to adopt runs from.")
+  source = json.loads(path.read_text())
+  keys = [k for k in source if k.startswith(prefixes) and k not in results]
+  for key in keys:
+    results[key] = {**source[key], ADOPTED: str(earlier)}
+  return keys
+
+
+def adopted_markdown(results: dict) -> list[str]:
+  """One sentence per earlier edition that `results` adopted runs from (`adopt`), or none."""
+  sources: dict[str, int] = {}
+  for entry in results.values():
+    if isinstance(entry, dict) and ADOPTED in entry:
+      sources[entry[ADOPTED]] = sources.get(entry[ADOPTED], 0) + 1
+  return [
+    f"{n} runs were adopted from `{source}` (`--choices-from`), trained there with the "
+    "configs this edition gives them; each keeps its own provenance.\n"
+    for source, n in sorted(sources.items())
+  ]

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 
 from configs import detr_shapes  # noqa: E402
 from experiments import claims as claims_table  # noqa: E402
-from experiments import recipe, stats, sweeps  # noqa: E402
+from experiments import editions, recipe, stats, sweeps  # noqa: E402
 from experiments.stats import difference, fmt, interval  # noqa: E402
 from lfpe import encodings  # noqa: E402
 
@@ -378,7 +378,7 @@ def write(results: dict, out: str) -> None:
   lines = ["## The learning rate (one for every encoding; validation images)", ""]
   lines += [*rate_table(results), ""]
   lines += ["## The knob sweep (each encoding's own knob; validation images)", ""]
-  lines += [*sweep_table(results), ""]
+  lines += [*sweep_table(results), "", *editions.adopted_markdown(results)]
   lines += ["## Protocol `all` (002 Table 1)", "", *table(results, "all"), ""]
   lines += ["## Protocol `heldout` (002 Table 2)", "", *table(results, "heldout"), ""]
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]

@@ -3,6 +3,8 @@
   python -m experiments.detection.run --quick --out=/tmp/detection_quick   # CI, < 5 min
   python -m experiments.detection.run --jobs 2            # the record (its second edition)
   python -m experiments.detection.run --status --jobs 2   # done / left, ETA
+  python -m experiments.detection.run --steps 6000 --out=experiments/detection_v3 \
+    --choices-from=experiments/detection_v2 --jobs 2     # a longer record, the same choices
 
 Trains `configs/detr_shapes.py` (Tables 1 and 2 of 002) in two phases, through the regular
 trainer (one workdir per run under `--out/runs`, `experiments/runs.py`: a stopped record
@@ -42,7 +44,7 @@ import os
 from typing import Any
 
 from configs import detr_shapes
-from experiments import cli, progress, recipe, runs, sweeps
+from experiments import cli, editions, progress, recipe, runs, sweeps
 from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.errors import ConfigError
@@ -226,6 +228,13 @@ def main(argv: list[str] | None = None) -> dict:
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
   parser.add_argument("--status", action="store_true", help="print what is done and left")
+  parser.add_argument(
+    "--choices-from",
+    default="",
+    help="an earlier edition's --out whose rate-choice and sweep runs this one adopts instead "
+    "of training them (they train --sweep-steps whatever --steps is): e.g. a third edition "
+    "at --steps 6000 from experiments/detection_v2",
+  )
   cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)
   cli.settle_mode(args)
@@ -242,6 +251,11 @@ def main(argv: list[str] | None = None) -> dict:
     args.values, args.encodings, args.widenings, args.swept = 2, QUICK_ENCODINGS, 1, ("fourier",)
     args.rate_factors, args.rate_widenings, args.rate_protocols = (0.5, 2.0), 0, ("all",)
   results = runs.load(os.path.join(args.out, "results.json"))
+  adopted = args.choices_from and editions.adopt(
+    results, args.choices_from, ("sweep/", recipe.PREFIX)
+  )
+  if adopted:
+    print(f"{len(adopted)} rate-choice and sweep runs adopted from {args.choices_from}")
   if args.status:
     rated = rate_runs(args, results)
     args.lr = chosen_rate(rated, results) or 0.0
@@ -260,6 +274,8 @@ def main(argv: list[str] | None = None) -> dict:
     return {}
   refuse_a_first_edition(args, results)
   save = runs.saver(os.path.join(args.out, "results.json"))
+  if adopted:
+    save(results)
   scored = lambda run, summary: score(run, summary, args.quick)
   train = lambda planned: runs.execute(planned, results, scored, save, jobs=args.jobs)
   args.lr = chosen_rate(sweeps.run(lambda: rate_runs(args, results), train, results), results)

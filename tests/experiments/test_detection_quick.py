@@ -49,6 +49,12 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
   status = capsys.readouterr().out
   assert f"{expected} of {expected} runs done" in status
   assert "The rate choice so far" in status and "| **yes** |" in status  # the rule's table
+  longer = tmp_path / "longer"  # a longer edition adopting this one's choices: only its
+  run.main(["--quick", f"--out={longer}", "--steps=6", f"--choices-from={tmp_path}", "--status"])
+  status = capsys.readouterr().out  # record runs are left to train
+  adopted = len(rated) + len(swept)
+  assert f"{adopted} rate-choice and sweep runs adopted from {tmp_path}" in status
+  assert f"{adopted} of {expected} runs done" in status and not longer.exists()
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
   again.pop("provenance")
   # Compared as JSON text: AP at an absent size is NaN, and NaN != NaN.

@@ -98,6 +98,33 @@ def test_a_record_refuses_to_train_into_an_edition_without_per_run_provenance(tm
   editions.refuse_unstamped(str(tmp_path), {}, newer="x_v2")
 
 
+def test_an_edition_adopts_only_the_choice_runs_it_lacks_each_marked_with_its_source(tmp_path):
+  """`--choices-from`: the rate choice's and the sweep's runs of an earlier edition, each
+  keeping its own stamp and naming where it came from; the earlier record runs and the runs
+  this edition holds already stay as they are; the report says it once per source."""
+  earlier = {
+    "provenance": {"commit": "abc"},
+    "recipe/lr=0.002/all/mlp/200": {"eval": {"AP": 0.1}, "provenance": {"commit": "abc"}},
+    "sweep/all/mlp/input_scale=2/100": {"eval": {"AP": 0.2}, "provenance": {"commit": "abc"}},
+    "sweep/all/mlp/input_scale=4/100": {"eval": {"AP": 0.3}},
+    "all/mlp/0": {"eval": {"AP": 0.4}},
+  }
+  (tmp_path / "v2").mkdir()
+  (tmp_path / "v2" / "results.json").write_text(json.dumps(earlier))
+  results = {"sweep/all/mlp/input_scale=4/100": {"eval": {"AP": 0.5}}}
+  adopted = editions.adopt(results, str(tmp_path / "v2"), ("sweep/", "recipe/"))
+  assert sorted(adopted) == ["recipe/lr=0.002/all/mlp/200", "sweep/all/mlp/input_scale=2/100"]
+  assert set(results) == {*adopted, "sweep/all/mlp/input_scale=4/100"}
+  assert results["sweep/all/mlp/input_scale=4/100"] == {"eval": {"AP": 0.5}}  # its own kept
+  for key in adopted:
+    assert results[key] == {**earlier[key], editions.ADOPTED: str(tmp_path / "v2")}
+  [said] = editions.adopted_markdown(results)
+  assert said.startswith(f"2 runs were adopted from `{tmp_path / 'v2'}`")
+  assert editions.adopted_markdown({"a/0": {}}) == []
+  with pytest.raises(ConfigError, match=r"--choices-from=.*nowhere holds no results.json"):
+    editions.adopt({}, str(tmp_path / "nowhere"), ("sweep/",))
+
+
 def test_a_run_keeps_the_stamp_of_the_invocation_that_trained_it(
   tmp_path, monkeypatch, fresh_stamp
 ):
