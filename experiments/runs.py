@@ -22,7 +22,7 @@ from typing import Any
 
 import jax
 
-from experiments import progress, provenance, recipe, sweeps
+from experiments import editions, progress, provenance, recipe, sweeps
 from lfpe import data
 from lfpe.train import stopping, trainer
 from lfpe.train.workdir import has_checkpoints
@@ -198,10 +198,16 @@ def check_encodings(planned: Iterable[Run], results: dict) -> None:
     }
     for field, value in now.items():
       if entry.get(field, value) != value:
+        fix = (
+          f"it was adopted from {entry[editions.ADOPTED]} (--choices-from), whose flags differ: "
+          "adopt from an edition trained with this one's, or train this edition's own"
+          if editions.ADOPTED in entry
+          else "keep the flags as they were, or re-run it (remove it from results.json and "
+          "its workdir)"
+        )
         sys.exit(
           f"{run.key} was recorded with {field}={entry[field]}, but its config now gives "
-          f"{value}: keep the flags as they were, or re-run it (remove it from results.json "
-          "and its workdir)."
+          f"{value}: {fix}."
         )
 
 

@@ -125,6 +125,14 @@ def test_an_edition_adopts_only_the_choice_runs_it_lacks_each_marked_with_its_so
     editions.adopt({}, str(tmp_path / "nowhere"), ("sweep/",))
 
 
+def test_an_adopted_run_trained_with_other_flags_stops_the_record_naming_its_source():
+  config = runs.for_run(vit_digits.get_config("small=1"), seed=0, steps=30)
+  run = runs.Run("sweep/a/0", config, "/unused")
+  adopted = {"steps": 4, editions.ADOPTED: "/tmp/quick"}
+  with pytest.raises(SystemExit, match=r"steps=4, .* 30: it was adopted from /tmp/quick \(--ch"):
+    runs.check_encodings([run], {run.key: adopted})
+
+
 def test_a_run_keeps_the_stamp_of_the_invocation_that_trained_it(
   tmp_path, monkeypatch, fresh_stamp
 ):
