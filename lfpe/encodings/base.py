@@ -36,7 +36,7 @@ class Registration:
 
   name: the spec name. factory: the linen class, or a `functools.partial` of it fixing some
   options (`gabor` is `GaborEdge(use_gabor=True, use_edge=False)`). aliases: other names.
-  reads_boxes: it can encode a 4-D box (x0, y0, x1, y1) as the layout captioner needs: an
+  reads_boxes: it can encode a 4-D box (top, left, bottom, right; `coords.boxes`) as the layout captioner needs: an
   M-D encoding, not a 1-D raster code nor a 2-D-only one. resolution_free: it evaluates at
   any coordinates; False for learned tables, which are resampled to a new grid. labels: the
   display name of the name, then of each alias, as papers and lfpe's reports write them
