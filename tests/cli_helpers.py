@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -21,8 +22,10 @@ def start_main(*args, **env):
   restored to Python's default in it, as in a terminal: a suite started in the background
   (`bash scripts/test.sh &`) passes SIGINT on ignored, and the run would not hear Ctrl-C. It
   leads its own process group, as a terminal's foreground job: `os.killpg(job.pid, SIGINT)`
-  is a terminal's Ctrl-C, which reaches its data workers too."""
-  return subprocess.Popen(
+  is a terminal's Ctrl-C, which reaches its data workers too. Still running after
+  `STARTED_LIMIT_S`, its group is killed: a test reading its stderr to a line that never
+  comes then fails, instead of hanging the suite until CI's own limit."""
+  job = subprocess.Popen(
     _command(args),
     cwd=ROOT,
     env=_env(env),
@@ -31,6 +34,21 @@ def start_main(*args, **env):
     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     process_group=0,
   )
+  limit = threading.Timer(STARTED_LIMIT_S, _kill_group, (job,))
+  limit.daemon = True
+  limit.start()
+  return job
+
+
+STARTED_LIMIT_S = 600
+
+
+def _kill_group(job):
+  if job.poll() is None:
+    try:
+      os.killpg(job.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
 
 
 def _command(args):

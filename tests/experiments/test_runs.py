@@ -129,9 +129,11 @@ def test_a_job_runs_its_ops_on_one_thread_and_keeps_its_cpus():
     other, same = out.stdout.split()
     return float(other), same == "True"
 
-  one, default = share("one"), share("default")
+  one = share("one")
   assert one[0] < 0.1 and one[1]
-  assert default[0] > 0.15
+  # A second thread needs a core free to take work: on a machine busy with other tests, try
+  # again (a pinned pool never reaches 0.15 however often it is tried).
+  assert any(share("default")[0] > 0.15 for _ in range(3))
 
 
 def test_status_counts_runs_and_estimates_the_time_left_per_job(tmp_path):
@@ -235,7 +237,7 @@ def test_a_failed_job_stops_the_record_and_kills_the_other_jobs(tmp_path, monkey
   start = time.perf_counter()
   with pytest.raises(Exception, match="optim.lr"):
     execute(planned, {}, lambda run, s: s, saved.append, jobs=2)
-  assert time.perf_counter() - start < 120 and not saved
+  assert time.perf_counter() - start < 600 and not saved  # not the 100,000-step run
   assert not _running_jobs() and not thread_errors
   assert not os.path.exists(tmp_path / "long" / "summary.json")
 

@@ -26,7 +26,7 @@ from lfpe.data import config as data_lib
 from lfpe.train import trainer
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-STEPS, KILL_AFTER, TIMEOUT_S = 12, 6, 180  # kill once step 6 is saved; 180 s a launch
+STEPS, KILL_AFTER, TIMEOUT_S = 12, 6, 400  # kill once step 6 is saved; 400 s a launch
 OVERRIDES = {
   "total_steps": STEPS,
   "checkpoint_every": 3,
