@@ -298,9 +298,15 @@ def test_a_further_ctrl_c_while_the_last_save_completes_is_ignored():
     def latest_step(self):
       return self.saved
 
-  with stopping.stop_requests() as stop_requested:
-    os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(0.05)
-    assert stop_requested()
-    message = str(stopping.interrupted(12, 100, SavingManager()))
+  # Python's own Ctrl-C handler, as in a terminal: a suite started in the background inherits
+  # SIGINT ignored, and `stop_requests` then (rightly) installs nothing.
+  previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+  try:
+    with stopping.stop_requests() as stop_requested:
+      os.kill(os.getpid(), signal.SIGINT)
+      time.sleep(0.05)
+      assert stop_requested()
+      message = str(stopping.interrupted(12, 100, SavingManager()))
+  finally:
+    signal.signal(signal.SIGINT, previous)
   assert message.endswith("resume from checkpoint step 10."), message
