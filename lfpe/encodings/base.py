@@ -36,10 +36,11 @@ class Registration:
 
   name: the spec name. factory: the linen class, or a `functools.partial` of it fixing some
   options (`gabor` is `GaborEdge(use_gabor=True, use_edge=False)`). aliases: other names.
-  reads_boxes: it can encode a 4-D box (top, left, bottom, right; `coords.boxes`) as the layout captioner needs: an
-  M-D encoding, not a 1-D raster code nor a 2-D-only one. resolution_free: it evaluates at
-  any coordinates; False for learned tables, which are resampled to a new grid. labels: the
-  display name of the name, then of each alias, as papers and lfpe's reports write them
+  reads_boxes: it can encode a 4-D box (top, left, bottom, right; `coords.boxes`) as the
+  layout captioner needs: an M-D encoding, not a 1-D raster code nor a 2-D-only one.
+  resolution_free: it evaluates at any coordinates; False for learned tables, which are
+  resampled to a new grid. labels: the display name of the name, then of each alias, as
+  papers and lfpe's reports write them
   (`registry.display_name`; the one name map of every table and figure; default: the names).
   knob: `(option, default)`, the encoding's one scale knob that a sweep tunes (Fourier's γ,
   MLP's input scale, a sinusoid's temperature, a table's init std, RoPE's θ), the same budget
