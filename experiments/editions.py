@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+from collections import Counter
 
 from lfpe.errors import ConfigError
 
@@ -78,10 +79,7 @@ def adopt(results: dict, earlier: str, prefixes: tuple[str, ...]) -> list[str]:
 
 def adopted_markdown(results: dict) -> list[str]:
   """One sentence per earlier edition that `results` adopted runs from (`adopt`), or none."""
-  sources: dict[str, int] = {}
-  for entry in results.values():
-    if isinstance(entry, dict) and ADOPTED in entry:
-      sources[entry[ADOPTED]] = sources.get(entry[ADOPTED], 0) + 1
+  sources = Counter(e[ADOPTED] for e in results.values() if isinstance(e, dict) and ADOPTED in e)
   return [
     f"{n} runs were adopted from `{source}` (`--choices-from`), trained there with the "
     "configs this edition gives them; each keeps its own provenance.\n"

@@ -7,6 +7,7 @@ import sys
 import threading
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
+STARTED_LIMIT_S = 600  # `start_main`: a run still going then is killed
 
 
 def run_main(*args, **env):
@@ -38,9 +39,6 @@ def start_main(*args, **env):
   limit.daemon = True
   limit.start()
   return job
-
-
-STARTED_LIMIT_S = 600
 
 
 def _kill_group(job):

@@ -251,9 +251,8 @@ def main(argv: list[str] | None = None) -> dict:
     args.values, args.encodings, args.widenings, args.swept = 2, QUICK_ENCODINGS, 1, ("fourier",)
     args.rate_factors, args.rate_widenings, args.rate_protocols = (0.5, 2.0), 0, ("all",)
   results = runs.load(os.path.join(args.out, "results.json"))
-  adopted = args.choices_from and editions.adopt(
-    results, args.choices_from, ("sweep/", recipe.PREFIX)
-  )
+  choices = ("sweep/", recipe.PREFIX)
+  adopted = editions.adopt(results, args.choices_from, choices) if args.choices_from else []
   if adopted:
     print(f"{len(adopted)} rate-choice and sweep runs adopted from {args.choices_from}")
   if args.status:

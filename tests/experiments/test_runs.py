@@ -131,8 +131,7 @@ def test_a_job_runs_its_ops_on_one_thread_and_keeps_its_cpus():
 
   one = share("one")
   assert one[0] < 0.1 and one[1]
-  # A second thread needs a core free to take work: on a machine busy with other tests, try
-  # again (a pinned pool never reaches 0.15 however often it is tried).
+  # Retried: a busy machine may leave a second thread no core (a pinned pool never gets one).
   assert any(share("default")[0] > 0.15 for _ in range(3))
 
 
@@ -377,8 +376,8 @@ def test_a_stopped_record_stops_its_jobs_each_saving_its_step_and_starts_no_othe
   planned = [Run("a/0", config, str(tmp_path / "a")), Run("b/0", config, str(tmp_path / "b"))]
   planned.append(Run("c/0", third, str(tmp_path / "c")))
 
-  def logged(name):  # a train row: the job is in its loop, its SIGTERM handler installed (the
-    path = tmp_path / name / "metrics.jsonl"  # file itself is opened before: CI lost that race)
+  def logged(name):  # a train row: in its loop, SIGTERM handled (the file opens before it)
+    path = tmp_path / name / "metrics.jsonl"
     return path.exists() and path.read_text().strip()
 
   def stop_once_both_train():
