@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 
@@ -36,7 +36,7 @@ def markdown(entries: list[dict]) -> str:
       f"| {c['paper']} | {c['item']}{' (table)' * (c.get('source') == 'table')} "
       f"| {c['claim']} | {interval(c)} {'paired' if c['paired'] else 'Welch'} "
       f"| {_paper(c)} | {c['n']} "
-      f"| **{c['verdict']}**{_ceiling(c)}{_within(c)} "
+      f"| **{c['verdict']}**{_ceiling(c)}{_within(c)}{_settling(c)} "
       f"| {holm_verdict} "
       f"| {'n/a' if detectable is None else format(detectable, '.3g')} | {c.get('tuned', '?')} |"
     )
@@ -267,6 +267,32 @@ def _within(c: dict) -> str:
   if c.get("direction", 1) != 0:
     return ""
   return f" (within ±{c['margin']:.3g}: a tenth of the control gap {c['control_gap']:.3g})"
+
+
+def _settling(c: dict) -> str:
+  """Which of a claim's arms failed its record's length rule (`mark_settling`)."""
+  if c.get("settled", True):
+    return ""
+  return f" (read before {', '.join(c['unsettled'])} settled: the length rule)"
+
+
+def mark_settling(
+  entries: list[dict],
+  unsettled: Collection[str] | None,
+  arms: Callable[[dict], Collection[str]] = lambda c: (c["a"], c["b"]),
+) -> list[dict]:
+  """`entries` of a record that checked its length (`recipe.LengthRule`), each with `settled`:
+  False where an arm of the claim (`arms(entry)`, by default its `a` and `b`) is among
+  `unsettled`, the arms that failed the rule, named in `unsettled` (its verdict is read at the
+  record's length, before those arms settled), else True. `unsettled` None (a record that
+  checked no length: no curves) leaves the entries as they are."""
+  if unsettled is None:
+    return entries
+  out = []
+  for c in entries:
+    late = sorted(set(arms(c)) & set(unsettled))
+    out.append({**c, "settled": not late, **({"unsettled": late} if late else {})})
+  return out
 
 
 def _paper(c: dict) -> str:

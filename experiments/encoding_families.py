@@ -7,6 +7,7 @@ the page from them).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 
 from experiments import sweeps
@@ -20,7 +21,8 @@ class Family:
   `scores(results)` -> {arm: {seed: score}} at defaults; `tuned_scores(results)` -> the
   same with each swept arm at the value its sweep chose, and `swept(results)` the arms swept
   (for records keyed by knob, `sweeps.record_key`); `sign` +1 where higher is better (-1: bits/dim);
-  `label(arm)`: the arm's display name."""
+  `label(arm)`: the arm's display name; `unsettled(results)`: the arms that failed the record's
+  length rule (their effects are read before they settled)."""
 
   name: str
   record: str
@@ -32,6 +34,7 @@ class Family:
   label: Callable[[str], str] = encodings.display_name
   tuned_scores: Callable[[dict], dict[str, dict[int, float]]] | None = None
   swept: Callable[[dict], set[str]] = lambda results: set()
+  unsettled: Callable[[dict], set[str]] = lambda results: set()
 
 
 def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[dict], float],
@@ -57,6 +60,18 @@ def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[di
 
   swept = lambda results: {arm.split("/")[1] for arm in picks(results)}
   return (lambda r: collect(r, False)), (lambda r: collect(r, True)), swept
+
+
+def _unsettled(record: str, prefix: str = "") -> Callable[[dict], set[str]]:
+  """The arms that failed the length rule of `record`'s report (`report.unsettled`), those
+  keyed `prefix/arm` (a protocol, an attention) without the prefix."""
+
+  def arms(results: dict) -> set[str]:
+    report = importlib.import_module(f"experiments.{record}.report")
+    late = report.unsettled(results) or []
+    return {a.removeprefix(f"{prefix}/") for a in late if not prefix or a.startswith(f"{prefix}/")}
+
+  return arms
 
 
 def _layout(at: str) -> Callable[[dict], dict]:
@@ -163,6 +178,7 @@ FAMILIES = (
     scale=100,
     tuned_scores=_digits("tuned"),
     swept=_digits_swept,
+    unsettled=_unsettled("digits_demo"),
   ),
   _keyed(
     "detection (DETR-lite, protocol all)",
@@ -173,6 +189,7 @@ FAMILIES = (
     _AP,
     higher_is_better=True,
     scale=100,
+    unsettled=_unsettled("detection", "all"),
   ),
   _keyed(
     "detection at unseen sizes (protocol heldout)",
@@ -183,6 +200,7 @@ FAMILIES = (
     _AP,
     higher_is_better=True,
     scale=100,
+    unsettled=_unsettled("detection", "heldout"),
   ),
   _keyed(
     "generation (Reformer-style, LSH)",
@@ -193,6 +211,7 @@ FAMILIES = (
     lambda e: e["final"],
     higher_is_better=False,
     sign=-1,
+    unsettled=_unsettled("generation", "lsh"),
   ),
   Family(
     "captioning (layout, 4-D boxes)",
@@ -203,6 +222,7 @@ FAMILIES = (
     tuned_scores=_layout("tuned"),
     swept=_layout_swept,
     label=str,
+    unsettled=_unsettled("layout"),
   ),
   Family(
     "change of resolution (second edition, shapes: trained 64 px, tested 128 px)",

@@ -5,7 +5,7 @@ learning rate trains each encoding it compares (not its no-position control, whi
 trains at the chosen rate), at defaults, at each rate of `rates` (on validation data, as the
 knob sweep), widens past a winning edge (`plan`), and takes the rate with the best score
 averaged over the arms (`choose`), before the sweep and the record train at it. Its length
-is checked on the record's own learning curves (`settled`): each encoding's mean curve at
+is checked on the record's own learning curves (`LengthRule`): each encoding's mean curve at
 defaults must gain less than a declared tolerance over the last stretch of training.
 Results keys of the rate runs: `recipe/lr=<rate>/<arm>/<seed>`
 (`experiments.runs.recipe_runs` plans them); each entry records the rate it trained at. A
@@ -16,6 +16,7 @@ evaluated along the way.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -139,45 +140,60 @@ def gains(curves: Sequence[Sequence[Sequence[float]]], window: int) -> list[floa
   return out
 
 
-def settled(
-  curves: dict[str, Sequence[Sequence[Sequence[float]]]],
-  *,
-  window: int,
-  tolerance: float,
-  higher_is_better: bool,
-  name: Callable[[str], str],
-  scale: float = 1.0,
-  digits: int = 1,
-  unit: str = "",
-) -> list[str]:
-  """The length check, as a markdown table: per arm (`curves`: {arm: each seed's curve}), the
-  mean gain (95 % interval over seeds) over the last `window` steps and over the `window`
-  before, and whether the mean gain is below `tolerance` (the improvement, in the metric's
-  better direction, times `scale`; shown with `digits` decimals)."""
-  sign = 1.0 if higher_is_better else -1.0
-  lines = [
-    f"| encoding | gain over the last {window} steps{unit} | over the {window} before | "
-    f"settled (< {tolerance:g}) |",
-    "|---|---|---|---|",
-  ]
-  for arm, runs in curves.items():
-    last = _signed_gains(runs, window, sign)
-    before = _signed_gains([c[: _until(c, window)] for c in runs if c], window, sign)
-    cell = lambda v: stats.fmt(v, scale=scale, digits=digits) if v else "–"
-    if last:
-      mark = "yes" if np.mean(last) * scale < tolerance else "**no**"
-    else:  # a run without a curve, or one too short for the window (e.g. a --quick run's)
-      mark = "n/a (evaluated at too few steps)"
-    lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark} |")
-  return lines
+@dataclasses.dataclass(frozen=True)
+class LengthRule:
+  """A record's declared length rule: an arm has settled where its mean gain over the last
+  `window` steps of its curves (in the metric's better direction, times `scale`) is below
+  `tolerance`. An arm that has not is read at the record's length, before it settled: its
+  claims say so (`experiments.claims.mark_settling`)."""
 
+  window: int
+  tolerance: float
+  higher_is_better: bool
+  scale: float = 1.0
 
-def _signed_gains(curves, window: int, sign: float) -> list[float]:
-  """`gains` in the metric's better direction; [] where a curve lacks a step it needs."""
-  try:
-    return [sign * g for g in gains(curves, window)]
-  except ValueError:
-    return []
+  def table(
+    self,
+    curves: dict[str, Sequence[Sequence[Sequence[float]]]],
+    *,
+    name: Callable[[str], str],
+    digits: int = 1,
+    unit: str = "",
+  ) -> list[str]:
+    """The check as a markdown table: per arm (`curves`: {arm: each seed's curve}), the mean
+    gain (95 % interval over seeds) over the last `window` steps and over the `window`
+    before, and whether the arm settled (shown with `digits` decimals)."""
+    lines = [
+      f"| encoding | gain over the last {self.window} steps{unit} | over the {self.window} "
+      f"before | settled (< {self.tolerance:g}) |",
+      "|---|---|---|---|",
+    ]
+    for arm, runs in curves.items():
+      last = self._gains(runs)
+      before = self._gains([c[: _until(c, self.window)] for c in runs if c])
+      cell = lambda v: stats.fmt(v, scale=self.scale, digits=digits) if v else "–"
+      if last:
+        mark = "**no**" if self._fails(last) else "yes"
+      else:  # a run without a curve, or one too short for the window (e.g. a --quick run's)
+        mark = "n/a (evaluated at too few steps)"
+      lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark} |")
+    return lines
+
+  def unsettled(self, curves: dict[str, Sequence[Sequence[Sequence[float]]]]) -> list[str]:
+    """The arms of `curves` that fail the rule (one whose curves are too short to read is not
+    among them: its row of `table` says n/a)."""
+    return [arm for arm, runs in curves.items() if self._fails(self._gains(runs))]
+
+  def _fails(self, gains: list[float]) -> bool:
+    return bool(gains) and np.mean(gains) * self.scale >= self.tolerance
+
+  def _gains(self, curves) -> list[float]:
+    """`gains` in the metric's better direction; [] where a curve lacks a step it needs."""
+    sign = 1.0 if self.higher_is_better else -1.0
+    try:
+      return [sign * g for g in gains(curves, self.window)]
+    except ValueError:
+      return []
 
 
 def _until(curve: Sequence[Sequence[float]], window: int) -> int:

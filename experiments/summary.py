@@ -5,13 +5,15 @@
 
 One row per experiment: how many of the papers' claims it tests, how many reproduce, are
 contradicted or stay unresolved (how many of those with both arms at the metric's ceiling),
-how many stay resolved (either way) under Holm's correction within the record, and whether
-its no-position controls pass; a record with a later finished edition (`experiments.editions`:
-`generation_v2` re-records `generation`) is replaced by it. A second table counts 002's
-claims by how fairly their arms were tuned (at defaults, only some arms tuned, each arm tuned
-by the same rule), each reading from the newest edition that has it (the first editions hold
-the Fourier-only readings), and lists the verdicts that change between a claim's less and
-more fair readings, across editions.
+how many stay resolved (either way) under Holm's correction within the record, how many
+resolved verdicts compare an arm that failed the record's length rule (read before it
+settled, `claims.mark_settling`; "not checked" where the record checks no length), and
+whether its no-position controls pass; a record with a later finished edition
+(`experiments.editions`: `generation_v2` re-records `generation`) is replaced by it. A second
+table counts 002's claims by how fairly their arms were tuned (at defaults, only some arms
+tuned, each arm tuned by the same rule), each reading from the newest edition that has it
+(the first editions hold the Fourier-only readings), and lists the verdicts that change
+between a claim's less and more fair readings, across editions.
 tests/experiments/test_summary.py checks that the README's blocks are these tables, so the
 front page cannot drift from the records.
 """
@@ -68,6 +70,9 @@ def rows() -> list[dict]:
         "at_ceiling": sum(
           bool(e.get("at_ceiling")) for e in entries if e["verdict"] == "unresolved"
         ),
+        "before_settling": sum(e["verdict"] in RESOLVED and not e["settled"] for e in entries)
+        if all("settled" in e for e in entries)
+        else "not checked",
         "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"
         if controls
         else "none (no task)",
@@ -79,14 +84,15 @@ def rows() -> list[dict]:
 def markdown() -> str:
   lines = [
     "| experiment | claims tested | reproduced | contradicted | unresolved (at ceiling) "
-    "| resolved after Holm | controls pass | verdicts |",
-    "|---|---|---|---|---|---|---|---|",
+    "| resolved after Holm | resolved before settling | controls pass | verdicts |",
+    "|---|---|---|---|---|---|---|---|---|",
   ]
   for r in rows():
     link = f"[claims.json](experiments/{r['experiment']}/claims.json)"
     lines.append(
       f"| {r['experiment']} | {r['claims']} | {r['reproduced']} | {r['contradicted']} "
-      f"| {r['unresolved']} ({r['at_ceiling']}) | {r['holm']} | {r['controls']} | {link} |"
+      f"| {r['unresolved']} ({r['at_ceiling']}) | {r['holm']} | {r['before_settling']} "
+      f"| {r['controls']} | {link} |"
     )
   return "\n".join(lines) + "\n"
 

@@ -25,17 +25,22 @@ from experiments.encoding_families import FAMILIES, Family
 ROOT = pathlib.Path(__file__).resolve().parent
 PAGE = ROOT.parent / "docs" / "which_encoding.md"
 FIGURE = ROOT.parent / "docs" / "which_encoding.png"
+LATE = " †"  # a row comparing an arm that failed its record's length rule
 
 
 def effects(family: Family) -> list[dict]:
   """Each arm against the reference: the paired difference (sign-adjusted, scaled) with its
   95 % interval and seeds, at defaults and, where the record swept either side, as tuned;
-  `tuning` says which sides were tuned and `fair` whether both were tuned alike."""
+  `tuning` says which sides were tuned, `fair` whether both were tuned alike, and `settled`
+  whether both arms passed the record's length rule."""
   results = json.loads((ROOT / family.record / "results.json").read_text())
   rows = _rows(family, family.scores(results), set(), at_defaults=True)
   if family.tuned_scores is not None:
     swept = family.swept(results)
     rows += _rows(family, family.tuned_scores(results), swept, at_defaults=False)
+  late = family.unsettled(results)
+  for r in rows:
+    r["settled"] = not {r["key"], family.reference} & late
   return sorted(rows, key=lambda r: -r["difference"])
 
 
@@ -59,6 +64,7 @@ def _rows(family: Family, scores: dict, tuned: set[str], at_defaults: bool) -> l
     rows.append(
       {
         "arm": family.label(arm),
+        "key": arm,
         "difference": diff,
         "low": diff - half,
         "high": diff + half,
@@ -156,14 +162,28 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       "| encoding | effect vs reference (95 % CI) | seeds | tuning |",
       "|---|---|---|---|",
       *(
-        f"| {r['arm']} | {stats.signed_interval(r['difference'], r['low'], r['high'])} | {r['n']} "
+        f"| {r['arm']}{LATE * (not r['settled'])} "
+        f"| {stats.signed_interval(r['difference'], r['low'], r['high'])} | {r['n']} "
         f"| {r['tuning']} |"
         for r in rows
       ),
       "",
       f"**Reading**: {recommendation(family, rows)}",
+      *_length_note(family, rows),
     ]
   return "\n".join(lines) + "\n"
+
+
+def _length_note(family: Family, rows: list[dict]) -> list[str]:
+  """Where an arm (or the reference) failed the record's length rule: which rows that marks."""
+  if all(r["settled"] for r in rows):
+    return []
+  return [
+    "",
+    f"{LATE.strip()} An arm of this row had not settled at the record's length by its declared "
+    "length rule (its curve still rose over the last stretch; the record's README): the "
+    "effect is read at that length, and longer training could change it.",
+  ]
 
 
 def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
@@ -185,7 +205,8 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
       ax.plot([r["low"], r["high"]], [yi, yi], color="C0")
       ax.plot(r["difference"], yi, "o", color="C0", markerfacecolor=face)
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(y, [f"{r['arm']} ({r['tuning']})" for r in rows], fontsize=6)
+    labels = [f"{r['arm']}{LATE * (not r['settled'])} ({r['tuning']})" for r in rows]
+    ax.set_yticks(y, labels, fontsize=6)
     ax.set_title(f"{family.name}: vs {family.label(family.reference)}", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
   fig.supxlabel("effect against the reference, positive = better (hollow: a side tuned)", size=8)

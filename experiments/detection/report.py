@@ -1,4 +1,5 @@
-"""Tables (ours beside 002's) and the AP-vs-size figure of the detection experiment."""
+"""Tables (ours beside 002's) and claims of the detection experiment (its AP-vs-size figure:
+`ap_by_size.py`)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,13 @@ import json
 import os
 from itertools import product
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from configs import detr_shapes  # noqa: E402
-from experiments import claims as claims_table  # noqa: E402
-from experiments import editions, recipe, stats, sweeps  # noqa: E402
-from experiments.stats import difference, fmt, interval  # noqa: E402
-from lfpe import encodings  # noqa: E402
+from configs import detr_shapes
+from experiments import claims as claims_table
+from experiments import editions, recipe, stats, sweeps
+from experiments.stats import difference, fmt
+from lfpe import encodings
 
 SIZES = (32, 40, 48, 56, 64)
 PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}
@@ -43,9 +40,9 @@ PAPER = {
 
 DEFAULT_LR = detr_shapes.get_config().optim.lr  # the rate choice's centre (run.rate_runs)
 # The declared length rule (issue 38): the record's length is settled where each encoding's
-# mean test AP at defaults gains less than SETTLE_TOLERANCE points over the last SETTLE_WINDOW
-# steps (`settled_table`), checked on every encoding's own curve, not on one encoding's pilot.
-SETTLE_WINDOW, SETTLE_TOLERANCE = 1000, 5.0
+# mean test AP at defaults gains less than 5 points over the last 1,000 steps (`settled_table`),
+# checked on every encoding's own curve, not on one encoding's pilot.
+LENGTH_RULE = recipe.LengthRule(window=1000, tolerance=5.0, higher_is_better=True, scale=100)
 
 
 def _runs(results: dict, protocol: str, posemb: str, at: str = "defaults") -> list[dict]:
@@ -91,20 +88,38 @@ def rate_table(results: dict) -> list[str]:
   return recipe.table(by_rate, learning_rate(results), name=_arm_name, cell=cell)
 
 
-def settled_table(results: dict) -> list[str]:
-  """The length rule checked on each encoding's test-AP curve at defaults, per protocol."""
+def _length_curves(results: dict) -> dict[str, list]:
+  """Each encoding's test-AP curves at defaults, `protocol/posemb`: those that have any."""
   curves = {
     f"{protocol}/{posemb}": [r.get("curve") for r in _runs(results, protocol, posemb)]
     for protocol in PROTOCOLS
     for posemb in NAMES
   }
-  curves = {arm: c for arm, c in curves.items() if any(c)}
+  return {arm: c for arm, c in curves.items() if any(c)}
+
+
+def settled_table(results: dict) -> list[str]:
+  """The length rule checked on each encoding's test-AP curve at defaults, per protocol."""
+  curves = _length_curves(results)
   if not curves:
     return ["(no learning curves: the first edition did not record them)"]
-  return recipe.settled(
-    curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
-    name=_arm_name, scale=100, unit=" (AP points)",
-  )  # fmt: skip
+  return LENGTH_RULE.table(curves, name=_arm_name, unit=" (AP points)")
+
+
+def unsettled(results: dict) -> list[str] | None:
+  """The arms (`protocol/posemb`) that fail the length rule; None where no run has a curve."""
+  curves = _length_curves(results)
+  return LENGTH_RULE.unsettled(curves) if curves else None
+
+
+def _claim_arms(c: dict) -> list[str]:
+  """The arms a claim compares, `protocol/posemb`: its `a` and `b`, each a gap's two arms
+  under one protocol (`heldout/mlp − embed_2d`) where the claim is about a gap."""
+  arms = []
+  for side in (c["a"], c["b"]):
+    protocol, names = side.split("/", 1)
+    arms += [f"{protocol}/{name}" for name in names.split(" − ")]
+  return arms
 
 
 def sweep_table(results: dict) -> list[str]:
@@ -285,7 +300,7 @@ def table(results: dict, protocol: str) -> list[str]:
   picks = chosen(results)
   for posemb, name in NAMES.items():
     paper = PAPER[protocol].get(posemb, ("–",) * len(METRICS))
-    for label, runs in _readings(results, protocol, posemb, picks):
+    for label, runs in readings(results, protocol, posemb, picks):
       cells = [
         f"{fmt([r['eval'][m] for r in runs], scale=100)} ({p})"
         for m, p in zip(METRICS, paper, strict=True)
@@ -294,7 +309,7 @@ def table(results: dict, protocol: str) -> list[str]:
   return lines
 
 
-def _readings(results: dict, protocol: str, posemb: str, picks: dict) -> list[tuple[str, list]]:
+def readings(results: dict, protocol: str, posemb: str, picks: dict) -> list[tuple[str, list]]:
   """[(label, runs)] of an encoding under `protocol`: its defaults runs (or, in an older
   record with only tuned runs, those, labelled "(tuned)"), then its tuned runs where they are
   other runs, labelled with the chosen value."""
@@ -338,43 +353,9 @@ def _signed(mean: float, half: float) -> str:
   return f"{mean:+.1f}" if np.isnan(half) else f"{mean:+.1f} ± {half:.1f}"
 
 
-def figure(results: dict, path: str) -> None:
-  """AP against test image size, one line per encoding, one panel per protocol; a second row
-  of panels as tuned where the sweep chose values other than the defaults."""
-  picks = chosen(results)
-  tuned = lambda p, x: _readings(results, p, x, picks)[1:]  # noqa: E731
-  rows = ["defaults"] + ["tuned"] * any(tuned(p, x) for p in PROTOCOLS for x in NAMES)
-  fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.5 * len(rows)), sharey=True, squeeze=False)
-  for row, reading in zip(axes, rows, strict=True):
-    for ax, protocol in zip(row, PROTOCOLS, strict=True):
-      for posemb, name in NAMES.items():
-        readings = _readings(results, protocol, posemb, picks)
-        label, runs = (
-          (readings[-1] if reading == "tuned" else readings[0]) if readings else ("", [])
-        )
-        sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
-        if not sizes:
-          continue
-        stats = [interval([r["by_size"][str(s)]["AP"] for r in runs], scale=100) for s in sizes]
-        mean, half = np.array(stats).T
-        half = np.nan_to_num(half)
-        low, high = mean - np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100) - mean
-        ax.errorbar(sizes, mean, yerr=[low, high], marker="o", capsize=3, label=name + label)
-      title = f"protocol {protocol}" + ", each tuned" * (reading == "tuned")
-      ax.set(title=title, xlabel="test image side (px, square)", xticks=SIZES)
-      if protocol == "heldout":
-        ax.axvspan(52, 68, color="0.9", zorder=0)  # never a shorter side in training
-    row[0].set_ylabel("AP (%), 95 % CI over seeds")  # bars clipped to [0, 100]
-    for ax in row if reading == "tuned" else row[:1]:  # tuned: each protocol's own choices
-      ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1, 0.13))  # above the control
-  fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
-
-
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json)."""
-  entries = claims(results)
+  entries = claims_table.mark_settling(claims(results), unsettled(results), _claim_arms)
   lines = ["## The learning rate (one for every encoding; validation images)", ""]
   lines += [*rate_table(results), ""]
   lines += ["## The knob sweep (each encoding's own knob; validation images)", ""]
@@ -384,12 +365,14 @@ def write(results: dict, out: str) -> None:
   lines += ["## AP drop from `all` to `heldout`", "", *drops(results), ""]
   lines += ["## Seeds: what each claim needs", "", claims_table.power_markdown(entries)]
   lines += claims_table.rereads_markdown(claims, results)
-  lines += [f"## The length rule: test AP gained over the last {SETTLE_WINDOW} steps", ""]
+  lines += [f"## The length rule: test AP gained over the last {LENGTH_RULE.window} steps", ""]
   lines += [*settled_table(results), ""]
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(entries, out)
-  figure(results, os.path.join(out, "ap_by_size.png"))
+  from experiments.detection import ap_by_size  # noqa: PLC0415  (it reads this module)
+
+  ap_by_size.draw(results, os.path.join(out, "ap_by_size.png"))
 
 
 if __name__ == "__main__":

@@ -22,10 +22,10 @@ from lfpe import encodings  # noqa: E402
 
 RECIPE_STEPS = 1000  # configs/vit_digits.py
 # The length rule, declared 2026-11-29 before its check ran (README, "Recipe"): every encoding's
-# mean test accuracy at defaults gains less than this (points) over the last `SETTLE_WINDOW` of
-# the record's 600 steps; 1 point is below the record's smallest minimum detectable difference
+# mean test accuracy at defaults gains less than 1 point over the last 150 of the record's
+# 600 steps; 1 point is below the record's smallest minimum detectable difference
 # (1.68), so what an arm would still gain cannot turn a verdict the record can resolve.
-SETTLE_WINDOW, SETTLE_TOLERANCE = 150, 1.0
+LENGTH_RULE = recipe.LengthRule(window=150, tolerance=1.0, higher_is_better=True, scale=100)
 TESTED = (  # (item, claim, a, b, 002's a − b): 002's claims this record tests, on test accuracy
   (
     "Sec. 4.3",
@@ -205,15 +205,12 @@ def section(setting: str, group: dict) -> str:
 
 
 def settled_table(curves: dict[str, list]) -> str:
-  """The length rule (`SETTLE_TOLERANCE`) on the length check's test accuracy curves
+  """The length rule (`LENGTH_RULE`) on the length check's test accuracy curves
   (`run.py --length`), in points; empty before the check ran."""
   if not curves:
     return ""
   seeds = len(next(iter(curves.values())))
-  table = recipe.settled(
-    curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
-    name=lambda e: f"`{e}`", scale=100, digits=2, unit=" (points)",
-  )  # fmt: skip
+  table = LENGTH_RULE.table(curves, name=lambda e: f"`{e}`", digits=2, unit=" (points)")
   head = f"**The length rule** (test accuracy curves at defaults, {seeds} seeds, `--length`):"
   return "\n".join([head, "", *table])
 
@@ -282,11 +279,19 @@ def newest(results: dict) -> tuple[int, str]:
   return last["steps"], last["setting"]
 
 
+def unsettled(results: dict, current: tuple[int, str] | None = None) -> list[str] | None:
+  """The encodings of setting `current` (the newest by default) that fail the length rule;
+  None before its length check ran."""
+  curves = groups(results)[current or newest(results)]["length"]
+  return LENGTH_RULE.unsettled(curves) if curves else None
+
+
 def write(results: dict, out: str, current: tuple[int, str]) -> str:
   """results.md, digits_demo.png and claims.json (of `current`: this machine's setting and
   step count) into `out`; returns `current`'s section, to print."""
   with open(os.path.join(out, "results.md"), "w") as f:
     f.write(markdown(results))
   plot(results, current, os.path.join(out, "digits_demo.png"))
-  claims_table.write(claims(groups(results)[current]), out)
+  entries = claims(groups(results)[current])
+  claims_table.write(claims_table.mark_settling(entries, unsettled(results, current)), out)
   return section(current[1], groups(results)[current])

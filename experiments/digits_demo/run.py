@@ -28,7 +28,7 @@ and the same run when the choice is the default), so every claim reads both ways
 encoding at defaults (not the control), `recipe.LENGTH_SEEDS` (apart from the record's and the
 sweep's), trained as the record trains but evaluated on the test digits every `LENGTH_EVERY`
 steps (`length/<group>/<encoding>/<seed>`, each entry keeping its accuracy curve); the report
-applies the rule (`report.SETTLE_TOLERANCE`) to the curves.
+applies the rule (`report.LENGTH_RULE`) to the curves.
 
 Why seeds and intervals: a run's accuracy moves by 1-3 points with the seed and also with the
 CPU (XLA:CPU's code differs per instruction set and thread count; rounding differences of

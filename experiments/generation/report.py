@@ -42,8 +42,8 @@ ORDERINGS = (
 
 EARLY = 0.3  # 002's "first 30k steps" of its 100k, as a share of training
 # The declared length rule (README, "Recipe"): each encoding's mean held-out bits per dim at
-# defaults gains less than SETTLE_TOLERANCE over the last SETTLE_WINDOW steps.
-SETTLE_WINDOW, SETTLE_TOLERANCE = 500, 0.01
+# defaults gains less than 0.01 over the last 500 steps.
+LENGTH_RULE = recipe.LengthRule(window=500, tolerance=0.01, higher_is_better=False)
 TEXTS = {  # 002 Sec. 4.1 on Fig. 3, for each ordering
   **{
     ("fourier", b): f"Learnable-Fourier+MLP ends lower than {NAMES[b]} (best; Fig. 3a)"
@@ -223,21 +223,28 @@ def table(results: dict) -> list[str]:
   return lines
 
 
-def settled_table(results: dict) -> list[str]:
-  """The length rule checked on each encoding's held-out curve at defaults (as tuned, and so
-  labelled, where a record has only those runs: the first edition's Fourier arms), per
-  attention."""
+def _length_curves(results: dict) -> dict[str, list]:
+  """Each encoding's held-out curves at defaults (as tuned where a record has only those runs:
+  the first edition's Fourier arms), `attention/posemb`: those that have any."""
   curves = {
     f"{attention}/{posemb}": [r["curve"] for r in _runs(results, attention, posemb, "reported")]
     for attention in _attentions(results)
     for posemb in NAMES
   }
+  return {arm: c for arm, c in curves.items() if c}
+
+
+def settled_table(results: dict) -> list[str]:
+  """The length rule checked on each encoding's held-out curve, per attention."""
   tuned = lambda arm: " (tuned)" * (not _runs(results, *arm.split("/")))
   name = lambda arm: f"{NAMES[arm.split('/')[1]]}{tuned(arm)}, {arm.split('/')[0]} attention"
-  return recipe.settled(
-    {arm: c for arm, c in curves.items() if c}, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE,
-    higher_is_better=False, name=name, digits=4, unit=" (bits/dim)",
-  )  # fmt: skip
+  return LENGTH_RULE.table(_length_curves(results), name=name, digits=4, unit=" (bits/dim)")
+
+
+def unsettled(results: dict) -> list[str] | None:
+  """The arms (`attention/posemb`) that fail the length rule; None where no run has a curve."""
+  curves = _length_curves(results)
+  return LENGTH_RULE.unsettled(curves) if curves else None
 
 
 def ablation(results: dict) -> list[str]:
@@ -312,13 +319,13 @@ def sample_grid(samples: dict[str, np.ndarray], path: str, levels: int, zoom: in
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json, fig3a.png and fig3b.png from run.py's results alone
   (`experiments.refresh` rewrites them from the committed results.json)."""
-  entries = claims(results)
+  entries = claims_table.mark_settling(claims(results), unsettled(results))
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
   lines += ["## Seeds: what each claim needs", "", claims_table.power_markdown(entries)]
   lines += claims_table.rereads_markdown(claims, results)
   lines += ["## Does the model use its attention?", "", *ablation(results), ""]
-  lines += [f"## The length rule: bits/dim gained over the last {SETTLE_WINDOW} steps", ""]
+  lines += [f"## The length rule: bits/dim gained over the last {LENGTH_RULE.window} steps", ""]
   lines += [*settled_table(results), ""]
   lines += ["## Is the LSH likelihood causal? The same models, re-scored", "", *leak(results), ""]
   lines += [

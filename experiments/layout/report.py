@@ -85,9 +85,9 @@ RULE = "best mean validation CIDEr"  # the sweep's rule (run.py --tune)
 CEILINGS = {"CIDEr": 544.2, "BLEU-1": 100.0}
 FAILS = {"MLP"}  # rows 002 says fail ("MLP alone collapses"): `stats.claim`'s b_fails
 # The length rule, declared before its check ran (README, "Recipe"): every encoding row's mean
-# test CIDEr at defaults gains less than this over the last `SETTLE_WINDOW` of its 800 steps
-# (about a twentieth of the control's +180).
-SETTLE_WINDOW, SETTLE_TOLERANCE = 200, 10.0
+# test CIDEr at defaults gains less than 10 over the last 200 of its 800 steps (about a
+# twentieth of the control's +180).
+LENGTH_RULE = recipe.LengthRule(window=200, tolerance=10.0, higher_is_better=True)
 IDF_NOTE = (
   "CIDEr of the seen and unseen subsets takes its document frequencies from the references "
   "of the whole test split (lfpe/tasks/captioning.py passes every example's references as "
@@ -281,23 +281,31 @@ def tuned_table(results: dict) -> list[str]:
   return [*lines, "", "The sweep:", "", *table, ""]
 
 
-def settled_table(results: dict) -> list[str]:
-  """The length rule (`SETTLE_TOLERANCE`) on the length check's curves (`run.py --length`),
-  as a section of tables.md; none before the check ran."""
+def _length_curves(results: dict) -> dict[str, list]:
+  """Each row's test CIDEr curves from the length check (`run.py --length`), by row."""
   curves = {}
   for key, entry in sorted(results.items()):
     if key.startswith(recipe.LENGTH):
       curves.setdefault(entry["row"], []).append(entry["curve"])
+  return curves
+
+
+def settled_table(results: dict) -> list[str]:
+  """The length rule (`LENGTH_RULE`) on the length check's curves, as a section of tables.md;
+  none before the check ran."""
+  curves = _length_curves(results)
   if not curves:
     return []
   head = (
     f"## The length rule (test CIDEr curves at defaults, {len(next(iter(curves.values())))} seeds)"
   )
-  table = recipe.settled(
-    curves, window=SETTLE_WINDOW, tolerance=SETTLE_TOLERANCE, higher_is_better=True,
-    name=lambda row: row, unit=" (CIDEr)",
-  )  # fmt: skip
-  return [head, "", *table, ""]
+  return [head, "", *LENGTH_RULE.table(curves, name=lambda row: row, unit=" (CIDEr)"), ""]
+
+
+def unsettled(results: dict) -> list[str] | None:
+  """The rows that fail the length rule; None before the length check ran."""
+  curves = _length_curves(results)
+  return LENGTH_RULE.unsettled(curves) if curves else None
 
 
 def paper_difference(a: str, b: str, metric: str) -> float | None:
@@ -351,7 +359,7 @@ def screen_figure(image: np.ndarray, example: dict, path: str) -> None:
 def write(results: dict, checks: dict, out: str) -> None:
   """tables.md and claims.json from run.py's results and checks (`experiments.refresh`
   rewrites them from the committed results.json and checks.json)."""
-  entries = claims(results)
+  entries = claims_table.mark_settling(claims(results), unsettled(results))
   lines = ["## 002 Table 3: caption scores, x100 (mean ± 95 % CI over seeds; 002's value)", ""]
   lines += [*table3(results), ""]
   lines += [

@@ -236,3 +236,32 @@ def test_every_pair_on_one_cpu_stays_in_the_reread(a_b_cpu, other_cpu, seeds):
     results[f"c/{seed}"] = {"v": 0.0, "provenance": other_cpu}
   lines = claims.machines_markdown(_toy_claims, results)
   assert lines[-2].endswith(f"| +1.00 [+1.00, +1.00] | {len(seeds)} | reproduced |")
+
+
+def _entry(a: str, b: str) -> dict:
+  c = stats.claim(paper="002", item="T", text=f"{a} beats {b}", metric="m", a=a, b=b,
+                  a_values=[2.0, 3.0, 4.0], b_values=[1.0, 1.5, 1.0], paired=True,
+                  tuned=stats.AT_DEFAULTS)  # fmt: skip
+  return {**c, "holm_verdict": c["verdict"]}
+
+
+def test_a_claim_on_an_arm_that_failed_the_length_rule_says_it_is_read_before_settling():
+  entries = [_entry("x", "y"), _entry("x", "z"), _entry("z", "w")]
+  marked = claims.mark_settling(entries, ["w", "y"])
+  assert [c["settled"] for c in marked] == [False, True, False]
+  assert marked[0]["unsettled"] == ["y"] and "unsettled" not in marked[1]
+  table = claims.markdown(marked).splitlines()
+  assert "(read before y settled: the length rule)" in table[2]
+  assert "settled" not in table[3] and "(read before w settled" in table[4]
+  assert claims.mark_settling(entries, None) == entries  # no curves: no length was checked
+  assert [c["settled"] for c in claims.mark_settling(entries, [])] == [True] * 3
+
+
+def test_detections_gap_claims_are_marked_by_either_arm_of_either_gap():
+  from experiments.detection import report  # noqa: PLC0415
+
+  gap = _entry("heldout/mlp − embed_2d", "all/mlp − embed_2d")
+  arms = report._claim_arms(gap)
+  assert arms == ["heldout/mlp", "heldout/embed_2d", "all/mlp", "all/embed_2d"]
+  assert not claims.mark_settling([gap], ["heldout/embed_2d"], report._claim_arms)[0]["settled"]
+  assert claims.mark_settling([gap], ["heldout/fourier"], report._claim_arms)[0]["settled"]

@@ -78,27 +78,27 @@ def test_gains_are_read_window_steps_before_the_end():
     recipe.gains([curve], 500)
 
 
-def test_settled_marks_an_arm_still_improving_in_the_metrics_better_direction():
+def test_the_length_rule_marks_an_arm_still_improving_in_the_metrics_better_direction():
   flat = [[[1000, 0.1], [2000, 0.4], [3000, 0.6], [4000, 0.62]]] * 2
   rising = [[[1000, 0.1], [2000, 0.2], [3000, 0.3], [4000, 0.4 + d]] for d in (0.0, 0.02)]
-  lines = recipe.settled(
-    {"flat": flat, "rising": rising}, window=1000, tolerance=5.0, higher_is_better=True,
-    name=str, scale=100,
-  )  # fmt: skip
+  rule = recipe.LengthRule(window=1000, tolerance=5.0, higher_is_better=True, scale=100)
+  lines = rule.table({"flat": flat, "rising": rising}, name=str)
   assert lines[2] == "| flat | 2.0 ± 0.0 | 20.0 ± 0.0 | yes |"
   assert lines[3].startswith("| rising | 11.0 ± ") and lines[3].endswith("| **no** |")
+  assert rule.unsettled({"flat": flat, "rising": rising}) == ["rising"]
   falling_loss = [[[250, 2.0], [500, 1.5], [750, 1.49]]]  # bits/dim: lower is better
-  lines = recipe.settled(
-    {"g": falling_loss}, window=250, tolerance=0.01, higher_is_better=False, name=str,
-    digits=3,
-  )  # fmt: skip
+  loss_rule = recipe.LengthRule(window=250, tolerance=0.01, higher_is_better=False)
+  lines = loss_rule.table({"g": falling_loss}, name=str, digits=3)
   assert lines[2] == "| g | 0.010 | 0.500 | **no** |"  # a gain of 0.01 is not below 0.01
+  assert loss_rule.unsettled({"g": falling_loss}) == ["g"]
+  rising_loss = [[[250, 2.0], [500, 1.5], [750, 1.6]]]  # worse at the end: settled, not gaining
+  assert loss_rule.unsettled({"g": rising_loss}) == []
   odd = {"q": [[[4, 0.0]]], "r": [None, flat[0]], "s": [[[500, 0.1], [1500, 0.2]]]}
-  short = recipe.settled(odd, window=1000, tolerance=5.0, higher_is_better=True, name=str,
-                         scale=100)  # fmt: skip
+  short = rule.table(odd, name=str)
   assert short[2] == "| q | – | – | n/a (evaluated at too few steps) |"
   assert short[3] == "| r | – | 20.0 | n/a (evaluated at too few steps) |"  # a run without one
   assert short[4] == "| s | 10.0 | – | **no** |"  # too short only for the window before
+  assert rule.unsettled(odd) == ["s"]  # an arm too short to read is not called unsettled
 
 
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):

@@ -36,8 +36,14 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
     "unresolved": 1,
     "at_ceiling": 1,
     "holm": 2,  # an equivalence claim keeps its plain verdict: counted as it reads
+    "before_settling": "not checked",  # no entry says whether its arms settled
     "controls": "1 of 1",
   }
+  settled = [True, True, False, False, False]  # the unresolved claim's arm does not count
+  marked = [{**e, "settled": s} for e, s in zip(entries, settled, strict=True)]
+  (folder / "claims.json").write_text(json.dumps(marked))
+  (row,) = summary.rows()
+  assert row["before_settling"] == 2  # resolved verdicts (either way) read before settling
 
 
 def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypatch):

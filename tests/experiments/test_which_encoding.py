@@ -118,3 +118,34 @@ def test_a_family_reads_its_newest_finished_edition(tmp_path, monkeypatch):
   page = (tmp_path / "page.md").read_text()
   assert "[experiments/toy_v2](../experiments/toy/README.md)" in page  # v3 is under way
   assert "+5.25" in page and "+9.25" not in page and "+1.25" not in page
+
+
+def test_a_row_on_an_arm_that_failed_its_length_rule_is_marked_on_the_page(tmp_path, monkeypatch):
+  import json  # noqa: PLC0415
+
+  scores = lambda r: r["scores"]
+  (tmp_path / "toy").mkdir()
+  arms = {"ref": {0: 0.0, 1: 0.1}, "x": {0: 1.0, 1: 1.5}, "y": {0: 2.0, 1: 2.2}}
+  (tmp_path / "toy" / "results.json").write_text(json.dumps({"scores": arms}))
+  (tmp_path / "toy" / "claims.json").write_text("[]")
+  monkeypatch.setattr(which_encoding, "ROOT", tmp_path)
+  monkeypatch.setattr(which_encoding, "plot", lambda results, figure: None)
+  for late, marked in (({"x"}, ["x"]), ({"ref"}, ["x", "y"]), (set(), [])):
+    family = which_encoding.Family(
+      "toy", "toy", "points", "ref", scores, label=str, unsettled=lambda r, late=late: late
+    )
+    monkeypatch.setattr(which_encoding, "FAMILIES", (family,))
+    which_encoding.write(tmp_path / "page.md", tmp_path / "plot.png")
+    page = (tmp_path / "page.md").read_text()
+    assert sorted(a for a in "xy" if f"| {a} † |" in page) == marked
+    assert ("† An arm of this row had not settled" in page) == bool(marked)
+
+
+def test_detection_families_read_their_own_protocols_unsettled_arms(monkeypatch):
+  from experiments.detection import report  # noqa: PLC0415
+
+  monkeypatch.setattr(report, "unsettled", lambda results: ["heldout/fourier", "all/mlp"])
+  everywhere, heldout = which_encoding.FAMILIES[1], which_encoding.FAMILIES[2]
+  assert everywhere.unsettled({}) == {"mlp"} and heldout.unsettled({}) == {"fourier"}
+  monkeypatch.setattr(report, "unsettled", lambda results: None)  # no curves: nothing checked
+  assert heldout.unsettled({}) == set()
