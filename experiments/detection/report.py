@@ -12,7 +12,8 @@ import numpy as np
 from configs import detr_shapes
 from experiments import claims as claims_table
 from experiments import editions, recipe, stats, sweeps
-from experiments.stats import difference, fmt
+from experiments.detection import ap_by_size
+from experiments.stats import difference, fmt, interval
 from lfpe import encodings
 
 SIZES = (32, 40, 48, 56, 64)
@@ -353,6 +354,25 @@ def _signed(mean: float, half: float) -> str:
   return f"{mean:+.1f}" if np.isnan(half) else f"{mean:+.1f} ± {half:.1f}"
 
 
+def ap_curves(results: dict) -> dict[str, dict[str, list]]:
+  """ap_by_size.png's lines, `{reading: {protocol: [(label, sizes, [(mean, half)])]}}`: test AP
+  (%, 95 % interval) by image size, at "defaults" and "tuned" (where the sweep chose others)."""
+  picks = chosen(results)
+  tuned = any(readings(results, p, x, picks)[1:] for p in PROTOCOLS for x in NAMES)
+  out: dict[str, dict[str, list]] = {}
+  for reading in ["defaults"] + ["tuned"] * tuned:
+    for protocol in PROTOCOLS:
+      lines = out.setdefault(reading, {}).setdefault(protocol, [])
+      for posemb, name in NAMES.items():
+        found = readings(results, protocol, posemb, picks)
+        label, runs = (found[-1] if reading == "tuned" else found[0]) if found else ("", [])
+        sizes = [s for s in SIZES if runs and str(s) in runs[0]["by_size"]]
+        ap = [interval([r["by_size"][str(s)]["AP"] for r in runs], scale=100) for s in sizes]
+        if sizes:
+          lines.append((name + label, sizes, ap))
+  return out
+
+
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json)."""
   entries = claims_table.mark_settling(claims(results), unsettled(results), _claim_arms)
@@ -370,9 +390,7 @@ def write(results: dict, out: str) -> None:
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(entries, out)
-  from experiments.detection import ap_by_size  # noqa: PLC0415  (it reads this module)
-
-  ap_by_size.draw(results, os.path.join(out, "ap_by_size.png"))
+  ap_by_size.draw(ap_curves(results), SIZES, os.path.join(out, "ap_by_size.png"))
 
 
 if __name__ == "__main__":
