@@ -40,11 +40,13 @@ CURRENT = sorted(EXPERIMENTS.glob("*/claims.json"))  # the records' own (not arc
 def test_every_claim_says_its_source_tuning_and_family_adjusted_verdict(path):
   """Each claim of a current record says whether the paper states it or lfpe reads it from a
   table, how its arms were tuned, the paper's own a − b (null where it gives none) and the
-  ratio to it, its Holm verdict within the record, recomputed here, and (an equivalence
-  claim) a margin by the one rule."""
+  ratio to it, its Holm verdict within the record, recomputed here, (an equivalence claim) a
+  margin by the one rule, and (a record that checks its length) whether its arms settled."""
   entries = json.loads(path.read_text())
+  assert len({"settled" in e for e in entries}) == 1, "a record checks every claim's length or none"
   for entry in entries:
     assert entry["source"] in stats.SOURCES and entry["tuned"], entry["claim"]
+    assert entry.get("settled", True) or entry["unsettled"], entry["claim"]  # names its arms
     stats.check_margin(entry)
     stats.check_paper_ratio(entry)
   assert [e["holm_verdict"] for e in entries] == stats.holm(entries)
