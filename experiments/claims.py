@@ -270,28 +270,35 @@ def _within(c: dict) -> str:
 
 
 def _settling(c: dict) -> str:
-  """Which of a claim's arms failed its record's length rule (`mark_settling`)."""
-  if c.get("settled", True):
-    return ""
-  return f" (read before {', '.join(c['unsettled'])} settled: the length rule)"
+  """Which of a claim's arms failed its record's length rule, or went unchecked
+  (`mark_settling`)."""
+  if c.get("settled") is False:
+    return f" (read before {', '.join(c['unsettled'])} settled: the length rule)"
+  if "settled" in c and c["settled"] is None:
+    return f" (length not checked for {', '.join(c['unchecked'])})"
+  return ""
 
 
 def mark_settling(
   entries: list[dict],
-  unsettled: Collection[str] | None,
+  checked: dict[str, bool | None] | None,
   arms: Callable[[dict], Collection[str]] = lambda c: (c["a"], c["b"]),
 ) -> list[dict]:
-  """`entries` of a record that checked its length (`recipe.LengthRule`), each with `settled`:
-  False where an arm of the claim (`arms(entry)`, by default its `a` and `b`) is among
-  `unsettled`, the arms that failed the rule, named in `unsettled` (its verdict is read at the
-  record's length, before those arms settled), else True. `unsettled` None (a record that
-  checked no length: no curves) leaves the entries as they are."""
-  if unsettled is None:
+  """`entries` with `settled` added from the record's length check (`checked`: each arm's
+  `recipe.LengthRule.check` verdict): False where any of the claim's `arms(entry)` failed the
+  rule (listed in `unsettled`: the verdict is read before they settled), None where one has
+  no readable check and none failed (listed in `unchecked`), True where all settled.
+  `checked` None (a record that checked no length) returns `entries` unchanged."""
+  if checked is None:
     return entries
   out = []
   for c in entries:
-    late = sorted(set(arms(c)) & set(unsettled))
-    out.append({**c, "settled": not late, **({"unsettled": late} if late else {})})
+    found = {arm: checked.get(arm) for arm in arms(c)}
+    late = sorted(arm for arm, ok in found.items() if ok is False)
+    unknown = sorted(arm for arm, ok in found.items() if ok is None)
+    settled = False if late else (None if unknown else True)
+    lists = {"unsettled": late} if late else ({"unchecked": unknown} if unknown else {})
+    out.append({**c, "settled": settled, **lists})
   return out
 
 

@@ -63,12 +63,12 @@ def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[di
 
 
 def _unsettled(record: str, prefix: str = "") -> Callable[[dict], set[str]]:
-  """The arms that failed the length rule of `record`'s report (`report.unsettled`), those
+  """The arms that failed the length rule of `record`'s report (`report.length_check`), those
   keyed `prefix/arm` (a protocol, an attention) without the prefix."""
 
   def arms(results: dict) -> set[str]:
     report = importlib.import_module(f"experiments.{record}.report")
-    late = report.unsettled(results) or []
+    late = [arm for arm, ok in (report.length_check(results) or {}).items() if ok is False]
     return {a.removeprefix(f"{prefix}/") for a in late if not prefix or a.startswith(f"{prefix}/")}
 
   return arms

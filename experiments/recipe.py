@@ -145,7 +145,8 @@ class LengthRule:
   """A record's declared length rule: an arm has settled where its mean gain over the last
   `window` steps of its curves (in the metric's better direction, times `scale`) is below
   `tolerance`. An arm that has not is read at the record's length, before it settled: its
-  claims say so (`experiments.claims.mark_settling`)."""
+  claims say so (`experiments.claims.mark_settling`). The rule reads each encoding's runs at
+  defaults, and its verdict marks every claim on that encoding, tuned readings included."""
 
   window: int
   tolerance: float
@@ -168,24 +169,26 @@ class LengthRule:
       f"before | settled (< {self.tolerance:g}) |",
       "|---|---|---|---|",
     ]
+    verdicts = self.check(curves) or {}
+    # n/a: a run without a curve, or one too short for the window (e.g. a --quick run's)
+    mark = {True: "yes", False: "**no**", None: "n/a (evaluated at too few steps)"}
     for arm, runs in curves.items():
       last = self._gains(runs)
       before = self._gains([c[: _until(c, self.window)] for c in runs if c])
       cell = lambda v: stats.fmt(v, scale=self.scale, digits=digits) if v else "–"
-      if last:
-        mark = "**no**" if self._fails(last) else "yes"
-      else:  # a run without a curve, or one too short for the window (e.g. a --quick run's)
-        mark = "n/a (evaluated at too few steps)"
-      lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark} |")
+      lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark[verdicts[arm]]} |")
     return lines
 
-  def unsettled(self, curves: dict[str, Sequence[Sequence[Sequence[float]]]]) -> list[str]:
-    """The arms of `curves` that fail the rule (one whose curves are too short to read is not
-    among them: its row of `table` says n/a)."""
-    return [arm for arm, runs in curves.items() if self._fails(self._gains(runs))]
-
-  def _fails(self, gains: list[float]) -> bool:
-    return bool(gains) and np.mean(gains) * self.scale >= self.tolerance
+  def check(self, curves: dict[str, Sequence[Sequence[Sequence[float]]]]) -> dict | None:
+    """{arm: True (settled), False (not), or None (its curves too short to read)} of
+    `curves`; None where there are no curves (the record checked no length)."""
+    if not curves:
+      return None
+    out = {}
+    for arm, runs in curves.items():
+      last = self._gains(runs)  # settled only below the tolerance: a NaN gain is not
+      out[arm] = bool(np.mean(last) * self.scale < self.tolerance) if last else None
+    return out
 
   def _gains(self, curves) -> list[float]:
     """`gains` in the metric's better direction; [] where a curve lacks a step it needs."""

@@ -71,7 +71,7 @@ def rows() -> list[dict]:
           bool(e.get("at_ceiling")) for e in entries if e["verdict"] == "unresolved"
         ),
         "before_settling": sum(e["verdict"] in RESOLVED and not e["settled"] for e in entries)
-        if all("settled" in e for e in entries)
+        if entries and all("settled" in e for e in entries)
         else "not checked",
         "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"
         if controls

@@ -8,7 +8,9 @@ seed (seed s of every arm shares its data order and init stream), with its 95 % 
 on the record's metric signed so that positive is better. Each row says whether its arm was
 tuned (from the record's own sweep) or ran at defaults, and a family's recommendation is
 written only where the intervals support it, between arms tuned alike: an effect of a tuned
-arm against an untuned reference is shown, never recommended on.
+arm against an untuned reference is shown, never recommended on. A row (and a reading's
+name) whose arm or reference failed the record's length rule is marked † and footnoted: the
+effect is read before that arm settled.
 """
 
 from __future__ import annotations
@@ -89,9 +91,9 @@ def recommendation(family: Family, rows: list[dict]) -> str:
     if not group:
       continue
     kept = _holm_survivors(group)
-    better = [r["arm"] for r in kept if r["low"] > 0]
-    worse = [r["arm"] for r in kept if r["high"] < 0]
-    alone = [r["arm"] for r in group if (r["low"] > 0 or r["high"] < 0) and r not in kept]
+    better = [_name(r) for r in kept if r["low"] > 0]
+    worse = [_name(r) for r in kept if r["high"] < 0]
+    alone = [_name(r) for r in group if (r["low"] > 0 or r["high"] < 0) and r not in kept]
     if better:
       words.append(f"{what}, {', '.join(better)} resolved better than {ref}")
     else:
@@ -106,8 +108,8 @@ def recommendation(family: Family, rows: list[dict]) -> str:
       )
   unfair = [r for r in rows if not r["fair"]]
   kept = _holm_survivors(unfair)
-  ahead = [r["arm"] for r in kept if r["tuned"] and r["low"] > 0]
-  behind = [r["arm"] for r in kept if r["tuned"] and r["high"] < 0]
+  ahead = [_name(r) for r in kept if r["tuned"] and r["low"] > 0]
+  behind = [_name(r) for r in kept if r["tuned"] and r["high"] < 0]
   if ahead:
     words.append(
       f"{', '.join(ahead)} ahead only with its knob tuned and {ref} at defaults "
@@ -116,6 +118,11 @@ def recommendation(family: Family, rows: list[dict]) -> str:
   if behind:
     words.append(f"{', '.join(behind)} resolved worse even with its knob tuned")
   return "; ".join(words) + "."
+
+
+def _name(row: dict) -> str:
+  """A row's arm as a reading names it: marked where the row read an arm before it settled."""
+  return row["arm"] + LATE * (not row.get("settled", True))
 
 
 def _holm_survivors(group: list[dict]) -> list[dict]:
@@ -162,7 +169,7 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       "| encoding | effect vs reference (95 % CI) | seeds | tuning |",
       "|---|---|---|---|",
       *(
-        f"| {r['arm']}{LATE * (not r['settled'])} "
+        f"| {_name(r)} "
         f"| {stats.signed_interval(r['difference'], r['low'], r['high'])} | {r['n']} "
         f"| {r['tuning']} |"
         for r in rows
@@ -181,8 +188,8 @@ def _length_note(family: Family, rows: list[dict]) -> list[str]:
   return [
     "",
     f"{LATE.strip()} An arm of this row had not settled at the record's length by its declared "
-    "length rule (its curve still rose over the last stretch; the record's README): the "
-    "effect is read at that length, and longer training could change it.",
+    "length rule (its metric was still improving over the last stretch; the record's "
+    "README): the effect is read at that length, and longer training could change it.",
   ]
 
 
@@ -205,7 +212,7 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
       ax.plot([r["low"], r["high"]], [yi, yi], color="C0")
       ax.plot(r["difference"], yi, "o", color="C0", markerfacecolor=face)
     ax.axvline(0, color="grey", lw=0.8)
-    labels = [f"{r['arm']}{LATE * (not r['settled'])} ({r['tuning']})" for r in rows]
+    labels = [f"{_name(r)} ({r['tuning']})" for r in rows]
     ax.set_yticks(y, labels, fontsize=6)
     ax.set_title(f"{family.name}: vs {family.label(family.reference)}", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)

@@ -12,7 +12,6 @@ import numpy as np
 from configs import detr_shapes
 from experiments import claims as claims_table
 from experiments import editions, recipe, stats, sweeps
-from experiments.detection import ap_by_size
 from experiments.stats import difference, fmt, interval
 from lfpe import encodings
 
@@ -107,10 +106,9 @@ def settled_table(results: dict) -> list[str]:
   return LENGTH_RULE.table(curves, name=_arm_name, unit=" (AP points)")
 
 
-def unsettled(results: dict) -> list[str] | None:
-  """The arms (`protocol/posemb`) that fail the length rule; None where no run has a curve."""
-  curves = _length_curves(results)
-  return LENGTH_RULE.unsettled(curves) if curves else None
+def length_check(results: dict) -> dict[str, bool | None] | None:
+  """Each `protocol/posemb`'s length-rule verdict (`LengthRule.check`); None: no curves."""
+  return LENGTH_RULE.check(_length_curves(results))
 
 
 def _claim_arms(c: dict) -> list[str]:
@@ -375,7 +373,7 @@ def ap_curves(results: dict) -> dict[str, dict[str, list]]:
 
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json and ap_by_size.png from `results` (run.py's results.json)."""
-  entries = claims_table.mark_settling(claims(results), unsettled(results), _claim_arms)
+  entries = claims_table.mark_settling(claims(results), length_check(results), _claim_arms)
   lines = ["## The learning rate (one for every encoding; validation images)", ""]
   lines += [*rate_table(results), ""]
   lines += ["## The knob sweep (each encoding's own knob; validation images)", ""]
@@ -390,6 +388,8 @@ def write(results: dict, out: str) -> None:
   with open(os.path.join(out, "tables.md"), "w") as f:
     f.write("\n".join(lines))
   claims_table.write(entries, out)
+  from experiments.detection import ap_by_size  # noqa: PLC0415  (matplotlib: only to draw)
+
   ap_by_size.draw(ap_curves(results), SIZES, os.path.join(out, "ap_by_size.png"))
 
 

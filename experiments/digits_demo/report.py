@@ -279,11 +279,10 @@ def newest(results: dict) -> tuple[int, str]:
   return last["steps"], last["setting"]
 
 
-def unsettled(results: dict, current: tuple[int, str] | None = None) -> list[str] | None:
-  """The encodings of setting `current` (the newest by default) that fail the length rule;
-  None before its length check ran."""
-  curves = groups(results)[current or newest(results)]["length"]
-  return LENGTH_RULE.unsettled(curves) if curves else None
+def length_check(results: dict, current: tuple[int, str] | None = None) -> dict | None:
+  """Each encoding's length-rule verdict in setting `current` (the newest by default:
+  `recipe.LengthRule.check`); None before its length check ran."""
+  return LENGTH_RULE.check(groups(results)[current or newest(results)]["length"])
 
 
 def write(results: dict, out: str, current: tuple[int, str]) -> str:
@@ -293,5 +292,5 @@ def write(results: dict, out: str, current: tuple[int, str]) -> str:
     f.write(markdown(results))
   plot(results, current, os.path.join(out, "digits_demo.png"))
   entries = claims(groups(results)[current])
-  claims_table.write(claims_table.mark_settling(entries, unsettled(results, current)), out)
+  claims_table.write(claims_table.mark_settling(entries, length_check(results, current)), out)
   return section(current[1], groups(results)[current])

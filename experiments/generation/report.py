@@ -241,10 +241,10 @@ def settled_table(results: dict) -> list[str]:
   return LENGTH_RULE.table(_length_curves(results), name=name, digits=4, unit=" (bits/dim)")
 
 
-def unsettled(results: dict) -> list[str] | None:
-  """The arms (`attention/posemb`) that fail the length rule; None where no run has a curve."""
-  curves = _length_curves(results)
-  return LENGTH_RULE.unsettled(curves) if curves else None
+def length_check(results: dict) -> dict[str, bool | None] | None:
+  """Each arm's length-rule verdict, by `attention/posemb` (`recipe.LengthRule.check`); None
+  where no run has a curve (the length was not checked)."""
+  return LENGTH_RULE.check(_length_curves(results))
 
 
 def ablation(results: dict) -> list[str]:
@@ -319,7 +319,7 @@ def sample_grid(samples: dict[str, np.ndarray], path: str, levels: int, zoom: in
 def write(results: dict, out: str) -> None:
   """tables.md, claims.json, fig3a.png and fig3b.png from run.py's results alone
   (`experiments.refresh` rewrites them from the committed results.json)."""
-  entries = claims_table.mark_settling(claims(results), unsettled(results))
+  entries = claims_table.mark_settling(claims(results), length_check(results))
   lines = ["## Final held-out bits per dim (mean ± 95 % CI over seeds)", "", *table(results), ""]
   lines += ["## 002's claims and the control, checked", "", claims_table.markdown(entries), ""]
   lines += ["## Seeds: what each claim needs", "", claims_table.power_markdown(entries)]

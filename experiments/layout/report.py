@@ -302,10 +302,10 @@ def settled_table(results: dict) -> list[str]:
   return [head, "", *LENGTH_RULE.table(curves, name=lambda row: row, unit=" (CIDEr)"), ""]
 
 
-def unsettled(results: dict) -> list[str] | None:
-  """The rows that fail the length rule; None before the length check ran."""
-  curves = _length_curves(results)
-  return LENGTH_RULE.unsettled(curves) if curves else None
+def length_check(results: dict) -> dict[str, bool | None] | None:
+  """Each row's length-rule verdict (`recipe.LengthRule.check`); None before the length
+  check ran."""
+  return LENGTH_RULE.check(_length_curves(results))
 
 
 def paper_difference(a: str, b: str, metric: str) -> float | None:
@@ -359,7 +359,7 @@ def screen_figure(image: np.ndarray, example: dict, path: str) -> None:
 def write(results: dict, checks: dict, out: str) -> None:
   """tables.md and claims.json from run.py's results and checks (`experiments.refresh`
   rewrites them from the committed results.json and checks.json)."""
-  entries = claims_table.mark_settling(claims(results), unsettled(results))
+  entries = claims_table.mark_settling(claims(results), length_check(results))
   lines = ["## 002 Table 3: caption scores, x100 (mean ± 95 % CI over seeds; 002's value)", ""]
   lines += [*table3(results), ""]
   lines += [

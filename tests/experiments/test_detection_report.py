@@ -142,10 +142,10 @@ def test_tables_show_each_encoding_at_defaults_and_as_tuned_and_check_the_length
   assert rows[3].startswith("| Learnable-Fourier+MLP (tuned, gamma = 4) | 2 | 61.0 ± 12.7 (40.2)")
   settled = report.settled_table(results)
   assert settled[2] == "| Learnable-Fourier+MLP, all | 1.0 ± 12.7 | 20.0 ± 0.0 | yes |"
-  assert report.unsettled(results) == []
+  assert report.length_check(results) == {"all/fourier": True}
   results["all/fourier/1"]["curve"] = curve(0.62)  # a mean gain of 6 points: not settled
-  assert report.unsettled(results) == ["all/fourier"]
-  assert report.unsettled({"all/fourier/0": _entry(0.5)}) is None  # no curve: not checked
+  assert report.length_check(results) == {"all/fourier": False}
+  assert report.length_check({"all/fourier/0": _entry(0.5)}) is None  # no curve: not checked
 
 
 def test_the_heldout_sweep_never_sees_the_held_out_sizes_nor_the_validation_images():

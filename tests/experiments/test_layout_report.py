@@ -119,8 +119,8 @@ def test_length_rule_reads_each_rows_test_curve_and_leaves_the_record_alone():
   assert rows["Embed-4D"].endswith("| **no** |") and rows["Sine-4D"].endswith("| yes |")
   assert len(report._record(results)) == 1
   assert report.settled_table({"embed-4d/0": _run("Embed-4D", 0, 80)}) == []
-  assert report.unsettled(results) == ["Embed-4D"]  # a row name, as its claims name it
-  assert report.unsettled({"embed-4d/0": _run("Embed-4D", 0, 80)}) is None
+  assert report.length_check(results) == {"Embed-4D": False, "Sine-4D": True}  # row names
+  assert report.length_check({"embed-4d/0": _run("Embed-4D", 0, 80)}) is None
 
 
 def test_claims_carry_each_metrics_ceiling_and_mlp_at_the_ceiling_contradicts_its_collapse():

@@ -85,20 +85,25 @@ def test_the_length_rule_marks_an_arm_still_improving_in_the_metrics_better_dire
   lines = rule.table({"flat": flat, "rising": rising}, name=str)
   assert lines[2] == "| flat | 2.0 ± 0.0 | 20.0 ± 0.0 | yes |"
   assert lines[3].startswith("| rising | 11.0 ± ") and lines[3].endswith("| **no** |")
-  assert rule.unsettled({"flat": flat, "rising": rising}) == ["rising"]
+  assert rule.check({"flat": flat, "rising": rising}) == {"flat": True, "rising": False}
   falling_loss = [[[250, 2.0], [500, 1.5], [750, 1.49]]]  # bits/dim: lower is better
   loss_rule = recipe.LengthRule(window=250, tolerance=0.01, higher_is_better=False)
   lines = loss_rule.table({"g": falling_loss}, name=str, digits=3)
   assert lines[2] == "| g | 0.010 | 0.500 | **no** |"  # a gain of 0.01 is not below 0.01
-  assert loss_rule.unsettled({"g": falling_loss}) == ["g"]
+  assert loss_rule.check({"g": falling_loss}) == {"g": False}
   rising_loss = [[[250, 2.0], [500, 1.5], [750, 1.6]]]  # worse at the end: settled, not gaining
-  assert loss_rule.unsettled({"g": rising_loss}) == []
+  assert loss_rule.check({"g": rising_loss}) == {"g": True}
   odd = {"q": [[[4, 0.0]]], "r": [None, flat[0]], "s": [[[500, 0.1], [1500, 0.2]]]}
   short = rule.table(odd, name=str)
   assert short[2] == "| q | – | – | n/a (evaluated at too few steps) |"
   assert short[3] == "| r | – | 20.0 | n/a (evaluated at too few steps) |"  # a run without one
   assert short[4] == "| s | 10.0 | – | **no** |"  # too short only for the window before
-  assert rule.unsettled(odd) == ["s"]  # an arm too short to read is not called unsettled
+  assert rule.check(odd) == {"q": None, "r": None, "s": False}  # None: too short to read
+  nan = [[[1000, 0.1], [2000, float("nan")]]]
+  assert (
+    rule.check({"nan": nan}) == {"nan": False} and "**no**" in rule.table({"nan": nan}, name=str)[2]
+  )
+  assert rule.check({}) is None  # no curves: no length was checked
 
 
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):

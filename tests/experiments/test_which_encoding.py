@@ -144,8 +144,9 @@ def test_a_row_on_an_arm_that_failed_its_length_rule_is_marked_on_the_page(tmp_p
 def test_detection_families_read_their_own_protocols_unsettled_arms(monkeypatch):
   from experiments.detection import report  # noqa: PLC0415
 
-  monkeypatch.setattr(report, "unsettled", lambda results: ["heldout/fourier", "all/mlp"])
+  checked = {"heldout/fourier": False, "all/mlp": False, "all/fourier": None, "all/none": True}
+  monkeypatch.setattr(report, "length_check", lambda results: checked)
   everywhere, heldout = which_encoding.FAMILIES[1], which_encoding.FAMILIES[2]
   assert everywhere.unsettled({}) == {"mlp"} and heldout.unsettled({}) == {"fourier"}
-  monkeypatch.setattr(report, "unsettled", lambda results: None)  # no curves: nothing checked
+  monkeypatch.setattr(report, "length_check", lambda results: None)  # no curves: nothing checked
   assert heldout.unsettled({}) == set()
