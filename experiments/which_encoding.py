@@ -212,7 +212,7 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
       ax.plot([r["low"], r["high"]], [yi, yi], color="C0")
       ax.plot(r["difference"], yi, "o", color="C0", markerfacecolor=face)
     ax.axvline(0, color="grey", lw=0.8)
-    labels = [f"{_name(r)} ({r['tuning']})" for r in rows]
+    labels = [f"{_name(r)}: {r['tuning']}" for r in rows]
     ax.set_yticks(y, labels, fontsize=6)
     ax.set_title(f"{family.name}: vs {family.label(family.reference)}", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
