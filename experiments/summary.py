@@ -70,7 +70,7 @@ def rows() -> list[dict]:
         "at_ceiling": sum(
           bool(e.get("at_ceiling")) for e in entries if e["verdict"] == "unresolved"
         ),
-        "before_settling": sum(e["verdict"] in RESOLVED and not e["settled"] for e in entries)
+        "before_settling": sum(e["verdict"] in RESOLVED and e["settled"] is False for e in entries)
         if entries and all("settled" in e for e in entries)
         else "not checked",
         "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"

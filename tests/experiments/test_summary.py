@@ -39,11 +39,12 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
     "before_settling": "not checked",  # no entry says whether its arms settled
     "controls": "1 of 1",
   }
-  settled = [True, True, False, False, False]  # the unresolved claim's arm does not count
+  settled = [True, None, False, False, False]  # unresolved: not counted; None: not checked
   marked = [{**e, "settled": s} for e, s in zip(entries, settled, strict=True)]
   (folder / "claims.json").write_text(json.dumps(marked))
   (row,) = summary.rows()
-  assert row["before_settling"] == 2  # resolved verdicts (either way) read before settling
+  assert row["before_settling"] == 2  # resolved verdicts (either way) read before settling,
+  # not the control, whose arm went unchecked (settled None)
 
 
 def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypatch):
