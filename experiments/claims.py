@@ -274,7 +274,7 @@ def _settling(c: dict) -> str:
   (`mark_settling`)."""
   if c.get("settled") is False:
     return f" (read before {', '.join(c['unsettled'])} settled: the length rule)"
-  if "settled" in c and c["settled"] is None:
+  if c.get("settled", True) is None:
     return f" (length not checked for {', '.join(c['unchecked'])})"
   return ""
 

@@ -169,14 +169,13 @@ class LengthRule:
       f"before | settled (< {self.tolerance:g}) |",
       "|---|---|---|---|",
     ]
-    verdicts = self.check(curves) or {}
     # n/a: a run without a curve, or one too short for the window (e.g. a --quick run's)
     mark = {True: "yes", False: "**no**", None: "n/a (evaluated at too few steps)"}
     for arm, runs in curves.items():
       last = self._gains(runs)
       before = self._gains([c[: _until(c, self.window)] for c in runs if c])
       cell = lambda v: stats.fmt(v, scale=self.scale, digits=digits) if v else "–"
-      lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark[verdicts[arm]]} |")
+      lines.append(f"| {name(arm)} | {cell(last)} | {cell(before)} | {mark[self._settled(last)]} |")
     return lines
 
   def check(self, curves: dict[str, Sequence[Sequence[Sequence[float]]]]) -> dict | None:
@@ -184,11 +183,12 @@ class LengthRule:
     `curves`; None where there are no curves (the record checked no length)."""
     if not curves:
       return None
-    out = {}
-    for arm, runs in curves.items():
-      last = self._gains(runs)  # settled only below the tolerance: a NaN gain is not
-      out[arm] = bool(np.mean(last) * self.scale < self.tolerance) if last else None
-    return out
+    return {arm: self._settled(self._gains(runs)) for arm, runs in curves.items()}
+
+  def _settled(self, last: list[float]) -> bool | None:
+    """Whether the gains `last` pass the rule (below the tolerance: a NaN gain does not);
+    None where there are none to read."""
+    return bool(np.mean(last) * self.scale < self.tolerance) if last else None
 
   def _gains(self, curves) -> list[float]:
     """`gains` in the metric's better direction; [] where a curve lacks a step it needs."""
