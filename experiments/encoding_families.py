@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable
 
 from experiments import sweeps
+from experiments.recipe import TUNED
 from lfpe import encodings
 
 
@@ -21,8 +22,8 @@ class Family:
   `scores(results)` -> {arm: {seed: score}} at defaults; `tuned_scores(results)` -> the
   same with each swept arm at the value its sweep chose, and `swept(results)` the arms swept
   (for records keyed by knob, `sweeps.record_key`); `sign` +1 where higher is better (-1: bits/dim);
-  `label(arm)`: the arm's display name; `unsettled(results)`: the arms that failed the record's
-  length rule (their effects are read before they settled)."""
+  `label(arm)`: the arm's display name; `unsettled(results, tuned)`: the arms that failed the
+  record's length rule, at defaults or as tuned (their effects are read before they settled)."""
 
   name: str
   record: str
@@ -34,7 +35,7 @@ class Family:
   label: Callable[[str], str] = encodings.display_name
   tuned_scores: Callable[[dict], dict[str, dict[int, float]]] | None = None
   swept: Callable[[dict], set[str]] = lambda results: set()
-  unsettled: Callable[[dict], set[str]] = lambda results: set()
+  unsettled: Callable[[dict, bool], set[str]] = lambda results, tuned: set()
 
 
 def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[dict], float],
@@ -62,13 +63,18 @@ def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[di
   return (lambda r: collect(r, False)), (lambda r: collect(r, True)), swept
 
 
-def _unsettled(record: str, prefix: str = "") -> Callable[[dict], set[str]]:
+def _unsettled(record: str, prefix: str = "") -> Callable[[dict, bool], set[str]]:
   """The arms that failed the length rule of `record`'s report (`report.length_check`), those
-  keyed `prefix/arm` (a protocol, an attention) without the prefix."""
+  keyed `prefix/arm` (a protocol, an attention) without the prefix: as `tuned` by the check
+  of the tuned readings (`recipe.TUNED` keys) where the report checks those, else by the
+  defaults' check."""
 
-  def arms(results: dict) -> set[str]:
+  def arms(results: dict, tuned: bool) -> set[str]:
     report = importlib.import_module(f"experiments.{record}.report")
-    late = [arm for arm, ok in (report.length_check(results) or {}).items() if ok is False]
+    checked = report.length_check(results) or {}
+    tuned = tuned and any(arm.endswith(TUNED) for arm in checked)
+    read = {a.removesuffix(TUNED): ok for a, ok in checked.items() if a.endswith(TUNED) == tuned}
+    late = [arm for arm, ok in read.items() if ok is False]
     return {a.removeprefix(f"{prefix}/") for a in late if not prefix or a.startswith(f"{prefix}/")}
 
   return arms

@@ -140,13 +140,17 @@ def gains(curves: Sequence[Sequence[Sequence[float]]], window: int) -> list[floa
   return out
 
 
+TUNED = " (tuned)"  # a tuned reading's key in a length check: `arm (tuned)` beside `arm`
+
+
 @dataclasses.dataclass(frozen=True)
 class LengthRule:
   """A record's declared length rule: an arm has settled where its mean gain over the last
   `window` steps of its curves (in the metric's better direction, times `scale`) is below
   `tolerance`. An arm that has not is read at the record's length, before it settled: its
-  claims say so (`experiments.claims.mark_settling`). The rule reads each encoding's runs at
-  defaults, and its verdict marks every claim on that encoding, tuned readings included."""
+  claims say so (`experiments.claims.mark_settling`). A record reads it on each encoding's
+  runs at defaults; where its tuned runs keep curves too (detection), on those as well, keyed
+  `arm (tuned)` (`TUNED`), and a claim read as tuned takes that verdict, else the defaults'."""
 
   window: int
   tolerance: float

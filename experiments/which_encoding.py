@@ -40,9 +40,9 @@ def effects(family: Family) -> list[dict]:
   if family.tuned_scores is not None:
     swept = family.swept(results)
     rows += _rows(family, family.tuned_scores(results), swept, at_defaults=False)
-  late = family.unsettled(results)
+  late = {tuned: family.unsettled(results, tuned) for tuned in (False, True)}
   for r in rows:
-    r["settled"] = not {r["key"], family.reference} & late
+    r["settled"] = not {r["key"], family.reference} & late[r["tuning"] != "defaults"]
   return sorted(rows, key=lambda r: -r["difference"])
 
 

@@ -1,5 +1,5 @@
-"""Tables (ours beside 002's) and claims of the detection experiment (its AP-vs-size figure:
-`ap_by_size.py`)."""
+"""Tables (ours beside 002's) and claims of the detection experiment (002's numbers and
+claims: `paper.py`; its AP-vs-size figure: `ap_by_size.py`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import numpy as np
 from configs import detr_shapes
 from experiments import claims as claims_table
 from experiments import editions, recipe, stats, sweeps
+from experiments.detection.paper import COMPETITIVE, GROWS, NAMES, PAPER, TESTED
+from experiments.recipe import TUNED
 from experiments.stats import difference, fmt, interval
 from lfpe import encodings
 
@@ -19,29 +21,13 @@ SIZES = (32, 40, 48, 56, 64)
 PROTOCOL_SIZES = {"all": SIZES, "heldout": SIZES[-2:]}
 PROTOCOLS = tuple(PROTOCOL_SIZES)  # test sizes (configs/detr_shapes.py)
 METRICS = ("AP", "AP50", "AP75")
-ARMS = ("detr_sine", "embed_2d", "mlp", "fourier", "none")
-NAMES = {posemb: encodings.display_name(posemb) for posemb in ARMS}  # the registry's labels
-# 002 Tables 1 and 2 (DETR-R50 on COCO 2017 val, AP in %): AP, AP50, AP75.
-PAPER = {
-  "all": {
-    "detr_sine": (40.1, 60.4, 42.6),
-    "embed_2d": (39.3, 59.8, 41.4),
-    "mlp": (40.0, 60.3, 42.2),
-    "fourier": (40.2, 60.7, 42.7),
-  },
-  "heldout": {
-    "detr_sine": (38.9, 59.6, 40.9),
-    "embed_2d": (36.6, 58.2, 37.7),
-    "mlp": (38.6, 59.5, 40.3),
-    "fourier": (39.5, 60.0, 41.6),
-  },
-}
 
 
 DEFAULT_LR = detr_shapes.get_config().optim.lr  # the rate choice's centre (run.rate_runs)
 # The declared length rule (issue 38): the record's length is settled where each encoding's
 # mean test AP at defaults gains less than 5 points over the last 1,000 steps (`settled_table`),
-# checked on every encoding's own curve, not on one encoding's pilot.
+# checked on every encoding's own curve, not on one encoding's pilot; and on its tuned runs
+# (`TUNED`), whose claims it marks (`length_check`).
 LENGTH_RULE = recipe.LengthRule(window=1000, tolerance=5.0, higher_is_better=True, scale=100)
 
 
@@ -89,35 +75,45 @@ def rate_table(results: dict) -> list[str]:
 
 
 def _length_curves(results: dict) -> dict[str, list]:
-  """Each encoding's test-AP curves at defaults, `protocol/posemb`: those that have any."""
-  curves = {
-    f"{protocol}/{posemb}": [r.get("curve") for r in _runs(results, protocol, posemb)]
-    for protocol in PROTOCOLS
-    for posemb in NAMES
-  }
+  """Each reading's test-AP curves (`readings`): at defaults by `protocol/posemb`, and as
+  tuned, where the sweep chose other runs, by `protocol/posemb (tuned)`; those that have any."""
+  picks, curves = chosen(results), {}
+  for protocol, posemb in product(PROTOCOLS, NAMES):
+    for i, (_, runs) in enumerate(readings(results, protocol, posemb, picks)):
+      curves[f"{protocol}/{posemb}" + TUNED * bool(i)] = [r.get("curve") for r in runs]
   return {arm: c for arm, c in curves.items() if any(c)}
 
 
 def settled_table(results: dict) -> list[str]:
-  """The length rule checked on each encoding's test-AP curve at defaults, per protocol."""
+  """The length rule checked on each reading's test-AP curves, per protocol."""
   curves = _length_curves(results)
   if not curves:
     return ["(no learning curves: the first edition did not record them)"]
-  return LENGTH_RULE.table(curves, name=_arm_name, unit=" (AP points)")
+  name = lambda arm: _arm_name(arm.removesuffix(TUNED)) + ", tuned" * arm.endswith(TUNED)
+  return LENGTH_RULE.table(curves, name=name, unit=" (AP points)")
 
 
 def length_check(results: dict) -> dict[str, bool | None] | None:
-  """Each `protocol/posemb`'s length-rule verdict (`LengthRule.check`); None: no curves."""
-  return LENGTH_RULE.check(_length_curves(results))
+  """Each reading's length-rule verdict (`LengthRule.check`), `protocol/posemb` and, for
+  claims read as tuned, `protocol/posemb (tuned)`: its tuned runs' own verdict, or its
+  defaults' where the defaults won the sweep (the same runs); None: no curves."""
+  checked = LENGTH_RULE.check(_length_curves(results))
+  if checked is None:
+    return None
+  return {
+    **{arm + TUNED: ok for arm, ok in checked.items() if TUNED not in arm},
+    **checked,
+  }
 
 
 def _claim_arms(c: dict) -> list[str]:
-  """The arms a claim compares, `protocol/posemb`: its `a` and `b`, each a gap's two arms
-  under one protocol (`heldout/mlp − embed_2d`) where the claim is about a gap."""
-  arms = []
+  """The readings a claim compares (`length_check`'s keys): its `a` and `b`, each a gap's two
+  arms under one protocol (`heldout/mlp − embed_2d`) where the claim is about a gap, as tuned
+  where the claim reads them so."""
+  arms, tuned = [], TUNED * (c["tuned"] != stats.AT_DEFAULTS)
   for side in (c["a"], c["b"]):
     protocol, names = side.split("/", 1)
-    arms += [f"{protocol}/{name}" for name in names.split(" − ")]
+    arms += [f"{protocol}/{name}{tuned}" for name in names.split(" − ")]
   return arms
 
 
@@ -132,39 +128,6 @@ def sweep_table(results: dict) -> list[str]:
     sweep(results), chosen(results), columns=columns, name=name, cell=cell, scale=100,
     knob="value",
   )  # fmt: skip
-
-
-# 002's claims on Tables 1-2 (AP, %): (item, protocol, a, b, text, source); a beats b.
-# Table 1's are stated in 002's text ("Learnable-Fourier+MLP offers the best performance ...
-# Embed-2D has the worst"); Table 2's text states only that the gaps grow (`GROWS`), so its
-# pairwise orderings are lfpe's reading of the table.
-TESTED = (
-  *(
-    ("Table 1", "all", "fourier", b, f"Learnable-Fourier+MLP beats {NAMES[b]} (40.2 vs {p} AP)",
-     "text")
-    for b, p in (("detr_sine", 40.1), ("embed_2d", 39.3), ("mlp", 40.0))
-  ),
-  ("Table 1", "all", "detr_sine", "embed_2d",
-   "Embed-2D is last: Sine-2D beats it (40.1 vs 39.3 AP)", "text"),
-  ("Table 1", "all", "mlp", "embed_2d", "Embed-2D is last: MLP beats it (40.0 vs 39.3 AP)",
-   "text"),
-  *(
-    ("Table 2", "heldout", "fourier", b, f"on unseen sizes Learnable-Fourier+MLP beats {NAMES[b]} "
-     f"(39.5 vs {p} AP)", "table")
-    for b, p in (("detr_sine", 38.9), ("embed_2d", 36.6), ("mlp", 38.6))
-  ),
-  ("Table 2", "heldout", "detr_sine", "embed_2d",
-   "on unseen sizes Embed-2D is last: Sine-2D beats it (38.9 vs 36.6 AP)", "table"),
-  ("Table 2", "heldout", "mlp", "embed_2d",
-   "on unseen sizes Embed-2D is last: MLP beats it (38.6 vs 36.6 AP)", "table"),
-)  # fmt: skip
-# 002 on Table 1: "Sine-2D and MLP perform competitively": each about equal to the best,
-# Learnable-Fourier+MLP, within the one equivalence margin (`stats.equivalence_margin`).
-COMPETITIVE = tuple(
-  ("Table 1", "all", a, "fourier", f"{NAMES[a]} performs competitively: like "
-   f"Learnable-Fourier+MLP ({p} vs 40.2 AP)", "text")
-  for a, p in (("detr_sine", 40.1), ("mlp", 40.0))
-)  # fmt: skip
 
 
 def _tuned_note(picks: dict, by_arm: dict, protocols: tuple[str, ...], arms: tuple) -> str:
@@ -239,15 +202,6 @@ def claims(results: dict) -> list[dict]:
 def _ap(runs: list[dict]) -> dict[int, float]:
   """{seed: test AP} of an arm's runs."""
   return {r["seed"]: r["eval"]["AP"] for r in runs}
-
-
-# 002 on Table 2 against Table 1: "the benefit of Learnable-Fourier+MLP is more pronounced, and
-# the performance gap between Embed-2D and the other methods is further increased": (a, b).
-GROWS = (
-  *(("fourier", b) for b in ("detr_sine", "embed_2d", "mlp")),
-  ("detr_sine", "embed_2d"),
-  ("mlp", "embed_2d"),
-)
 
 
 def _gap_claims(results: dict, as_tuned: bool) -> list[dict]:

@@ -274,3 +274,7 @@ def test_detections_gap_claims_are_marked_by_either_arm_of_either_gap():
   assert claims.mark_settling([gap], checked, report._claim_arms)[0]["settled"]
   checked["heldout/embed_2d"] = False
   assert claims.mark_settling([gap], checked, report._claim_arms)[0]["settled"] is False
+  tuned = {**gap, "tuned": "MLP swept"}  # read as tuned: marked by the tuned readings' check
+  assert report._claim_arms(tuned)[:2] == ["heldout/mlp (tuned)", "heldout/embed_2d (tuned)"]
+  checked.update({arm: True for arm in report._claim_arms(tuned)})
+  assert claims.mark_settling([tuned], checked, report._claim_arms)[0]["settled"]

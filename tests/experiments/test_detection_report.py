@@ -142,9 +142,15 @@ def test_tables_show_each_encoding_at_defaults_and_as_tuned_and_check_the_length
   assert rows[3].startswith("| Learnable-Fourier+MLP (tuned, gamma = 4) | 2 | 61.0 ± 12.7 (40.2)")
   settled = report.settled_table(results)
   assert settled[2] == "| Learnable-Fourier+MLP, all | 1.0 ± 12.7 | 20.0 ± 0.0 | yes |"
-  assert report.length_check(results) == {"all/fourier": True}
+  # no tuned curve: a claim read as tuned takes the defaults' verdict
+  assert report.length_check(results) == {"all/fourier": True, "all/fourier (tuned)": True}
   results["all/fourier/1"]["curve"] = curve(0.62)  # a mean gain of 6 points: not settled
-  assert report.length_check(results) == {"all/fourier": False}
+  assert report.length_check(results) == {"all/fourier": False, "all/fourier (tuned)": False}
+  for seed, end in enumerate((0.51, 0.55)):  # the tuned runs' own curves: 1 and 5 points
+    results[f"all/fourier/gamma=4/{seed}"]["curve"] = curve(end)
+  assert report.length_check(results) == {"all/fourier": False, "all/fourier (tuned)": True}
+  tuned = "| Learnable-Fourier+MLP, all, tuned | 3.0 ± 25.4 | 20.0 ± 0.0 | yes |"
+  assert report.settled_table(results)[3] == tuned
   assert report.length_check({"all/fourier/0": _entry(0.5)}) is None  # no curve: not checked
 
 

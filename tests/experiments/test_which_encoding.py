@@ -132,7 +132,7 @@ def test_a_row_on_an_arm_that_failed_its_length_rule_is_marked_on_the_page(tmp_p
   monkeypatch.setattr(which_encoding, "plot", lambda results, figure: None)
   for late, marked in (({"x"}, ["x"]), ({"ref"}, ["x", "y"]), (set(), [])):
     family = which_encoding.Family(
-      "toy", "toy", "points", "ref", scores, label=str, unsettled=lambda r, late=late: late
+      "toy", "toy", "points", "ref", scores, label=str, unsettled=lambda r, t, late=late: late
     )
     monkeypatch.setattr(which_encoding, "FAMILIES", (family,))
     which_encoding.write(tmp_path / "page.md", tmp_path / "plot.png")
@@ -147,6 +147,26 @@ def test_detection_families_read_their_own_protocols_unsettled_arms(monkeypatch)
   checked = {"heldout/fourier": False, "all/mlp": False, "all/fourier": None, "all/none": True}
   monkeypatch.setattr(report, "length_check", lambda results: checked)
   everywhere, heldout = which_encoding.FAMILIES[1], which_encoding.FAMILIES[2]
-  assert everywhere.unsettled({}) == {"mlp"} and heldout.unsettled({}) == {"fourier"}
+  assert everywhere.unsettled({}, False) == {"mlp"} and heldout.unsettled({}, False) == {"fourier"}
+  assert heldout.unsettled({}, True) == {"fourier"}  # no tuned readings checked: the defaults'
+  checked.update({"heldout/fourier (tuned)": True, "all/mlp (tuned)": False})
+  assert heldout.unsettled({}, True) == set() and everywhere.unsettled({}, True) == {"mlp"}
+  assert heldout.unsettled({}, False) == {"fourier"}
   monkeypatch.setattr(report, "length_check", lambda results: None)  # no curves: nothing checked
-  assert heldout.unsettled({}) == set()
+  assert heldout.unsettled({}, False) == heldout.unsettled({}, True) == set()
+
+
+def test_a_tuned_row_takes_its_tuned_readings_length_verdict(tmp_path, monkeypatch):
+  import json  # noqa: PLC0415
+
+  (tmp_path / "toy").mkdir()
+  arms = {"ref": {0: 0.0, 1: 0.1}, "x": {0: 1.0, 1: 1.5}}
+  tuned = {**arms, "x": {0: 2.0, 1: 2.5}}
+  (tmp_path / "toy" / "results.json").write_text(json.dumps({"d": arms, "t": tuned}))
+  monkeypatch.setattr(which_encoding, "ROOT", tmp_path)
+  family = which_encoding.Family(
+    "toy", "toy", "points", "ref", lambda r: r["d"], label=str, tuned_scores=lambda r: r["t"],
+    swept=lambda r: {"x"}, unsettled=lambda r, tuned: {"x"} if tuned else set(),
+  )  # fmt: skip
+  rows = {r["tuning"]: r["settled"] for r in which_encoding.effects(family)}
+  assert rows == {"defaults": True, "tuned (reference at defaults)": False}
