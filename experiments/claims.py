@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection
 
 import numpy as np
 
-from experiments import provenance, stats, sweeps
+from experiments import provenance, recipe, stats, sweeps
 
 
 def markdown(entries: list[dict]) -> str:
@@ -287,13 +287,17 @@ def mark_settling(
   """`entries` with `settled` added from the record's length check (`checked`: each arm's
   `recipe.LengthRule.check` verdict): False where any of the claim's `arms(entry)` failed the
   rule (listed in `unsettled`: the verdict is read before they settled), None where one has
-  no readable check and none failed (listed in `unchecked`), True where all settled.
-  `checked` None (a record that checked no length) returns `entries` unchanged."""
+  no readable check and none failed (listed in `unchecked`), True where all settled. A claim
+  read as tuned (its `tuned` not `stats.AT_DEFAULTS`) reads its arms' tuned readings where
+  the check has them (`recipe.TUNED` keys). `checked` None (a record that checked no length)
+  returns `entries` unchanged."""
   if checked is None:
     return entries
+  tuned_checked = any(arm.endswith(recipe.TUNED) for arm in checked)
   out = []
   for c in entries:
-    found = {arm: checked.get(arm) for arm in arms(c)}
+    suffix = recipe.TUNED * (tuned_checked and c["tuned"] != stats.AT_DEFAULTS)
+    found = {arm + suffix: checked.get(arm + suffix) for arm in arms(c)}
     late = sorted(arm for arm, ok in found.items() if ok is False)
     unknown = sorted(arm for arm, ok in found.items() if ok is None)
     settled = False if late else (None if unknown else True)

@@ -149,8 +149,9 @@ class LengthRule:
   `window` steps of its curves (in the metric's better direction, times `scale`) is below
   `tolerance`. An arm that has not is read at the record's length, before it settled: its
   claims say so (`experiments.claims.mark_settling`). A record reads it on each encoding's
-  runs at defaults; where its tuned runs keep curves too (detection), on those as well, keyed
-  `arm (tuned)` (`TUNED`), and a claim read as tuned takes that verdict, else the defaults'."""
+  runs at defaults; where its tuned runs keep curves too (detection, generation:
+  `length_curves`), on those as well, keyed `arm (tuned)` (`TUNED`), and a claim read as
+  tuned takes that verdict, else the defaults'."""
 
   window: int
   tolerance: float
@@ -184,10 +185,15 @@ class LengthRule:
 
   def check(self, curves: dict[str, Sequence[Sequence[Sequence[float]]]]) -> dict | None:
     """{arm: True (settled), False (not), or None (its curves too short to read)} of
-    `curves`; None where there are no curves (the record checked no length)."""
+    `curves`; None where there are no curves (the record checked no length). Where `curves`
+    hold tuned readings (`TUNED` keys: `length_curves`), every arm gets one: its own, or its
+    defaults' verdict where its tuned runs are its defaults runs."""
     if not curves:
       return None
-    return {arm: self._settled(self._gains(runs)) for arm, runs in curves.items()}
+    checked = {arm: self._settled(self._gains(runs)) for arm, runs in curves.items()}
+    if any(arm.endswith(TUNED) for arm in checked):
+      checked = {**{a + TUNED: ok for a, ok in checked.items() if not a.endswith(TUNED)}, **checked}
+    return checked
 
   def _settled(self, last: list[float]) -> bool | None:
     """Whether the gains `last` pass the rule (below the tolerance: a NaN gain does not);
@@ -201,6 +207,20 @@ class LengthRule:
       return [sign * g for g in gains(curves, self.window)]
     except ValueError:
       return []
+
+
+def length_curves(arms: Sequence[str], runs: Callable[[str, str], list[dict]]) -> dict:
+  """The curves `LengthRule` reads, from each arm's record runs (`runs(arm, at)`, `at` as
+  `sweeps.runs_at`): at defaults (as reported where an older record has only tuned runs),
+  keyed by arm, and its tuned runs', keyed `arm (tuned)`, where they are other runs; arms
+  whose runs kept no curve are left out."""
+  out = {}
+  for arm in arms:
+    defaults, tuned = runs(arm, "defaults"), runs(arm, "tuned")
+    out[arm] = [r.get("curve") for r in defaults or tuned]
+    if defaults and tuned and tuned != defaults:
+      out[arm + TUNED] = [r.get("curve") for r in tuned]
+  return {arm: curves for arm, curves in out.items() if any(curves)}
 
 
 def _until(curve: Sequence[Sequence[float]], window: int) -> int:

@@ -75,13 +75,10 @@ def rate_table(results: dict) -> list[str]:
 
 
 def _length_curves(results: dict) -> dict[str, list]:
-  """Each reading's test-AP curves (`readings`): at defaults by `protocol/posemb`, and as
-  tuned, where the sweep chose other runs, by `protocol/posemb (tuned)`; those that have any."""
-  picks, curves = chosen(results), {}
-  for protocol, posemb in product(PROTOCOLS, NAMES):
-    for i, (_, runs) in enumerate(readings(results, protocol, posemb, picks)):
-      curves[f"{protocol}/{posemb}" + TUNED * bool(i)] = [r.get("curve") for r in runs]
-  return {arm: c for arm, c in curves.items() if any(c)}
+  """Each reading's test-AP curves (`recipe.length_curves`): at defaults by `protocol/posemb`,
+  and as tuned by `protocol/posemb (tuned)` where the sweep chose other runs."""
+  arms = [f"{protocol}/{posemb}" for protocol, posemb in product(PROTOCOLS, NAMES)]
+  return recipe.length_curves(arms, lambda arm, at: _runs(results, *arm.split("/"), at))
 
 
 def settled_table(results: dict) -> list[str]:
@@ -95,25 +92,17 @@ def settled_table(results: dict) -> list[str]:
 
 def length_check(results: dict) -> dict[str, bool | None] | None:
   """Each reading's length-rule verdict (`LengthRule.check`), `protocol/posemb` and, for
-  claims read as tuned, `protocol/posemb (tuned)`: its tuned runs' own verdict, or its
-  defaults' where the defaults won the sweep (the same runs); None: no curves."""
-  checked = LENGTH_RULE.check(_length_curves(results))
-  if checked is None:
-    return None
-  return {
-    **{arm + TUNED: ok for arm, ok in checked.items() if TUNED not in arm},
-    **checked,
-  }
+  claims read as tuned, `protocol/posemb (tuned)`; None: no curves."""
+  return LENGTH_RULE.check(_length_curves(results))
 
 
 def _claim_arms(c: dict) -> list[str]:
-  """The readings a claim compares (`length_check`'s keys): its `a` and `b`, each a gap's two
-  arms under one protocol (`heldout/mlp − embed_2d`) where the claim is about a gap, as tuned
-  where the claim reads them so."""
-  arms, tuned = [], TUNED * (c["tuned"] != stats.AT_DEFAULTS)
+  """The arms a claim compares, `protocol/posemb`: its `a` and `b`, each a gap's two arms
+  under one protocol (`heldout/mlp − embed_2d`) where the claim is about a gap."""
+  arms = []
   for side in (c["a"], c["b"]):
     protocol, names = side.split("/", 1)
-    arms += [f"{protocol}/{name}{tuned}" for name in names.split(" − ")]
+    arms += [f"{protocol}/{name}" for name in names.split(" − ")]
   return arms
 
 

@@ -13,6 +13,7 @@ from PIL import Image  # noqa: E402
 
 from experiments import claims as claims_table  # noqa: E402
 from experiments import recipe, stats, sweeps  # noqa: E402
+from experiments.recipe import TUNED  # noqa: E402
 from experiments.stats import fmt, interval  # noqa: E402
 from lfpe import encodings  # noqa: E402
 
@@ -224,26 +225,28 @@ def table(results: dict) -> list[str]:
 
 
 def _length_curves(results: dict) -> dict[str, list]:
-  """Each encoding's held-out curves at defaults (as tuned where a record has only those runs:
-  the first edition's Fourier arms), `attention/posemb`: those that have any."""
-  curves = {
-    f"{attention}/{posemb}": [r["curve"] for r in _runs(results, attention, posemb, "reported")]
-    for attention in _attentions(results)
-    for posemb in NAMES
-  }
-  return {arm: c for arm, c in curves.items() if c}
+  """Each reading's held-out curves (`recipe.length_curves`): at defaults (as tuned where a
+  record has only those runs: the first edition's Fourier arms) by `attention/posemb`, and
+  as tuned by `attention/posemb (tuned)` where the sweep chose other runs."""
+  arms = [f"{attention}/{posemb}" for attention in _attentions(results) for posemb in NAMES]
+  return recipe.length_curves(arms, lambda arm, at: _runs(results, *arm.split("/"), at))
 
 
 def settled_table(results: dict) -> list[str]:
-  """The length rule checked on each encoding's held-out curve, per attention."""
-  tuned = lambda arm: " (tuned)" * (not _runs(results, *arm.split("/")))
-  name = lambda arm: f"{NAMES[arm.split('/')[1]]}{tuned(arm)}, {arm.split('/')[0]} attention"
+  """The length rule checked on each reading's held-out curve, per attention."""
+
+  def name(arm: str) -> str:
+    attention, posemb = arm.removesuffix(TUNED).split("/")
+    tuned = arm.endswith(TUNED) or not _runs(results, attention, posemb)  # older: tuned only
+    return f"{NAMES[posemb]}{' (tuned)' * tuned}, {attention} attention"
+
   return LENGTH_RULE.table(_length_curves(results), name=name, digits=4, unit=" (bits/dim)")
 
 
 def length_check(results: dict) -> dict[str, bool | None] | None:
-  """Each arm's length-rule verdict, by `attention/posemb` (`recipe.LengthRule.check`); None
-  where no run has a curve (the length was not checked)."""
+  """Each reading's length-rule verdict (`recipe.LengthRule.check`): `attention/posemb` and,
+  for claims read as tuned, `attention/posemb (tuned)`; None where no run has a curve (the
+  length was not checked)."""
   return LENGTH_RULE.check(_length_curves(results))
 
 

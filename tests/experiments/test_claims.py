@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from experiments import claims, editions, provenance, refresh, stats
+from experiments import claims, editions, provenance, recipe, refresh, stats
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
 
@@ -275,6 +275,19 @@ def test_detections_gap_claims_are_marked_by_either_arm_of_either_gap():
   checked["heldout/embed_2d"] = False
   assert claims.mark_settling([gap], checked, report._claim_arms)[0]["settled"] is False
   tuned = {**gap, "tuned": "MLP swept"}  # read as tuned: marked by the tuned readings' check
-  assert report._claim_arms(tuned)[:2] == ["heldout/mlp (tuned)", "heldout/embed_2d (tuned)"]
-  checked.update({arm: True for arm in report._claim_arms(tuned)})
+  checked.update({arm + recipe.TUNED: True for arm in arms})
   assert claims.mark_settling([tuned], checked, report._claim_arms)[0]["settled"]
+  assert claims.mark_settling([gap], checked, report._claim_arms)[0]["settled"] is False
+
+
+def test_a_claim_read_as_tuned_takes_its_tuned_readings_verdict_where_they_were_checked():
+  at_defaults, tuned = _entry("x", "y"), {**_entry("x", "y"), "tuned": "x swept"}
+  plain = {"x": True, "y": False}  # a record whose length check read defaults only
+  assert [c["settled"] for c in claims.mark_settling([at_defaults, tuned], plain)] == [False] * 2
+  both = recipe.LengthRule(window=1, tolerance=5.0, higher_is_better=True).check(
+    {"x": [[[0, 0.0], [1, 1.0]]], "y": [[[0, 0.0], [1, 9.0]]], "y (tuned)": [[[0, 0.0], [1, 2.0]]]}
+  )  # fmt: skip
+  assert both == {"x": True, "y": False, "x (tuned)": True, "y (tuned)": True}  # x: its defaults'
+  marked = claims.mark_settling([at_defaults, tuned], both)
+  assert [c["settled"] for c in marked] == [False, True]
+  assert marked[0]["unsettled"] == ["y"]

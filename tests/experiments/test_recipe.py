@@ -106,6 +106,20 @@ def test_the_length_rule_marks_an_arm_still_improving_in_the_metrics_better_dire
   assert rule.check({}) is None  # no curves: no length was checked
 
 
+def test_length_curves_read_tuned_runs_apart_only_where_they_are_other_runs():
+  curve = lambda end: [[0, 0.0], [1, end]]
+  runs = {
+    ("a", "defaults"): [{"curve": curve(1.0)}], ("a", "tuned"): [{"curve": curve(2.0)}],
+    ("b", "defaults"): [{"curve": curve(3.0)}], ("b", "tuned"): [{"curve": curve(3.0)}],
+    ("c", "defaults"): [], ("c", "tuned"): [{"curve": curve(4.0)}],  # an older record's
+    ("d", "defaults"): [{}], ("d", "tuned"): [{}],  # no curves kept: not checked
+  }  # fmt: skip
+  found = recipe.length_curves("abcd", lambda arm, at: runs[arm, at])
+  assert found == {
+    "a": [curve(1.0)], "a (tuned)": [curve(2.0)], "b": [curve(3.0)], "c": [curve(4.0)],
+  }  # fmt: skip
+
+
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):
   made = []
   make = lambda arm, rate, seed: made.append((arm, rate, seed)) or {"arm": arm}
