@@ -213,14 +213,15 @@ def length_curves(arms: Sequence[str], runs: Callable[[str, str], list[dict]]) -
   """The curves `LengthRule` reads, from each arm's record runs (`runs(arm, at)`, `at` as
   `sweeps.runs_at`): at defaults (as reported where an older record has only tuned runs),
   keyed by arm, and its tuned runs', keyed `arm (tuned)`, where they are other runs; arms
-  whose runs kept no curve are left out."""
+  whose runs kept no curve are left out, but for tuned runs without one beside defaults runs
+  with one: those are kept, so that `LengthRule.check` reads them as unchecked (None)."""
   out = {}
   for arm in arms:
     defaults, tuned = runs(arm, "defaults"), runs(arm, "tuned")
     out[arm] = [r.get("curve") for r in defaults or tuned]
     if defaults and tuned and tuned != defaults:
       out[arm + TUNED] = [r.get("curve") for r in tuned]
-  return {arm: curves for arm, curves in out.items() if any(curves)}
+  return {arm: c for arm, c in out.items() if any(c) or any(out[arm.removesuffix(TUNED)])}
 
 
 def _until(curve: Sequence[Sequence[float]], window: int) -> int:

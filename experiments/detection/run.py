@@ -29,7 +29,7 @@ resumes where it stopped, a finished run is read back, `--status` reports withou
    data order), under protocol `all` (every size in training and testing, normalised
    positions: Table 1) and `heldout` (shorter sides of 32-48 px in training, with longer
    sides up to 64 px; 56 and 64 px squares for testing only; raw positions: Table 2),
-   `--steps` steps, evaluated every 1,000 (the learning curve that `report.settled` checks
+   `--steps` steps, evaluated every 1,000 (the learning curve that `report.length_check` checks
    against the declared length rule).
 Then every run is scored at each test size alone (one named evaluation per size,
 `trainer.evaluate_all`; `--quick` tests one size and skips this), and `report.py` writes

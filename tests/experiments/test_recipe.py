@@ -113,11 +113,16 @@ def test_length_curves_read_tuned_runs_apart_only_where_they_are_other_runs():
     ("b", "defaults"): [{"curve": curve(3.0)}], ("b", "tuned"): [{"curve": curve(3.0)}],
     ("c", "defaults"): [], ("c", "tuned"): [{"curve": curve(4.0)}],  # an older record's
     ("d", "defaults"): [{}], ("d", "tuned"): [{}],  # no curves kept: not checked
+    ("e", "defaults"): [{"curve": curve(9.0)}], ("e", "tuned"): [{"seed": 0}],  # tuned: none
   }  # fmt: skip
-  found = recipe.length_curves("abcd", lambda arm, at: runs[arm, at])
+  found = recipe.length_curves("abcde", lambda arm, at: runs[arm, at])
   assert found == {
     "a": [curve(1.0)], "a (tuned)": [curve(2.0)], "b": [curve(3.0)], "c": [curve(4.0)],
+    "e": [curve(9.0)], "e (tuned)": [None],
   }  # fmt: skip
+  checked = recipe.LengthRule(window=1, tolerance=5.0, higher_is_better=True).check(found)
+  assert checked["e"] is False and checked["e (tuned)"] is None  # unchecked, not the defaults'
+  assert checked["b (tuned)"] is True  # its tuned runs are its defaults runs: their verdict
 
 
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):
