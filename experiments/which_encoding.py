@@ -79,6 +79,19 @@ def _rows(family: Family, scores: dict, tuned: set[str], at_defaults: bool) -> l
   return rows
 
 
+BUDGETS = (("defaults", "at defaults"), ("both tuned", "each tuned"))  # equal budgets only
+
+
+def _resolved(group: list[dict]) -> tuple[list[str], list[str], list[str]]:
+  """(better, worse, alone) of a budget's rows: the arms resolved better and worse than the
+  reference after Holm's adjustment over `group`, and those apart by their interval alone."""
+  kept = _holm_survivors(group)
+  better = [_name(r) for r in kept if r["low"] > 0]
+  worse = [_name(r) for r in kept if r["high"] < 0]
+  alone = [_name(r) for r in group if (r["low"] > 0 or r["high"] < 0) and r not in kept]
+  return better, worse, alone
+
+
 def recommendation(family: Family, rows: list[dict]) -> str:
   """Plain words, only where the intervals support them, among comparisons where both sides
   had the same budget (both at defaults, or both tuned): an effect is resolved where its
@@ -86,14 +99,11 @@ def recommendation(family: Family, rows: list[dict]) -> str:
   (`_holm_survivors`); one that excludes 0 only on its own is named apart."""
   ref = family.label(family.reference)
   words = []
-  for tuning, what in (("defaults", "at defaults"), ("both tuned", "each tuned")):
+  for tuning, what in BUDGETS:
     group = [r for r in rows if r["tuning"] == tuning]
     if not group:
       continue
-    kept = _holm_survivors(group)
-    better = [_name(r) for r in kept if r["low"] > 0]
-    worse = [_name(r) for r in kept if r["high"] < 0]
-    alone = [_name(r) for r in group if (r["low"] > 0 or r["high"] < 0) and r not in kept]
+    better, worse, alone = _resolved(group)
     if better:
       words.append(f"{what}, {', '.join(better)} resolved better than {ref}")
     else:
@@ -118,6 +128,43 @@ def recommendation(family: Family, rows: list[dict]) -> str:
   if behind:
     words.append(f"{', '.join(behind)} resolved worse even with its knob tuned")
   return "; ".join(words) + "."
+
+
+def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
+  """The page's answer first: per family and equal budget, the arms resolved better and worse
+  than its reference (after Holm, as the readings), and one sentence on whether any arm beats
+  the reference anywhere; every word from the tables below."""
+  heads = [f"{side} ({what})" for _, what in BUDGETS for side in ("better", "worse")]
+  lines = [
+    "## In short",
+    "",
+    "Arms resolved better or worse than each family's reference, at an equal budget (both at "
+    "defaults, or each tuned), after Holm's adjustment (the readings below; – where the "
+    "record tuned nothing):",
+    "",
+    "| task family | reference | " + " | ".join(heads) + " |",
+    "|---|---|" + "---|" * len(heads),
+  ]
+  winners = []
+  for family, rows in results:
+    ref, cells = family.label(family.reference), []
+    for tuning, _ in BUDGETS:
+      group = [r for r in rows if r["tuning"] == tuning]
+      better, worse, _ = _resolved(group) if group else (None, None, None)
+      cells += ["–" if names is None else ", ".join(names) or "none" for names in (better, worse)]
+      winners += [f"{name} ({family.name}, {tuning})" for name in better or []]
+    lines.append(f"| {family.name} | {ref} | " + " | ".join(cells) + " |")
+  lines.append("")
+  if winners:
+    lines.append(f"Resolved better than the family's reference: {'; '.join(winners)}.")
+  else:
+    lines.append(
+      f"In none of the {len(results)} families is any encoding resolved better than the "
+      "family's sinusoidal reference at an equal budget: on this evidence, the fixed "
+      "sinusoids are the encoding to start from, and another one needs its own test on the "
+      "task at hand."
+    )
+  return lines
 
 
 def _name(row: dict) -> str:
@@ -153,6 +200,8 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
     "The records are CPU-scale reproductions "
     "(each README says how they differ from the papers'); an effect here is evidence about "
     "that task at that scale, not a law.",
+    "",
+    *in_short(results),
     "",
     "![forest plot](which_encoding.png)",
   ]

@@ -37,6 +37,21 @@ def test_a_tuned_arm_ahead_of_an_untuned_reference_is_never_recommended():
   assert "each tuned, F resolved better than Sine-2D (DETR)" in both
 
 
+def test_in_short_lists_each_familys_resolved_arms_per_equal_budget_and_names_any_winner():
+  detection, heldout = which_encoding.FAMILIES[1], which_encoding.FAMILIES[2]
+  rows = [_row("A", 1.0, 3.0, tuned=True), _row("B", 0.01, 2.0), _row("C", -3.0, -1.0),
+          _row("D", 0.01, 2.0), _row("E", 1.0, 2.0, True, True)]  # fmt: skip
+  lines = which_encoding.in_short([(detection, rows), (heldout, [_row("C", -3.0, -1.0)])])
+  table = [line for line in lines if line.startswith("| detection")]
+  assert table[0].endswith("| Sine-2D (DETR) | none | C | E | none |")  # A: not an equal budget
+  assert table[1].endswith("| none | C | – | – |")  # nothing tuned
+  assert (
+    lines[-1] == f"Resolved better than the family's reference: E ({detection.name}, both tuned)."
+  )
+  quiet = which_encoding.in_short([(heldout, [_row("C", -3.0, -1.0)])])
+  assert quiet[-1].startswith("In none of the 1 families is any encoding resolved better")
+
+
 def test_a_reading_resolves_only_what_survives_holm_over_its_budget():
   """Three rows at defaults: one clear effect, two whose intervals barely exclude 0 (p just
   under 0.05 each, above Holm's 0.05/2 once the clear one is out)."""
