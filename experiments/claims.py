@@ -293,11 +293,10 @@ def mark_settling(
   returns `entries` unchanged."""
   if checked is None:
     return entries
-  tuned_checked = any(arm.endswith(recipe.TUNED) for arm in checked)
   out = []
   for c in entries:
-    suffix = recipe.TUNED * (tuned_checked and c["tuned"] != stats.AT_DEFAULTS)
-    found = {arm + suffix: checked.get(arm + suffix) for arm in arms(c)}
+    read, suffix = recipe.reading(checked, c["tuned"] != stats.AT_DEFAULTS)
+    found = {arm + suffix: read.get(arm) for arm in arms(c)}
     late = sorted(arm for arm, ok in found.items() if ok is False)
     unknown = sorted(arm for arm, ok in found.items() if ok is None)
     settled = False if late else (None if unknown else True)

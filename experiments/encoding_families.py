@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 
 from experiments import sweeps
-from experiments.recipe import TUNED
+from experiments.recipe import reading
 from lfpe import encodings
 
 
@@ -72,8 +72,7 @@ def _unsettled(record: str, prefix: str = "") -> Callable[[dict, bool], set[str]
   def arms(results: dict, tuned: bool) -> set[str]:
     report = importlib.import_module(f"experiments.{record}.report")
     checked = report.length_check(results) or {}
-    tuned = tuned and any(arm.endswith(TUNED) for arm in checked)
-    read = {a.removesuffix(TUNED): ok for a, ok in checked.items() if a.endswith(TUNED) == tuned}
+    read, _ = reading(checked, tuned)
     late = [arm for arm, ok in read.items() if ok is False]
     return {a.removeprefix(f"{prefix}/") for a in late if not prefix or a.startswith(f"{prefix}/")}
 

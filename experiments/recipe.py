@@ -209,6 +209,15 @@ class LengthRule:
       return []
 
 
+def reading(checked: dict[str, bool | None], tuned: bool) -> tuple[dict[str, bool | None], str]:
+  """The length verdicts a claim read as `tuned` (or at defaults) takes from
+  `LengthRule.check`'s `checked`: {arm: verdict} of the tuned readings where the check has
+  them, else the defaults'; and the suffix ("" or `TUNED`) whose keys they were."""
+  suffix = TUNED if tuned and any(arm.endswith(TUNED) for arm in checked) else ""
+  kept = {a: ok for a, ok in checked.items() if a.endswith(TUNED) == bool(suffix)}
+  return {a.removesuffix(suffix): ok for a, ok in kept.items()}, suffix
+
+
 def length_curves(arms: Sequence[str], runs: Callable[[str, str], list[dict]]) -> dict:
   """The curves `LengthRule` reads, from each arm's record runs (`runs(arm, at)`, `at` as
   `sweeps.runs_at`): at defaults (as reported where an older record has only tuned runs),

@@ -125,6 +125,14 @@ def test_length_curves_read_tuned_runs_apart_only_where_they_are_other_runs():
   assert checked["b (tuned)"] is True  # its tuned runs are its defaults runs: their verdict
 
 
+def test_a_reading_takes_tuned_verdicts_only_where_read_tuned_and_checked():
+  checked = {"a": True, "b": False, "a (tuned)": False, "b (tuned)": True}
+  assert recipe.reading(checked, tuned=True) == ({"a": False, "b": True}, " (tuned)")
+  assert recipe.reading(checked, tuned=False) == ({"a": True, "b": False}, "")
+  defaults_only = {"a": True, "b": None}  # no tuned reading checked: the defaults' for both
+  assert recipe.reading(defaults_only, tuned=True) == (defaults_only, "")
+
+
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):
   made = []
   make = lambda arm, rate, seed: made.append((arm, rate, seed)) or {"arm": arm}
