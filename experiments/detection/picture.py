@@ -1,11 +1,11 @@
 """A picture of predicted boxes on test images, beside the ground truth.
 
 `run.py` draws `predictions.png`: one row per protocol, the first test scenes at the
-protocol's largest test size, with Learnable-Fourier+MLP's n highest-scoring boxes (seed 0,
-or the lowest seed whose checkpoints are kept), n the number of true objects (score: DETR's,
-the best class probability with no-object excluded), labelled with class and score;
-ground-truth boxes are dashed. Top-n rather than a score threshold, so that a weak model's
-guesses are shown too.
+protocol's largest test size, with Learnable-Fourier+MLP's n highest-scoring boxes (the
+lowest seed whose checkpoints are kept, named in the row's title; a protocol with none is
+left out), n the number of true objects (score: DETR's, the best class probability with
+no-object excluded), labelled with class and score; ground-truth boxes are dashed. Top-n
+rather than a score threshold, so that a weak model's guesses are shown too.
 """
 
 from __future__ import annotations

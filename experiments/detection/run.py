@@ -290,13 +290,17 @@ def main(argv: list[str] | None = None) -> dict:
     )
     for p in PROTOCOLS
   }
-  if None in pictured.values():
-    print(f"predictions.png not drawn: no {PICTURED} run has checkpoints left", flush=True)
-    return results
+  for protocol in [p for p, run in pictured.items() if run is None]:
+    print(f"predictions.png: no {protocol}/{PICTURED} run has checkpoints left", flush=True)
   scenes = {
-    protocol: picture.predictions(run.config, run.workdir, count=4)
+    f"{protocol} (seed {run.key.rsplit('/', 1)[1]})": picture.predictions(
+      run.config, run.workdir, count=4
+    )
     for protocol, run in pictured.items()
+    if run is not None
   }
+  if not scenes:
+    return results
   picture.draw(scenes, os.path.join(args.out, "predictions.png"))
   return results
 
