@@ -1,11 +1,14 @@
 """A picture of predicted boxes on test images, beside the ground truth.
 
-`run.py` draws `predictions.png`: one row per protocol, the first test scenes at the
-protocol's largest test size, with Learnable-Fourier+MLP's n highest-scoring boxes (the
-lowest seed whose checkpoints are kept, named in the row's title; a protocol with none is
-left out), n the number of true objects (score: DETR's, the best class probability with
-no-object excluded), labelled with class and score; ground-truth boxes are dashed. Top-n
-rather than a score threshold, so that a weak model's guesses are shown too.
+`run.py` keeps, as it scores each record run of the pictured encoding, that run's
+predictions on the first test scenes at the protocol's largest test size (`predict`: the
+`BOXES` highest-scoring boxes of each, in its results entry), so that `predictions.png` is
+drawn from results.json alone, long after the run's checkpoints are gone: one row per
+protocol, Learnable-Fourier+MLP's n highest-scoring boxes (its lowest seed with kept
+predictions, named in the row's title), n the number of true objects (score: DETR's, the
+best class probability with no-object excluded), labelled with class and score;
+ground-truth boxes are dashed. Top-n rather than a score threshold, so that a weak model's
+guesses are shown too.
 """
 
 from __future__ import annotations
@@ -21,35 +24,49 @@ from lfpe.data import config as data_config  # noqa: E402
 from lfpe.tasks.detection_ops import box_cxcywh_to_xyxy, postprocess  # noqa: E402
 from lfpe.train import trainer  # noqa: E402
 
+COUNT = 4  # scenes per protocol
+BOXES = 10  # predictions kept per scene: at least the scenes' most objects (8)
 
-def predictions(config, workdir: str, count: int) -> list[dict]:
-  """Image, ground truth (xyxy pixels) and scored predictions (xyxy pixels) of the first
-  `count` test scenes at the largest test size of `config`, by the run in `workdir`.
 
-  The scenes go through the evaluation pipeline's own ops (`resolve(config.data).ops`:
-  targets, the size, preprocessing, padding), then one forward pass.
-  """
+def _examples(config, count: int) -> tuple[int, list[dict]]:
+  """The largest test size of `config` and its first `count` test scenes through the
+  evaluation pipeline's own ops (`resolve(config.data).ops`: targets, the size,
+  preprocessing, padding)."""
   size = max(config.data.detection.test_sizes)
-  prog, variables = trainer.restore(config, workdir)
   data = data_config.resolve(config.data)
   source = builders.data_source(config.data.name, "test", config.data.data_dir)
-  examples = [
-    ops.apply(data.ops(train=False), {**source[i], "size": np.int32(size)}) for i in range(count)
-  ]
+  ops_ = data.ops(train=False)
+  return size, [ops.apply(ops_, {**source[i], "size": np.int32(size)}) for i in range(count)]
+
+
+def predict(config, workdir: str, count: int = COUNT) -> list[dict]:
+  """The run in `workdir`'s `BOXES` best-scoring predictions (xyxy pixels, labels, scores,
+  best first) on each of the first `count` test scenes at its largest test size, as JSON
+  lists for its results entry: one forward pass."""
+  _, examples = _examples(config, count)
+  prog, variables = trainer.restore(config, workdir)
   batch = {k: np.stack([e[k] for e in examples]) for k in ("image", "mask", "image_size")}
   result = prog.model.apply(variables, batch["image"], batch["mask"], train=False)
-  scores, labels, boxes = postprocess(
-    result["logits"][-1], result["boxes"][-1], batch["image_size"]
-  )
+  found = postprocess(result["logits"][-1], result["boxes"][-1], batch["image_size"])
+  scores, labels, boxes = (np.asarray(a) for a in found)
+  best = np.argsort(-scores, axis=-1, kind="stable")[:, :BOXES]  # [count, BOXES]
+  return [
+    {"scores": s[b].tolist(), "labels": c[b].tolist(), "boxes": x[b].tolist()}
+    for s, c, x, b in zip(scores, labels, boxes, best, strict=True)
+  ]
+
+
+def scenes(config, predicted: list[dict]) -> list[dict]:
+  """`predicted` (`predict`'s, for a run of `config`) beside each scene's image and
+  ground truth (xyxy pixels), as `draw` takes them; only the data is read again."""
+  size, examples = _examples(config, len(predicted))
   return [
     {
       "image": e["image"][:size, :size],
       "true_boxes": np.asarray(box_cxcywh_to_xyxy(e["boxes"][e["target_valid"]])) * size,
-      "scores": np.asarray(scores[i]),
-      "labels": np.asarray(labels[i]),
-      "boxes": np.asarray(boxes[i]),
+      **{k: np.asarray(v) for k, v in p.items()},
     }
-    for i, e in enumerate(examples)
+    for e, p in zip(examples, predicted, strict=True)
   ]
 
 
@@ -62,7 +79,7 @@ def draw(scenes: dict[str, list[dict]], path: str) -> None:
       ax.imshow(scene["image"])
       for x0, y0, x1, y1 in scene["true_boxes"]:
         ax.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ls="--", ec="w"))
-      keep = np.argsort(-scene["scores"])[: len(scene["true_boxes"])]
+      keep = np.argsort(-scene["scores"], kind="stable")[: len(scene["true_boxes"])]
       for (x0, y0, x1, y1), label, score in zip(
         scene["boxes"][keep], scene["labels"][keep], scene["scores"][keep], strict=True
       ):

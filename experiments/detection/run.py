@@ -34,7 +34,8 @@ resumes where it stopped, a finished run is read back, `--status` reports withou
 Then every run is scored at each test size alone (one named evaluation per size,
 `trainer.evaluate_all`; `--quick` tests one size and skips this), and `report.py` writes
 `results.json`, `tables.md`, `claims.json` and the AP-vs-size plot; `predictions.png` shows
-Learnable-Fourier+MLP's boxes on test images (`picture.py`).
+Learnable-Fourier+MLP's boxes on test images (`picture.py`), from the predictions each of its
+record runs keeps in results.json as it is scored, so that no checkpoint is needed to draw it.
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ from experiments.detection import picture, report
 from experiments.runs import for_run
 from lfpe.errors import ConfigError
 from lfpe.train import trainer
+from lfpe.train.workdir import has_checkpoints
 
 CONTROL = "none"
 ENCODINGS = ("detr_sine", "embed_2d", "mlp", "fourier", CONTROL)
 QUICK_ENCODINGS = ("fourier", CONTROL)  # the swept one and the control: every phase, in CI time
 PROTOCOLS = ("all", "heldout")
-PICTURED = "fourier"  # whose predictions predictions.png shows (its lowest kept seed)
+PICTURED = "fourier"  # whose predictions predictions.png shows (`pictured`)
 SWEEP_SEEDS, SWEEP_STEPS = 2, 2000
 RECIPE_SEEDS = (200,)  # the rate choice's: apart from the sweep's (100, ...) and the record's
 VALIDATION = 1000  # the first training images: the sweep's validation split (500 scored)
@@ -201,12 +203,28 @@ def score(run: runs.Run, summary: dict, quick: bool) -> dict:
     by_size.update({str(size): scores[f"eval/size_{size}"] for size in sizes})
   print(f"{run.key}: AP {summary['eval']['AP']:.4f}", flush=True)
   curve = runs.curve(run.workdir, "AP")
+  kept = run.key.split("/")[1] == PICTURED  # predictions.png's, drawn from results alone
   return {
     "eval": summary["eval"],
     "by_size": by_size,
     "curve": curve,
     "seconds": summary.get("wall_s"),
+    **({"predictions": picture.predict(run.config, run.workdir)} if kept else {}),
   }
+
+
+def pictured(record, results: dict, arm: str, spec_: str, value, seeds: int):
+  """(run, its predictions) of `arm`'s record run at knob `value` of the lowest seed whose
+  predictions its results entry keeps (`score`) or, for runs scored before it kept them,
+  whose workdir still holds checkpoints to predict from; None where no seed has either."""
+  for seed in range(seeds):
+    run = record[sweeps.record_key(arm, spec_, value, seed)]
+    predicted = results.get(run.key, {}).get("predictions")
+    if predicted is None and has_checkpoints(run.workdir):
+      predicted = picture.predict(run.config, run.workdir)
+    if predicted is not None:
+      return run, predicted
+  return None
 
 
 def one_size_each(config, sizes) -> Any:
@@ -284,21 +302,17 @@ def main(argv: list[str] | None = None) -> dict:
   record = {run.key: run for run in record_runs(args, chosen)}
   runs.execute(list(record.values()), results, scored, save, jobs=args.jobs)
   report.write(results, args.out)
-  pictured = {  # Learnable-Fourier+MLP as tuned, the lowest seed with checkpoints left
-    p: runs.kept(
-      record, f"{p}/{PICTURED}", spec(PICTURED, p, args), chosen[f"{p}/{PICTURED}"], args.seeds
-    )
-    for p in PROTOCOLS
-  }
-  for protocol in [p for p, run in pictured.items() if run is None]:
-    print(f"predictions.png: no {protocol}/{PICTURED} run has checkpoints left", flush=True)
-  scenes = {
-    f"{protocol} (seed {run.key.rsplit('/', 1)[1]})": picture.predictions(
-      run.config, run.workdir, count=4
-    )
-    for protocol, run in pictured.items()
-    if run is not None
-  }
+  scenes = {}
+  for protocol in PROTOCOLS:  # Learnable-Fourier+MLP as tuned, its lowest pictured seed
+    arm = f"{protocol}/{PICTURED}"
+    found = pictured(record, results, arm, spec(PICTURED, protocol, args), chosen[arm], args.seeds)
+    if found is None:
+      print(f"predictions.png: no {arm} run kept predictions or checkpoints", flush=True)
+    else:
+      run, predicted = found
+      scenes[f"{protocol} (seed {run.key.rsplit('/', 1)[1]})"] = picture.scenes(
+        run.config, predicted
+      )
   if not scenes:
     return results
   picture.draw(scenes, os.path.join(args.out, "predictions.png"))

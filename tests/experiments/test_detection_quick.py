@@ -5,7 +5,7 @@ import json
 import pytest
 from sweep_checks import widened_keys
 
-from experiments.detection import report, run
+from experiments.detection import picture, report, run
 from experiments.provenance import FIELDS
 from experiments.stats import check_claim
 
@@ -37,6 +37,11 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
   for key, value in results.items():
     assert 0.0 <= value["eval"]["AP"] <= 1.0, key
     assert key in swept + rated or (value["by_size"] and value["curve"][-1][0] == 4), key
+    pictured = key.split("/")[1] == run.PICTURED and key not in swept + rated
+    kept = value.get("predictions", [])  # predictions.png's, kept as the run was scored
+    assert len(kept) == (picture.COUNT if pictured else 0), key
+    assert all(0 < len(p["scores"]) == len(p["boxes"]) <= picture.BOXES for p in kept), key
+    assert all(p["scores"] == sorted(p["scores"], reverse=True) for p in kept), key
     if key not in rated:  # the sweep and the record train at the chosen rate
       assert value["lr"] == pytest.approx(chosen_lr), key
   tables = (tmp_path / "tables.md").read_text()
