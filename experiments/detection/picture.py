@@ -4,8 +4,9 @@
 predictions on the first test scenes at the protocol's largest test size (`predict`: the
 `BOXES` highest-scoring boxes of each, in its results entry), so that `predictions.png` is
 drawn from results.json alone, long after the run's checkpoints are gone: one row per
-protocol, Learnable-Fourier+MLP's n highest-scoring boxes (its lowest seed with kept
-predictions, named in the row's title), n the number of true objects (score: DETR's, the
+protocol, Learnable-Fourier+MLP's n highest-scoring boxes (as tuned: its lowest seed with
+kept predictions, or, for runs scored before they were kept, with checkpoints; `run.pictured`;
+the seed in the row's title), n the number of true objects (score: DETR's, the
 best class probability with no-object excluded), labelled with class and score;
 ground-truth boxes are dashed. Top-n rather than a score threshold, so that a weak model's
 guesses are shown too.

@@ -32,14 +32,22 @@ def test_the_lowest_seed_with_kept_predictions_is_pictured(tmp_path, monkeypatch
   assert run.pictured(empty, {}, "heldout/fourier", "fourier", 4.0, 3) is None
 
 
-def test_draw_takes_kept_predictions_best_first_per_row(tmp_path):
+def test_draw_boxes_the_n_best_scoring_predictions_n_the_true_objects(tmp_path, monkeypatch):
+  drawn = []
+  rectangle = picture.plt.Rectangle
+  record = lambda xy, w, h, **kw: (
+    drawn.append((xy, w, h, kw.get("ec"))) or rectangle(xy, w, h, **kw)
+  )
+  monkeypatch.setattr(picture.plt, "Rectangle", record)
   scene = {
     "image": np.zeros((8, 8, 3)),
-    "true_boxes": np.array([[1.0, 1.0, 4.0, 4.0]]),
-    "scores": np.array([0.9, 0.2]),
+    "true_boxes": np.array([[1.0, 1.0, 4.0, 4.0]]),  # one object: one prediction drawn
+    "scores": np.array([0.2, 0.9]),
     "labels": np.array([0, 1]),
-    "boxes": np.array([[1.0, 1.0, 4.0, 4.0], [2.0, 2.0, 6.0, 6.0]]),
+    "boxes": np.array([[2.0, 2.0, 6.0, 6.0], [1.0, 1.0, 5.0, 4.0]]),
   }
   path = tmp_path / "predictions.png"
-  picture.draw({"heldout (seed 4)": [scene, scene]}, str(path))
+  picture.draw({"heldout (seed 4)": [scene]}, str(path))
   assert path.stat().st_size > 0
+  assert [d for d in drawn if d[3] == "red"] == [((1.0, 1.0), 4.0, 3.0, "red")]  # the 0.9 one
+  assert [d for d in drawn if d[3] == "w"] == [((1.0, 1.0), 3.0, 3.0, "w")]  # the truth
