@@ -1,6 +1,7 @@
 """`python -m experiments.detection.run --quick`: the whole detection pipeline, tiny sizes."""
 
 import json
+import shutil
 
 import pytest
 from sweep_checks import widened_keys
@@ -12,8 +13,13 @@ from experiments.stats import check_claim
 
 @pytest.mark.slow
 def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_protocol(
-  tmp_path, capsys
+  tmp_path, capsys, monkeypatch
 ):
+  drawn = []  # predictions.png's scenes, by row
+  real_draw = picture.draw
+  monkeypatch.setattr(
+    picture, "draw", lambda rows, path: drawn.append(rows) or real_draw(rows, path)
+  )
   results = run.main(["--quick", f"--out={tmp_path}"])
   assert set(results.pop("provenance")) >= set(FIELDS)
   rated = sorted(k for k in results if k.startswith("recipe/"))
@@ -60,7 +66,16 @@ def test_quick_detection_experiment_chooses_a_rate_sweeps_gamma_then_runs_every_
   adopted = len(rated) + len(swept)
   assert f"{adopted} rate-choice and sweep runs adopted from {tmp_path}" in status
   assert f"{adopted} of {expected} runs done" in status and not longer.exists()
+  # predictions.png shows each protocol's tuned Fourier run (seed 0) as results.json keeps it
+  pictured = {f"{key.split('/')[0]} (seed 0)": results[key]["predictions"] for key in tuned}
+  scores = lambda rows: {
+    row: [s["scores"].tolist() for s in scenes] for row, scenes in rows.items()
+  }
+  assert scores(drawn[-1]) == {row: [p["scores"] for p in kept] for row, kept in pictured.items()}
+  for workdir in (tmp_path / "runs").glob("*/fourier/**/checkpoints"):
+    shutil.rmtree(workdir)  # pruned: the picture is drawn again from results.json alone
   again = run.main(["--quick", f"--out={tmp_path}"])  # resumes: nothing is retrained
+  assert len(drawn) == 2 and scores(drawn[1]) == scores(drawn[0])
   again.pop("provenance")
   # Compared as JSON text: AP at an absent size is NaN, and NaN != NaN.
   assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)
