@@ -10,7 +10,8 @@ defaults must gain less than a declared tolerance over the last stretch of train
 Results keys of the rate runs: `recipe/lr=<rate>/<arm>/<seed>`
 (`experiments.runs.recipe_runs` plans them); each entry records the rate it trained at. A
 record whose runs evaluate only at their end checks its length on separate runs instead
-(`runs.length_runs`, keys `length/<arm>/<seed>`): each arm at defaults, `LENGTH_SEEDS`,
+(`runs.length_runs`, keys `length/<arm>/<seed>`): each arm at defaults and, where its sweep
+chose another value, at that value (`length/<arm>/<knob>=<value>/<seed>`), `LENGTH_SEEDS`,
 evaluated along the way.
 """
 

@@ -132,19 +132,24 @@ def record_runs(arms: Iterable[str], seeds: int, chosen: dict, make: MakeConfig,
   return list(planned.values())
 
 
-def length_runs(arms: Iterable[str], make: Callable[[str, int], Any], every: int, out: str):
-  """A length check's runs (`experiments.recipe`): each arm at defaults, `make(arm, seed)` its
-  record config, at `recipe.LENGTH_SEEDS`, evaluated every `every` steps, keyed
-  `length/<arm>/<seed>`, in `out/runs/<key>`."""
-  planned = []
+def length_runs(arms: Iterable[str], make: MakeConfig, every: int, out: str, chosen=None):
+  """A length check's runs (`experiments.recipe`): each arm at defaults (`make(arm, None,
+  seed)`, its record config) and, where `chosen` (by arm) names another value, at that value
+  too (its tuned reading), at `recipe.LENGTH_SEEDS`, evaluated every `every` steps, keyed
+  `length/` + `sweeps.record_key` (`length/<arm>/<seed>`, `length/<arm>/<knob>=<value>/<seed>`),
+  in `out/runs/<key>`."""
+  planned = {}
   for arm in arms:
     for seed in recipe.LENGTH_SEEDS:
-      config = make(arm, seed)
-      with config.unlocked():
-        config.eval_every = every
-      key = f"{recipe.LENGTH}{arm}/{seed}"
-      planned.append(Run(key, config, os.path.join(out, "runs", key)))
-  return planned
+      default = make(arm, None, seed)
+      for value in (None, (chosen or {}).get(arm)):
+        key = recipe.LENGTH + sweeps.record_key(arm, default.model.posemb, value, seed)
+        if key not in planned:
+          config = default if value is None else make(arm, value, seed)
+          with config.unlocked():
+            config.eval_every = every
+          planned[key] = Run(key, config, os.path.join(out, "runs", key))
+  return list(planned.values())
 
 
 def curve(workdir: str, metric: str) -> list[list[float]]:

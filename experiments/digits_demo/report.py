@@ -63,7 +63,7 @@ def chosen(results: dict) -> dict[str, float]:
 def groups(results: dict) -> dict[tuple[int, str], dict]:
   """`{(steps, setting): {"entries": [defaults runs], "accuracy": {encoding: [per seed]},
   "tuned": {encoding: [per seed, at the sweep's choice]}, "sweep": {encoding: {value: [...]}},
-  "length": {encoding: [the length check's test accuracy curves]}}}`,
+  "length": {encoding: [the length check's test accuracy curves], "encoding (tuned)": [...]}}}`,
   accuracies in seed order (seed s of every arm paired). A run is in `tuned` when its knob has
   the value the sweep chose for its arm (the defaults run, when that is the default)."""
   picks, swept, out = chosen(results), sweep(results), {}
@@ -74,7 +74,8 @@ def groups(results: dict) -> dict[tuple[int, str], dict]:
       {"entries": [], "accuracy": {}, "tuned": {}, "sweep": {}, "length": {}},
     )
     if key.startswith(recipe.LENGTH):  # the length check (run.py --length): curves only
-      group["length"].setdefault(entry["encoding"], []).append(entry["test_curve"])
+      name = entry["encoding"] + recipe.TUNED * sweeps.is_tuned_key(key)  # its sweep's choice
+      group["length"].setdefault(name, []).append(entry["test_curve"])
       continue
     arm, name, knob = (
       "/".join(key.split("/")[:3]),
@@ -211,7 +212,8 @@ def settled_table(curves: dict[str, list]) -> str:
     return ""
   seeds = len(next(iter(curves.values())))
   table = LENGTH_RULE.table(curves, name=lambda e: f"`{e}`", digits=2, unit=" (points)")
-  head = f"**The length rule** (test accuracy curves at defaults, {seeds} seeds, `--length`):"
+  at = "at defaults" + " and tuned" * any(e.endswith(recipe.TUNED) for e in curves)
+  head = f"**The length rule** (test accuracy curves {at}, {seeds} seeds, `--length`):"
   return "\n".join([head, "", *table])
 
 

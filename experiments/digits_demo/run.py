@@ -112,14 +112,15 @@ def planned(args: argparse.Namespace, setting: str, chosen: dict | None = None) 
   return runs.record_runs(arms, args.seeds, chosen or {}, make, args.out)
 
 
-def planned_length(args: argparse.Namespace, setting: str) -> list[runs.Run]:
+def planned_length(args: argparse.Namespace, setting: str, chosen: dict) -> list[runs.Run]:
   """The length check's runs (`--length`, module docstring): each encoding but the control at
-  defaults, evaluated every `LENGTH_EVERY` steps (`--quick`: every 2)."""
+  defaults and at its sweep's choice (`chosen`), evaluated every `LENGTH_EVERY` steps
+  (`--quick`: every 2)."""
   if not args.length:
     return []
   arms = [f"{group(args, setting)}/{p}" for p in args.encodings if encodings.knob(p)]
-  make = lambda arm, seed: run_config(args, arm, None, seed)
-  return runs.length_runs(arms, make, 2 if args.quick else LENGTH_EVERY, args.out)
+  make = lambda arm, value, seed: run_config(args, arm, value, seed)
+  return runs.length_runs(arms, make, 2 if args.quick else LENGTH_EVERY, args.out, chosen)
 
 
 def sweep_runs(args: argparse.Namespace, grids: dict) -> list[runs.Run]:
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
   sweep = planned_sweep(args, setting, results) if args.tune else []
   chosen = lambda: report.chosen(runs.chosen(sweep, results)) if args.tune else {}
   if args.status:
-    plan = sweep + planned(args, setting, chosen()) + planned_length(args, setting)
+    plan = sweep + planned(args, setting, chosen()) + planned_length(args, setting, chosen())
     progress.status(plan, results, jobs=args.jobs)
     return results
   print(f"{setting}: {args.seeds} seeds per encoding", flush=True)
@@ -224,7 +225,7 @@ def main(argv: list[str] | None = None) -> dict:
   if args.tune:
     sweep = sweeps.run(lambda: planned_sweep(args, setting, results), train, results)
   plan = planned(args, setting, chosen())
-  results = train(plan + planned_length(args, setting))
+  results = train(plan + planned_length(args, setting, chosen()))
   current = (int(plan[0].config.total_steps), setting)
   print(f"\n{current[0]} steps\n\n" + report.write(results, args.out, current))
   for c in report.claims(report.groups(results)[current]):

@@ -282,11 +282,14 @@ def tuned_table(results: dict) -> list[str]:
 
 
 def _length_curves(results: dict) -> dict[str, list]:
-  """Each row's test CIDEr curves from the length check (`run.py --length`), by row."""
+  """Each row's test CIDEr curves from the length check (`run.py --length`), by row at
+  defaults and, keyed `row (tuned)` (`recipe.TUNED`), at its sweep's choice where that is
+  another value."""
   curves = {}
   for key, entry in sorted(results.items()):
     if key.startswith(recipe.LENGTH):
-      curves.setdefault(entry["row"], []).append(entry["curve"])
+      name = entry["row"] + recipe.TUNED * sweeps.is_tuned_key(key)
+      curves.setdefault(name, []).append(entry["curve"])
   return curves
 
 
@@ -296,9 +299,8 @@ def settled_table(results: dict) -> list[str]:
   curves = _length_curves(results)
   if not curves:
     return []
-  head = (
-    f"## The length rule (test CIDEr curves at defaults, {len(next(iter(curves.values())))} seeds)"
-  )
+  at = "at defaults" + " and tuned" * any(row.endswith(recipe.TUNED) for row in curves)
+  head = f"## The length rule (test CIDEr curves {at}, {len(next(iter(curves.values())))} seeds)"
   return [head, "", *LENGTH_RULE.table(curves, name=lambda row: row, unit=" (CIDEr)"), ""]
 
 

@@ -115,12 +115,13 @@ def planned_sweep(args: argparse.Namespace, results: dict) -> list[runs.Run]:
   )
 
 
-def planned_length(args: argparse.Namespace) -> list[runs.Run]:
-  """The length check's runs (`--length`, module docstring): each encoding row at defaults,
-  the record's config evaluated every `LENGTH_EVERY` steps (`--quick`: every 2 of its 4)."""
-  make = lambda arm, seed: load_config(BY_SLUG[arm], seed, args)
+def planned_length(args: argparse.Namespace, chosen: dict[str, float]) -> list[runs.Run]:
+  """The length check's runs (`--length`, module docstring): each encoding row at defaults
+  and at its sweep's choice (`chosen`), the record's config evaluated every `LENGTH_EVERY`
+  steps (`--quick`: every 2 of its 4)."""
   every = 2 if args.quick else LENGTH_EVERY
-  return runs.length_runs([slug(row) for row in args.length_rows], make, every, args.out)
+  rows = [slug(row) for row in args.length_rows]
+  return runs.length_runs(rows, arm_config(args), every, args.out, chosen)
 
 
 def score(run: runs.Run, summary: dict) -> dict:
@@ -235,14 +236,15 @@ def main(argv: list[str] | None = None) -> dict:
   sweep = planned_sweep(args, results) if args.tune else []
   chosen = lambda: report.chosen(runs.chosen(sweep, results))
   if args.status:
-    progress.status(sweep + planned(args, chosen()) + planned_length(args), results, jobs=args.jobs)
+    plan = sweep + planned(args, chosen()) + planned_length(args, chosen())
+    progress.status(plan, results, jobs=args.jobs)
     return {}
   os.makedirs(args.out, exist_ok=True)
   save = runs.saver(path)
   train = lambda plan: runs.execute(plan, results, score, save, jobs=args.jobs)
   if args.tune:
     sweep = sweeps.run(lambda: planned_sweep(args, results), train, results)
-  results = train(planned(args, chosen()) + planned_length(args))
+  results = train(planned(args, chosen()) + planned_length(args, chosen()))
   example, image = example_caption(args)
   checks = {
     "embed_4d_held_out": embed_check(args),

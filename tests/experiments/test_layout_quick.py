@@ -25,7 +25,12 @@ def test_quick_layout_experiment_runs_every_table3_row(tmp_path):
   defaults = {k: v for k, v in runs.items() if k.count("/") == 1}
   # --length: two rows' test curves at the record's recipe, evaluated every 2 of 4 steps
   length = {k: v for k, v in runs.items() if k.startswith(recipe.LENGTH)}
-  assert {v["row"] for v in length.values()} == {report.BEST, "Sine-4D"} and len(length) == 4
+  assert {v["row"] for v in length.values()} == {report.BEST, "Sine-4D"}
+  # and, both seeds, each row at its sweep's choice where that is not its default
+  is_record = lambda k: sweeps.is_tuned_key(k) and not k.startswith(recipe.LENGTH)
+  tuned = sorted(v["posemb"] for k, v in runs.items() if is_record(k))  # one seed
+  tuned_length = sorted(v["posemb"] for k, v in length.items() if sweeps.is_tuned_key(k))
+  assert tuned_length == sorted(tuned * 2) and len(length) == 4 + len(tuned_length)
   assert all([p[0] for p in v["curve"]] == [2, 4] for v in length.values())
   assert "## The length rule" in (tmp_path / "tables.md").read_text()
   assert sorted(r["row"] for r in defaults.values()) == sorted(run.ROWS)

@@ -121,6 +121,18 @@ def test_length_rule_reads_each_rows_test_curve_and_leaves_the_record_alone():
   assert report.settled_table({"embed-4d/0": _run("Embed-4D", 0, 80)}) == []
   assert report.length_check(results) == {"Embed-4D": False, "Sine-4D": True}  # row names
   assert report.length_check({"embed-4d/0": _run("Embed-4D", 0, 80)}) is None
+  tuned = [[200, 10.0], [400, 40.0], [600, 60.0], [800, 61.0]]  # Embed-4D at its choice
+  for seed in (100, 101):
+    key = f"{recipe.LENGTH}{report.slug('Embed-4D')}/init_std=0.08/{seed}"
+    results[key] = {**_run("Embed-4D", seed, 61), "curve": tuned}
+  assert "at defaults and tuned" in report.settled_table(results)[0]
+  checked = report.length_check(results)  # Sine-4D's tuned reading is its defaults' runs'
+  assert checked == {
+    **checked,
+    "Embed-4D": False,
+    "Embed-4D (tuned)": True,
+    "Sine-4D (tuned)": True,
+  }
 
 
 def test_claims_carry_each_metrics_ceiling_and_mlp_at_the_ceiling_contradicts_its_collapse():

@@ -1,8 +1,9 @@
 """The recipe rules: one learning rate for every arm, and the length check on every curve."""
 
+import ml_collections
 import pytest
 
-from experiments import recipe, runs
+from experiments import recipe, runs, sweeps
 
 
 def _rate_results(aps: dict) -> dict:
@@ -131,6 +132,21 @@ def test_a_reading_takes_tuned_verdicts_only_where_read_tuned_and_checked():
   assert recipe.reading(checked, tuned=False) == ({"a": True, "b": False}, "")
   defaults_only = {"a": True, "b": None}  # no tuned reading checked: the defaults' for both
   assert recipe.reading(defaults_only, tuned=True) == (defaults_only, "")
+
+
+def test_length_runs_add_each_arms_choice_where_it_is_not_its_default(tmp_path):
+  config = lambda arm, value, seed: ml_collections.ConfigDict(
+    {"model": {"posemb": sweeps.at("fourier" if arm == "a" else "sine_2d", value)}, "seed": seed}
+  )
+  planned = runs.length_runs("ab", config, 50, str(tmp_path), {"a": 4.0, "b": None})
+  assert [r.key for r in planned] == [
+    "length/a/100", "length/a/gamma=4/100", "length/a/101", "length/a/gamma=4/101",
+    "length/b/100", "length/b/101",
+  ]  # fmt: skip
+  assert {r.config.eval_every for r in planned} == {50}
+  assert [r.key for r in runs.length_runs("b", config, 50, str(tmp_path))] == [
+    "length/b/100", "length/b/101"
+  ]  # fmt: skip
 
 
 def test_recipe_runs_are_seed_major_and_keyed_by_rate(tmp_path):
