@@ -288,14 +288,14 @@ def mark_settling(
   `recipe.LengthRule.check` verdict): False where any of the claim's `arms(entry)` failed the
   rule (listed in `unsettled`: the verdict is read before they settled), None where one has
   no readable check and none failed (listed in `unchecked`), True where all settled. A claim
-  read as tuned (its `tuned` not `stats.AT_DEFAULTS`) reads its arms' tuned readings where
-  the check has them (`recipe.TUNED` keys). `checked` None (a record that checked no length)
-  returns `entries` unchanged."""
+  read as tuned (its `tuned` not `stats.AT_DEFAULTS`, with or without a note after it) reads
+  its arms' tuned readings where the check has them (`recipe.TUNED` keys). `checked` None (a
+  record that checked no length) returns `entries` unchanged."""
   if checked is None:
     return entries
   out = []
   for c in entries:
-    read, suffix = recipe.reading(checked, c["tuned"] != stats.AT_DEFAULTS)
+    read, suffix = recipe.reading(checked, not c["tuned"].startswith(stats.AT_DEFAULTS))
     found = {arm + suffix: read.get(arm) for arm in arms(c)}
     late = sorted(arm for arm, ok in found.items() if ok is False)
     unknown = sorted(arm for arm, ok in found.items() if ok is None)

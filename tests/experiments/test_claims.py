@@ -291,3 +291,5 @@ def test_a_claim_read_as_tuned_takes_its_tuned_readings_verdict_where_they_were_
   marked = claims.mark_settling([at_defaults, tuned], both)
   assert [c["settled"] for c in marked] == [False, True]
   assert marked[0]["unsettled"] == ["y"]
+  noted = {**at_defaults, "tuned": stats.AT_DEFAULTS + " (x's γ set by hand)"}  # still defaults
+  assert claims.mark_settling([noted], both)[0]["unsettled"] == ["y"]
