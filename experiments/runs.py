@@ -8,6 +8,7 @@ run as often as needed; `experiments.progress.status` says where it stands.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import json
@@ -15,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent import futures
@@ -306,12 +308,27 @@ def execute(
       for future in started:
         future.cancel()  # the runs not started yet
       jobs_left = multiprocessing.active_children()
-      for job in jobs_left:
-        job.terminate()  # its run resumes from its last checkpoint next time
-      for job in jobs_left:
-        job.join(timeout=30)
-      raise  # `with pool` joins the broken pool (shutdown(wait=False) races: CPython gh-119592)
+      with _quiet_cancelled_futures():
+        for job in jobs_left:
+          job.terminate()  # its run resumes from its last checkpoint next time
+        for job in jobs_left:
+          job.join(timeout=30)
+        pool.shutdown()  # joins the broken pool here (wait=False races: CPython gh-119592)
+      raise
   return results
+
+
+@contextlib.contextmanager
+def _quiet_cancelled_futures():
+  """Python 3.11's pool thread, breaking, sets the exception of futures already cancelled and
+  prints an `InvalidStateError` traceback of its own (3.12 checks first): silenced while a
+  stopping record joins its pool; any other thread error still prints."""
+  hook = threading.excepthook
+  threading.excepthook = lambda a: None if a.exc_type is futures.InvalidStateError else hook(a)
+  try:
+    yield
+  finally:
+    threading.excepthook = hook
 
 
 def _timed_score(run: Run, summary: dict, score: Callable[[Run, dict], dict]) -> dict:

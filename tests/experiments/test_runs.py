@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent import futures
 
 import numpy as np
 import pytest
@@ -312,3 +313,19 @@ def test_a_stopped_record_stops_its_jobs_each_saving_its_step_and_starts_no_othe
     [saved] = os.listdir(tmp_path / name / "checkpoints")
     assert 0 < int(saved) < 100_000, saved
   assert not (tmp_path / "c").exists()
+
+
+def test_a_stopping_record_silences_only_the_pool_threads_cancelled_future_error(monkeypatch):
+  seen = []  # Python 3.11's broken pool thread raises InvalidStateError on cancelled futures
+  monkeypatch.setattr(threading, "excepthook", lambda hook_args: seen.append(hook_args.exc_type))
+
+  def fail_in_a_thread(error: Exception) -> None:
+    thread = threading.Thread(target=lambda: (_ for _ in ()).throw(error))
+    thread.start()
+    thread.join()
+
+  with runs_lib._quiet_cancelled_futures():
+    fail_in_a_thread(futures.InvalidStateError("cancelled"))
+    fail_in_a_thread(ValueError("a real error"))
+  fail_in_a_thread(futures.InvalidStateError("after the stop"))
+  assert seen == [ValueError, futures.InvalidStateError]
