@@ -122,16 +122,23 @@ def record_runs(arms: Iterable[str], seeds: int, chosen: dict, make: MakeConfig,
   """Every record run, seed-major (a stopped record holds whole seeds): each arm at defaults
   (`make(arm, None, seed)`) and at the value its sweep chose (`chosen`, by arm; one and the
   same run when that is the default, keyed by `sweeps.record_key`), in `out/runs/<key>`."""
-  planned = {}
-  for seed in range(seeds):
-    for arm in arms:
-      default = make(arm, None, seed)
-      for value in (None, chosen.get(arm)):
-        key = sweeps.record_key(arm, default.model.posemb, value, seed)
-        if key not in planned:
-          config = default if value is None else make(arm, value, seed)
-          planned[key] = Run(key, config, os.path.join(out, "runs", key))
-  return list(planned.values())
+  return [
+    Run(key, config, os.path.join(out, "runs", key))
+    for seed in range(seeds)
+    for arm in arms
+    for key, config in _both_ways(arm, seed, chosen, make).items()
+  ]
+
+
+def _both_ways(arm: str, seed: int, chosen: dict, make: MakeConfig) -> dict[str, Any]:
+  """`arm`'s configs of `seed` at defaults and at the value `chosen` names for it, keyed by
+  `sweeps.record_key`: one config where that value is the default (or none is chosen)."""
+  default = make(arm, None, seed)
+  key = lambda value: sweeps.record_key(arm, default.model.posemb, value, seed)
+  configs = {key(None): default}
+  if key(chosen.get(arm)) not in configs:
+    configs[key(chosen.get(arm))] = make(arm, chosen[arm], seed)
+  return configs
 
 
 def length_runs(arms: Iterable[str], make: MakeConfig, every: int, out: str, chosen=None):
@@ -140,18 +147,15 @@ def length_runs(arms: Iterable[str], make: MakeConfig, every: int, out: str, cho
   too (its tuned reading), at `recipe.LENGTH_SEEDS`, evaluated every `every` steps, keyed
   `length/` + `sweeps.record_key` (`length/<arm>/<seed>`, `length/<arm>/<knob>=<value>/<seed>`),
   in `out/runs/<key>`."""
-  planned = {}
+  planned = []
   for arm in arms:
     for seed in recipe.LENGTH_SEEDS:
-      default = make(arm, None, seed)
-      for value in (None, (chosen or {}).get(arm)):
-        key = recipe.LENGTH + sweeps.record_key(arm, default.model.posemb, value, seed)
-        if key not in planned:
-          config = default if value is None else make(arm, value, seed)
-          with config.unlocked():
-            config.eval_every = every
-          planned[key] = Run(key, config, os.path.join(out, "runs", key))
-  return list(planned.values())
+      for key, config in _both_ways(arm, seed, chosen or {}, make).items():
+        with config.unlocked():
+          config.eval_every = every
+        key = recipe.LENGTH + key
+        planned.append(Run(key, config, os.path.join(out, "runs", key)))
+  return planned
 
 
 def curve(workdir: str, metric: str) -> list[list[float]]:
