@@ -103,7 +103,7 @@ def worker(args) -> dict:
   import jax
 
   if args.jobs > 1:
-    from experiments.runs import one_thread_backend
+    from experiments.jobs import one_thread_backend
 
     one_thread_backend()
 

@@ -8,23 +8,17 @@ run as often as needed; `experiments.progress.status` says where it stands.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import dataclasses
 import json
-import multiprocessing
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent import futures
 from typing import Any
 
-import jax
-
 from experiments import editions, progress, provenance, recipe, sweeps
+from experiments import jobs as jobs_lib
 from lfpe import data
 from lfpe.train import stopping, trainer
 from lfpe.train.workdir import has_checkpoints
@@ -258,7 +252,7 @@ def execute(
   `score_seconds`, which `progress.status` adds to the time left); `save(results)` is
   called after each run, so a killed record loses at most the runs it was training (and
   those resume from their checkpoints). With `jobs` > 1, that many runs train at once, each
-  in its own process with one XLA:CPU thread (`one_thread_backend`): on the 2-core CPU two
+  in its own process with one XLA:CPU thread (`jobs.one_thread_backend`): on the 2-core CPU two
   such jobs train 1.15-1.3x the steps per second of one two-thread run
   (benchmarks/README.md, "`--jobs` on one thread, really"). A run that fails stops the
   record with its error (the other jobs are killed, to resume from their checkpoints), but
@@ -295,44 +289,19 @@ def execute(
     return results
   for name, data_dir in {(r.config.data.name, r.config.data.data_dir) for r in pending}:
     data.prepare(name, data_dir)  # here, once: jobs building one dataset at once collide
-  context = multiprocessing.get_context("spawn")  # a fresh interpreter: never fork JAX
   code = provenance.start_code()  # the library this process started with (`same_code`)
-  pool = futures.ProcessPoolExecutor(  # a fresh process per run: it imports the code it checks
-    jobs, mp_context=context, initializer=_one_thread, max_tasks_per_child=1
-  )
-  with pool:
+  with jobs_lib.pool(jobs) as workers:
     in_job = score if score_in_jobs else None  # None: this process scores
-    started = {pool.submit(_train_and_score, run, code, stamp, in_job): run for run in pending}
+    started = {workers.submit(_train_and_score, r, code, stamp, in_job): r for r in pending}
     try:
       for done in futures.as_completed(started):
         run = started[done]
         results[run.key] = entry(run, *done.result())
         save(results)
     except BaseException:  # a failed run (or ^C) stops the record now, not after every run
-      for future in started:
-        future.cancel()  # the runs not started yet
-      jobs_left = multiprocessing.active_children()
-      with _quiet_cancelled_futures():
-        for job in jobs_left:
-          job.terminate()  # its run resumes from its last checkpoint next time
-        for job in jobs_left:
-          job.join(timeout=30)
-        pool.shutdown()  # joins the broken pool here (wait=False races: CPython gh-119592)
+      jobs_lib.stop(started, workers)
       raise
   return results
-
-
-@contextlib.contextmanager
-def _quiet_cancelled_futures():
-  """Python 3.11's pool thread, breaking, sets the exception of futures already cancelled and
-  prints an `InvalidStateError` traceback of its own (3.12 checks first): silenced while a
-  stopping record joins its pool; any other thread error still prints."""
-  hook = threading.excepthook
-  threading.excepthook = lambda a: None if a.exc_type is futures.InvalidStateError else hook(a)
-  try:
-    yield
-  finally:
-    threading.excepthook = hook
 
 
 def _timed_score(run: Run, summary: dict, score: Callable[[Run, dict], dict]) -> dict:
@@ -361,35 +330,6 @@ def _train_and_score(
   except stopping.Preempted:
     os._exit(stopping.Preempted.exit_code)
   return summary, None if score is None else _timed_score(run, summary, score)
-
-
-def one_thread_backend() -> None:
-  """Starts JAX's CPU backend with one thread for its ops. XLA:CPU sizes that thread pool from
-  the CPUs the process may run on when the backend starts (jax 0.10's runtime reads no flag
-  for it: `--xla_cpu_multi_thread_eigen=false` left a second thread doing half the work), so
-  the backend starts while the process is held to one CPU, which is then released for every
-  thread (threads started meanwhile inherited it): the pool keeps one thread and the
-  scheduler may still move it to whichever core is free. (Where the OS has no CPU affinity,
-  e.g. macOS, the backend keeps its default pool.)"""
-  if not hasattr(os, "sched_setaffinity"):
-    return
-  allowed = os.sched_getaffinity(0)
-  os.sched_setaffinity(0, {min(allowed)})
-  try:
-    jax.devices()
-  finally:  # every thread: those the backend started inherited the one CPU
-    for thread in os.listdir("/proc/self/task"):
-      os.sched_setaffinity(int(thread), allowed)
-
-
-def _one_thread() -> None:
-  """A job process: one XLA:CPU thread (`one_thread_backend`), deaf to Ctrl-C (the record's
-  process stops its jobs: one message, not one traceback per job), and killed with the
-  record's process, so that no orphan keeps writing a workdir."""
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
-  if sys.platform == "linux":
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  one_thread_backend()
 
 
 def _train(
