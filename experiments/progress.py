@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # runs.py imports this module; a run is only read here
   from experiments.runs import Run
 
 SCORE_SECONDS = "score_seconds"  # a results entry's time spent scoring its trained run
+# The finished runs of a kind whose speed and scoring time the ETA takes: the latest, as a
+# record's protocol and machine change over its life (the resolution record's first runs
+# timed their tests inside the trainer, 3-30x the training of its later runs).
+RECENT = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,15 +71,16 @@ def status(
   is done even where its workdir is gone (`execute` reads it back, never retrains it), and
   its recorded `seconds` still give its speed.
 
-  The ETA is the steps left times the median seconds per step of the finished runs of the
-  same kind (`kind`: a record run may test far more than a sweep run inside its trainer; all
-  finished runs where none of its kind has finished; the median, so that a few runs slowed
-  by other work on the machine do not move it), those finished on this CPU where there are
-  any (`provenance.same_cpu`; a record spans machines), over `jobs` runs at once (each run's
+  The ETA is the steps left times the median seconds per step of the latest `RECENT` finished
+  runs of the same kind (in results.json's order, then those only in a workdir; `kind`: a
+  record run may test far more than a sweep run inside its trainer; all finished runs where
+  none of its kind has finished; the median, so that a few runs slowed by other work on the
+  machine do not move it), those finished on this CPU where there are any
+  (`provenance.same_cpu`; a record spans machines), over `jobs` runs at once (each run's
   seconds per step were measured beside the other jobs), plus each unfinished run's scoring:
-  the median `score_seconds` of the finished runs of its kind (in the record's own process,
-  one run at a time; over `jobs` with `score_in_jobs`, as `runs.execute` scores then). A
-  guess.
+  the median `score_seconds` of the latest `RECENT` finished runs of its kind (in the record's
+  own process, one run at a time; over `jobs` with `score_in_jobs`, as `runs.execute` scores
+  then). A guess.
   """
   runs, out, results = list(runs), out or sys.stdout, results or {}
   states = {run.key: read(run) for run in runs}
@@ -99,7 +104,8 @@ def status(
     )
   rates, here = {}, {}  # seconds per step of the finished runs, by kind: all, this CPU's
   cpu = provenance.this_cpu()
-  for key, p in states.items():
+  for key in [k for k in results if k in states] + [k for k in states if k not in results]:
+    p = states[key]
     if p.done and p.seconds_per_step:
       rates.setdefault(kind(key), []).append(p.seconds_per_step)
       if key not in results or provenance.same_cpu(provenance.run_cpu(results[key]), cpu):
@@ -107,7 +113,7 @@ def status(
   every = [r for by_kind in rates.values() for r in by_kind]
   left = sum(p.total_steps - p.steps_done for p in states.values())
   if left and every:
-    rate = lambda k: statistics.median(here.get(k) or rates.get(k) or every)  # noqa: E731
+    rate = lambda k: statistics.median((here.get(k) or rates.get(k) or every)[-RECENT:])  # noqa: E731
     steps = lambda k, p: (p.total_steps - p.steps_done) * rate(k)  # noqa: E731
     seconds = sum(steps(kind(k), p) for k, p in states.items()) / max(jobs, 1)
     scoring = _scoring(results)
@@ -144,13 +150,13 @@ def kind(key: str) -> str:
 
 
 def _scoring(results: dict) -> dict[str, float]:
-  """{kind: median seconds its finished runs spent scoring} (entries that recorded it; not a
-  diverged run's, which had nothing to score)."""
+  """{kind: median seconds its latest `RECENT` finished runs spent scoring} (entries that
+  recorded it, in results.json's order; not a diverged run's, which had nothing to score)."""
   spent = {}
   for key, entry in results.items():
     if isinstance(entry, dict) and SCORE_SECONDS in entry and DIVERGED not in entry:
       spent.setdefault(kind(key), []).append(entry[SCORE_SECONDS])
-  return {k: statistics.median(v) for k, v in spent.items()}
+  return {k: statistics.median(v[-RECENT:]) for k, v in spent.items()}
 
 
 def _duration(seconds: float) -> str:

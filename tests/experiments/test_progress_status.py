@@ -94,3 +94,19 @@ def test_status_times_each_unfinished_run_by_its_kind(tmp_path):
     progress.status(runs_, results, out, jobs=2, score_in_jobs=in_jobs)
     assert f"400 steps left: {left}" in out.getvalue()  # 420 + 1830 s, or 420 + 915 s
   assert [progress.kind(k) for k in (keys[0], keys[2], keys[5])] == ["sweep", "record", "recipe"]
+
+
+def test_status_times_the_latest_runs_of_a_kind(tmp_path):
+  """A record's protocol changes over its life (its first runs tested inside the trainer): the
+  ETA takes the median speed and scoring time of the latest `RECENT` finished runs of a kind,
+  in results.json's order, not of all of them."""
+  config = lambda: for_run(vit_digits.get_config("small=1"), seed=0, steps=100)
+  old, new = progress.RECENT + 5, progress.RECENT
+  keys = [f"a/{i}" for i in range(old + new + 1)]
+  runs_ = [Run(k, config(), str(tmp_path / k)) for k in keys]
+  slow = {"seconds": 1000.0, progress.SCORE_SECONDS: 0.0}  # 10 s a step, its tests inside
+  fast = {"seconds": 100.0, progress.SCORE_SECONDS: 60.0}  # 1 s a step, then 60 s of tests
+  results = {k: dict(slow if i < old else fast) for i, k in enumerate(keys[:-1])}
+  out = io.StringIO()
+  progress.status(runs_, results, out)
+  assert "100 steps left: about 3 min" in out.getvalue()  # 100 x 1 s + 60 s, not 1000 s + 0
