@@ -168,8 +168,21 @@ def machines_markdown(claims_of: Callable[[dict], list[dict]], results: dict) ->
     f"{unstamped} {one if unstamped == 1 else many} (2026-11-27): where "
     f"{'it' if unstamped == 1 else 'they'} trained is not recorded."
   ] * bool(unstamped)
+  by_name = sum(  # runs whose bare name a seed-mate's stamp with extensions shares
+    n
+    for by_cpu in cpus.values()
+    for cpu, n in by_cpu.items()
+    if cpu and not cpu[1] and any(c and c[1] and c[0] == cpu[0] for c in by_cpu)
+  )
+  note += [
+    f"{by_name} {'run' if by_name == 1 else 'runs'} stamped before 2026-12-05 "
+    f"{'names its CPU' if by_name == 1 else 'name their CPU'} without its instruction-set "
+    "extensions, matched to a stamp that has them by the name alone (two hosts of one name "
+    "may compile other code)."
+  ] * bool(by_name)
   if not mixed:
-    note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU.")
+    told = ", as far as their stamps tell" * bool(by_name)
+    note.insert(0, f"Each seed's {'stamped ' * bool(unstamped)}runs trained on one CPU{told}.")
     return [*lines, "", " ".join(note), ""]
   every = {c["claim"]: c for c in claims_of(results)}
   split = {c["claim"]: c for c in claims_of(_split_by_cpu(results, groups))}

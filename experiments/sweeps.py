@@ -231,7 +231,8 @@ def tuned_note(
   tuned: Sequence[str], untuned: Sequence[str], by_arm: dict[str, dict], rule: str, knob: str = "γ"
 ) -> str:
   """A claim's `tuned` field: which of its arms had their `knob` swept (`tuned`, by display
-  name) and by what budget (values per arm and seeds, from the sweep's own scores `by_arm`)
+  name) and by what budget (values per arm and seeds, from the sweep's own scores `by_arm`,
+  which holds the claim's own arms' grids only: another arm's widened grid is not its budget)
   and `rule`, and which ran at defaults (`untuned`); `stats.AT_DEFAULTS` when none was."""
   if not tuned or not by_arm:  # no sweep in these results: nothing was tuned
     return stats.AT_DEFAULTS

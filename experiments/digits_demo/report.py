@@ -103,7 +103,8 @@ def claims(group: dict) -> list[dict]:
     if a in group["tuned"] and b in group["tuned"]:
       names = [encodings.display_name(x) for x in (a, b)]
       rule = "best mean validation accuracy"
-      note = sweeps.tuned_note(names, [], group["sweep"], rule, knob="its own knob")
+      own = {x: group["sweep"][x] for x in (a, b) if x in group["sweep"]}
+      note = sweeps.tuned_note(names, [], own, rule, knob="its own knob")
       out.append(_claim(item, f"{text} (each tuned)", a, b, paper, group["tuned"], note))
   return [c for c in out if c]
 

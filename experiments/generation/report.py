@@ -131,8 +131,10 @@ def _tuned_note(picks: dict, swept: dict, attention: str, arms: tuple[str, ...])
   """The `tuned` note of a claim between `arms` as tuned: which were swept (and how), which
   ran at defaults (an encoding without a knob, or one the sweep did not cover)."""
   names = lambda keep: [NAMES[a] for a in arms if (f"{attention}/{a}" in picks) == keep]
+  keys = [f"{attention}/{a}" for a in arms]
+  own = {k: swept[k] for k in keys if k in swept}  # the claim's arms' budget
   rule = "lowest mean validation bits/dim"
-  return sweeps.tuned_note(names(True), names(False), swept, rule, knob="each one's knob")
+  return sweeps.tuned_note(names(True), names(False), own, rule, knob="each one's knob")
 
 
 def early_steps(steps: list[int]) -> list[int]:

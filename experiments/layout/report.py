@@ -254,7 +254,8 @@ def claims(results: dict) -> list[dict]:
 def _tuned_note(picks: dict, swept: dict, rows: tuple[str, str]) -> str:
   """A tuned claim's `tuned` field: which of its rows were swept, which ran at defaults."""
   names = lambda keep: [r for r in rows if (slug(r) in picks) == keep]
-  return sweeps.tuned_note(names(True), names(False), swept, RULE, knob="each one's knob")
+  own = {slug(r): swept[slug(r)] for r in rows if slug(r) in swept}  # the claim's arms' budget
+  return sweeps.tuned_note(names(True), names(False), own, RULE, knob="each one's knob")
 
 
 def tuned_table(results: dict) -> list[str]:

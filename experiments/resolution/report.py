@@ -57,31 +57,37 @@ def cells(results: dict, at: str) -> dict:
 
 
 def leaderboard(results: dict) -> str:
-  """Markdown: per reading, aligned and unaligned sizes apart; one row per (arm, policy)."""
-  parts = []
+  """Markdown: per reading, aligned and unaligned sizes apart; one row per (arm, policy), with
+  its seeds (a record part-way has fewer for some arms), and a mixed-resolution arm's cells at
+  a size it trained on marked so (not an unseen size)."""
+  parts, arms = [], {a.name: a for a in plan.arms()}
   for at, reading in READINGS.items():
     rows = cells(results, at)
     if not rows:
       continue
-    n = max(len(v) for r in rows.values() for v in r.values())
     present = {int(size) for by_size in rows.values() for size in by_size}
     for kind, every in (("aligned", plan.ALIGNED), ("unaligned", plan.UNALIGNED)):
       sizes = [s for s in every if s in present]
       if not sizes:
         continue
       lines = [
-        f"### {reading}, {kind} sizes (test accuracy %, mean ± 95 % CI over {n} seeds; "
+        f"### {reading}, {kind} sizes (test accuracy %, mean ± 95 % CI over the row's seeds; "
         f"trained at {plan.TRAIN_SIZE} px)",
         "",
-        "| arm | policy | " + " | ".join(f"{s} px" for s in sizes) + " |",
-        "|---|---|" + "---|" * len(sizes),
+        "| arm | policy | seeds | " + " | ".join(f"{s} px" for s in sizes) + " |",
+        "|---|---|---|" + "---|" * len(sizes),
       ]
       for (arm, policy), by_size in rows.items():
+        counts = sorted({len(by_size[str(s)]) for s in sizes if str(s) in by_size})
+        seeds = "-".join(str(n) for n in dict.fromkeys((counts[0], counts[-1]))) if counts else "0"
+        trained = set(arms[arm].train_sizes) - {plan.TRAIN_SIZE}
         values = [
-          stats.fmt(list(by_size[str(s)].values()), scale=100) if str(s) in by_size else "-"
+          stats.fmt(list(by_size[str(s)].values()), scale=100) + " (trained)" * (s in trained)
+          if str(s) in by_size
+          else "-"
           for s in sizes
         ]
-        lines.append(f"| {arm} | {policy} | " + " | ".join(values) + " |")
+        lines.append(f"| {arm} | {policy} | {seeds} | " + " | ".join(values) + " |")
       parts.append("\n".join(lines))
   return "\n\n".join(parts) + "\n"
 
@@ -111,17 +117,20 @@ POWER_TARGET = 2.0  # points: the difference the issue asks the record to be abl
 
 
 def _two_seeds(rows: dict, arms: tuple, size: str) -> bool:
-  """Whether every `(arm, policy)` of `arms` has two seeds or more at `size` in `rows`
-  (`cells`): a cell not run yet, or of one seed, gives no interval."""
-  return all(len(rows.get(arm, {}).get(size, {})) >= 2 for arm in arms)
+  """Whether the `(arm, policy)`s of `arms` share two seeds or more at `size` in `rows`
+  (`cells`): a cell not run yet, or of one seed, gives no interval, and arms that share fewer
+  would be compared unpaired (`stats.seed_paired`), over runs of different seeds."""
+  seeds = [set(rows.get(arm, {}).get(size, {})) for arm in arms]
+  return len(set.intersection(*seeds)) >= 2
 
 
 def _best_arm(rows: dict) -> tuple | None:
   """The `(arm, policy)` of `rows` (`cells`), the control aside, with the highest mean test
-  accuracy at the training size among those with two seeds there (an interval): a one-seed
-  arm ahead by chance would leave the control claim untested. None before any has two."""
-  train = str(plan.TRAIN_SIZE)
-  scored = [r for r in rows if r[0] != "none" and _two_seeds(rows, (r,), train)]
+  accuracy at the training size among those that share two seeds there with the control (an
+  interval): an arm ahead by chance on seeds the control has not run would leave the control
+  claim untested. None before any does."""
+  train, control = str(plan.TRAIN_SIZE), ("none", "extrapolate")
+  scored = [r for r in rows if r[0] != "none" and _two_seeds(rows, (r, control), train)]
   return max(scored, key=lambda r: np.mean(list(rows[r][train].values())), default=None)
 
 
@@ -208,7 +217,8 @@ def claims(results: dict) -> list[dict]:
       note = stats.AT_DEFAULTS
       if at == "tuned":
         untuned = [name for name, _ in (a, b) if name not in swept]
-        note = sweeps.tuned_note(swept, untuned, by_arm, RULE, knob="each one's knob")
+        own = {slugs[name]: by_arm[slugs[name]] for name in swept}  # the claim's arms' budget
+        note = sweeps.tuned_note(swept, untuned, own, RULE, knob="each one's knob")
       text = f"{text} at {ratio:g}x ({size} px)" + " (each tuned)" * (at == "tuned")
       source = "table" if item in READ_OFF else "text"
       out.append(accuracy_claim(paper, item, text, rows, a, b, size, tuned=note, source=source))

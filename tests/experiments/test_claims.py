@@ -151,7 +151,10 @@ def test_machines_table_names_each_seeds_cpus_and_rereads_without_the_mixed_seed
                                                    ("a/2", "b/2", "c/2", "d/2")))  # fmt: skip
   assert len(set(groups.values())) == 3  # two extension sets, and a bare name matching both
   assert lines[10].endswith("1 run predates the per-run stamp (2026-11-27): where it trained "
-                            "is not recorded.")  # fmt: skip
+                            "is not recorded. 4 runs stamped before 2026-12-05 name their CPU "
+                            "without its instruction-set extensions, matched to a stamp that "
+                            "has them by the name alone (two hosts of one name may compile "
+                            "other code).")  # fmt: skip
 
 
 def test_machines_table_says_one_cpu_per_seed_and_what_was_never_stamped():
@@ -166,6 +169,13 @@ def test_machines_table_says_one_cpu_per_seed_and_what_was_never_stamped():
     "(2026-11-27): where they trained is not recorded."
   )
   assert claims.machines_markdown(_toy_claims, {"a/0": {"v": 1.0}}) == []
+  results = {f"{arm}/0": {"v": 1.0, "provenance": {"cpu": "EPYC"}} for arm in "ab"}
+  results["c/0"] = {"v": 1.0, "provenance": {"cpu": "EPYC", "isa": ["avx2"]}}
+  assert claims.machines_markdown(_toy_claims, results)[-2] == (
+    "Each seed's runs trained on one CPU, as far as their stamps tell. 2 runs stamped before "
+    "2026-12-05 name their CPU without its instruction-set extensions, matched to a stamp that "
+    "has them by the name alone (two hosts of one name may compile other code)."
+  )
 
 
 def test_a_reread_finds_a_control_whose_best_arm_changed_and_says_which_it_compares():

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from experiments import stats, sweeps
-from experiments.resolution import comparisons, plan, report, run
+from experiments import sweeps
+from experiments.resolution import comparisons, plan, run
 from lfpe import encodings
 from lfpe.data import shape_layout
 from lfpe.encodings import coords
@@ -159,84 +159,6 @@ def test_a_killed_test_resumes_at_the_first_size_it_had_not_finished(tmp_path, m
   assert entry["scores"]["extrapolate"]["32"] == 0.032
   again = run.score(record, {}, entry)  # a finished entry re-scored: nothing runs
   assert again == entry and tested[-1] == "192"
-
-
-def test_power_table_reads_the_paired_sd_and_the_seeds_a_two_point_difference_needs():
-  """Per-seed differences PI - extrapolate of 4, 8, 12 points: sd 4, so 2 points need
-  `stats.seeds_needed(4, 2)` seeds; the table says so beside the current seeds."""
-  results = {
-    f"rope_axial/{seed}": {
-      "arm": "rope_axial",
-      "seed": seed,
-      "scores": {"extrapolate": {"128": 0.5}, "pi": {"128": 0.5 + d}},
-    }
-    for seed, d in enumerate((0.04, 0.08, 0.12))
-  }
-  table = report.power_table(results)
-  row = next(line for line in table.splitlines() if "position interpolation" in line)
-  assert "| 128 px | 3 | 4.0 | " in row and row.endswith(f"| {stats.seeds_needed(4.0, 2.0)} |")
-
-
-@pytest.mark.parametrize(
-  ("accuracies", "verdict"), [((0.84, 0.86), "holds"), ((1.0, 0.99), "**does not hold**")]
-)
-def test_recipe_check_reads_the_best_arm_at_defaults_at_the_training_size(accuracies, verdict):
-  """The length rule: the best arm at defaults (never the control) inside 80-90 % at 64 px."""
-  results = {}
-  for arm, policy, accs in (
-    ("none", "extrapolate", (0.99, 0.99)),  # the control is not an arm of the rule
-    ("sine_2d", "extrapolate", (0.5, 0.6)),
-    ("rope_axial", "extrapolate", accuracies),
-  ):
-    for seed, acc in enumerate(accs):
-      results[f"{arm}/{seed}"] = {"arm": arm, "seed": seed, "scores": {policy: {"64": acc}}}
-  line = report.recipe_check(results)
-  assert "the best is rope_axial at " in line and line.rstrip().endswith(f"{verdict}.")
-  # a sweep that chose another θ: the tuned best is reported beside the rule (not judged)
-  results |= {f"sweep/rope_axial/theta={t}/0": {"validation": v} for t, v in ((25.0, 0.9),
-              (100.0, 0.5), (400.0, 0.4))}  # fmt: skip
-  for seed in (0, 1):
-    results[f"rope_axial/theta=25.0/{seed}"] = {
-      "arm": "rope_axial", "seed": seed, "scores": {"extrapolate": {"64": 0.93}},
-    }  # fmt: skip
-  line = report.recipe_check(results)
-  assert (
-    f"seeds: {verdict}. Each arm tuned (of those with two tuned seeds so far), the best is "
-    "rope_axial at 93.0" in line
-  )
-  assert report.recipe_check({}) == ""
-
-
-def test_claims_pair_arms_on_the_seeds_both_ran():
-  """A record part-way: RoPE-Axial ran seeds 0, 1, 3 and the 2-D table 0, 1, 2; the claim at
-  2x pairs seeds 0 and 1 (never seed 3 with seed 2)."""
-  entry = lambda arm, seed, acc: {"arm": arm, "seed": seed, "scores": {"128": acc}}
-  results = {}
-  for seed, acc in ((0, 0.6), (1, 0.7), (3, 0.9)):
-    results[f"rope_axial/{seed}"] = {**entry("rope_axial", seed, acc), "scores": {}}
-    results[f"rope_axial/{seed}"]["scores"]["extrapolate"] = {"128": acc}
-  for seed, acc in ((0, 0.5), (1, 0.55), (2, 0.1)):
-    results[f"embed_1d/{seed}"] = {"arm": "embed_1d", "seed": seed, "scores": {}}
-    results[f"embed_1d/{seed}"]["scores"]["bicubic_pytorch"] = {"128": acc}
-  rows = report.cells(results, "defaults")
-  claim = report.accuracy_claim(
-    "x", "x", "a beats b", rows, ("rope_axial", "extrapolate"), ("embed_1d", "bicubic_pytorch"),
-    "128", tuned=stats.AT_DEFAULTS,
-  )  # fmt: skip
-  assert claim["paired"] and claim["n"] == 2
-  assert claim["difference"] == pytest.approx(100 * ((0.6 - 0.5) + (0.7 - 0.55)) / 2)
-
-
-def test_the_control_claim_takes_the_best_arm_with_two_seeds():
-  """A one-seed arm ahead at 64 px (a record part-way) does not take the control's place: the
-  best arm with an interval is tested against `none`."""
-  results = {}
-  for arm, accs in (("none", (0.25, 0.26)), ("sine_2d", (0.8, 0.85)), ("rope_axial", (0.95,))):
-    for seed, acc in enumerate(accs):
-      results[f"{arm}/{seed}"] = {"arm": arm, "seed": seed, "scores": {"extrapolate": {"64": acc}}}
-  control = [c for c in report.claims(results) if c["item"] == "control"]
-  assert len(control) == 1 and control[0]["a"] == "sine_2d / extrapolate"
-  assert control[0]["verdict"] == "reproduced"
 
 
 def test_rows_read_off_a_figure_or_table_name_published_items():
