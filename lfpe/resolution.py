@@ -7,7 +7,7 @@ their own model and loop gets the same from here, on the core install (jax and f
   size = resolution.draw_size((24, 32, 48), seed=0, step=step)    # one size per batch
   images = resolution.resize_batch(images, size)                   # nearest, as the trainer
   coords = resolution.train_coords(pos, grid, key, **coords.DINOV3)  # training only
-  table = pos(coords)                                 # evaluation: pos.grid(grid) as always
+  table = pos(coords)                # an absolute encoding (RoPE: pos(x, coords)); eval: pos.grid
 
 `draw_size` is a function of (seed, step) only, so every host draws the same size and a
 resumed run draws what the interrupted one would have. After training at several sizes, tell

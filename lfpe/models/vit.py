@@ -153,7 +153,8 @@ class ViT(Checked, nn.Module):
     patch = _pair(self.patch_size, "model.patch_size")
     packed, valid = None, None
     if isinstance(images, Mapping):
-      x, packed, valid = images["patches"], (images["index"], images["shape"]), images["valid"]
+      x, packed = images["patches"], (images["index"], images["shape"])
+      valid = jnp.asarray(images["valid"]).astype(bool)  # a 0/1 mask from a user's pipeline too
       grid = None
     else:
       grid = grid_shape(images.shape[1:3], patch, "images [B, H, W, C] spatial size")

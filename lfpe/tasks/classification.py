@@ -197,14 +197,14 @@ def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
 def _check_packed(config: Any) -> None:
   """Where batches are packed (`data.naflex`: training, or an evaluation's own), the patch is
   the model's and the encoding takes packed batches (`encodings.packed_refusal`)."""
-  patch = config.model.get("patch_size")
+  patch = _model_patch(config.model)
   for field, spec, where, naflex in _encodings(config):
     if naflex is None:
       continue
-    if naflex.get("patch") != patch:
+    if (naflex.get("patch"),) * 2 != patch:
       raise ValueError(
-        f"{where}.patch={naflex.get('patch')!r} must be the model's patch "
-        f"(config.model.patch_size={patch!r}): the pipeline cuts the patches."
+        f"{where}.patch={naflex.get('patch')!r} must be the model's square patch side "
+        f"(config.model: {patch!r}, from patch_size or variant): the pipeline cuts the patches."
       )
     refusal = encodings.packed_refusal(spec)
     if refusal:
@@ -216,9 +216,9 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   packed grids of `data.naflex`), a RoPE scaling policy in the model or an evaluation must say
   its training length (`trained_grid`): the nominal grid would compress even grids the model
   trained at (`encodings.mixed_size_problem`)."""
-  patch = config.model.get("patch_size")
+  patch = _model_patch(config.model)
   trained = _largest_trained_grid(config.data, patch)
-  if trained is None or max(trained) <= nominal // patch:  # (None for a non-int patch)
+  if trained is None or (trained[0] <= nominal // patch[0] and trained[1] <= nominal // patch[1]):
     return
   source = "config.data.naflex" if config.data.get("naflex") else "config.data.train_sizes"
   for field, spec in {field: spec for field, spec, *_ in _encodings(config)}.items():
@@ -230,23 +230,35 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
       )
 
 
-def _largest_trained_grid(data: Any, patch: Any) -> tuple[int, int] | None:
+def _model_patch(model: Any) -> tuple[int, int] | None:
+  """The model's (height, width) patch: `model.patch_size` (an int or a pair), else the one its
+  `variant` names (e.g. "B/16"); None where neither gives one (`vit.Model` then refuses)."""
+  patch = model.get("patch_size")
+  if patch is None and isinstance(model.get("variant"), str) and "/" in model.variant:
+    patch = model.variant.rpartition("/")[2]
+    patch = int(patch) if patch.isdigit() else None
+  if isinstance(patch, int):
+    return (patch, patch)
+  is_pair = isinstance(patch, (tuple, list)) and len(patch) == 2
+  return tuple(patch) if is_pair and all(isinstance(p, int) for p in patch) else None
+
+
+def _largest_trained_grid(data: Any, patch: tuple[int, int] | None) -> tuple[int, int] | None:
   """The largest (rows, columns) patch grid training sees, per axis: the largest of
   `data.train_sizes`, or of the grids `resolution.pack` gives `data.naflex.sizes`; None for
-  one-size training."""
-  if not isinstance(patch, int):
+  one-size training (or no patch to cut by)."""
+  if patch is None:
     return None
   naflex, sizes = data.get("naflex"), data.get("train_sizes")
   if naflex is not None:
     try:
       tokens = naflex["max_tokens"]
-      grids = [resolution.packed_grid(hw, (patch, patch), tokens) for hw in naflex["sizes"]]
+      grids = [resolution.packed_grid(hw, patch, tokens) for hw in naflex["sizes"]]
       return tuple(map(max, zip(*grids, strict=True))) or None
     except (KeyError, TypeError, ValueError):
       return None  # malformed: `lfpe.data.config` names the field (`check_data`)
   if sizes:
-    side = max(sizes) // patch
-    return (side, side)
+    return (max(sizes) // patch[0], max(sizes) // patch[1])
   return None
 
 

@@ -133,3 +133,26 @@ def test_what_packed_batches_cannot_take_is_refused_before_training(field, value
       cfg[section][name] = value
   with pytest.raises(ValueError, match=match):  # the config's own check: before anything runs
     trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)
+
+
+def test_the_patch_a_variant_names_is_the_one_packing_is_checked_against():
+  """A config whose patch comes from `model.variant` alone (configs/vit_b16_imagenet.py's way):
+  packing at that patch passes, at another is refused, and after training at grids above the
+  nominal one a RoPE scaling policy still needs its `trained_grid` (the check used to read
+  `model.patch_size` only: it refused the right patch and skipped this one)."""
+  cfg = vit_digits.get_config("small=1")
+  with cfg.unlocked():
+    del cfg.model["patch_size"]
+    cfg.model.variant = f"mu/{NAFLEX['patch']}"
+    cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
+  check = lambda: trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)
+  check()
+  with cfg.unlocked():
+    cfg.data.naflex.patch = 2 * NAFLEX["patch"]
+  with pytest.raises(ValueError, match="naflex.patch"):
+    check()
+  with cfg.unlocked():
+    cfg.data.naflex.patch = NAFLEX["patch"]
+    cfg.model.posemb = "rope_axial(scaling='pi')"
+  with pytest.raises(ValueError, match="trained_grid"):
+    check()

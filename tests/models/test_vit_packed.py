@@ -62,6 +62,18 @@ def test_packed_batch_equals_each_examples_own_forward(posemb, pool):
     np.testing.assert_allclose(packed[b], alone, rtol=2e-5, atol=2e-6, err_msg=f"example {b}")
 
 
+def test_a_zero_one_valid_mask_reads_as_the_boolean_one():
+  """`valid` from a user's own pipeline may be 0/1 integers or floats: read as booleans (a
+  bitwise NOT of int32 1s gave -2, 'padding' for every key, and uniform attention)."""
+  net = model("rope_axial")
+  params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
+  batch = resolution.pack(images(), PATCH, TOKENS)
+  want = net.apply(params, batch, train=False)
+  for dtype in (np.int32, np.float32):
+    got = net.apply(params, {**batch, "valid": batch["valid"].astype(dtype)}, train=False)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_a_packed_step_trains():
   net = model("fourier")
   params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
