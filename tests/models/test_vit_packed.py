@@ -19,7 +19,7 @@ def images(seed=0):
   return [rng.normal(size=(h, w, 3)).astype(np.float32) for h, w in SIZES]
 
 
-def model(posemb, pool="token"):
+def model(posemb, pool="token", **fields):
   return vit.ViT(
     num_classes=5,
     image_size=16,
@@ -31,6 +31,7 @@ def model(posemb, pool="token"):
     posemb=posemb,
     pool=pool,
     head_init_std=0.1,
+    **fields,
   )
 
 
@@ -57,6 +58,27 @@ def test_packed_batch_equals_each_examples_own_forward(posemb, pool):
   batch = resolution.pack(images(), PATCH, TOKENS)
   assert batch["valid"].sum(1).tolist() == [16, 12, 24, 4]
   packed = jax.jit(lambda p, b: net.apply(p, b, train=False))(params, batch)
+  for b, image in enumerate(images()):
+    alone = net.apply(params, image[None], train=False)[0]
+    np.testing.assert_allclose(packed[b], alone, rtol=2e-5, atol=2e-6, err_msg=f"example {b}")
+
+
+@pytest.mark.parametrize(
+  ("posemb", "fields"),
+  [
+    ("fourier", {"pos_injection": "every_layer"}),
+    ("sine_2d", {"pos_injection": "attention", "pos_hook": "concat", "pos_layers": 1}),
+    ("embed_2d", {"pos_injection": "attention_shared", "pos_hook": "qkv"}),
+    ("rope_axial(scaling='pi', trained_grid=(4, 4))", {}),
+    ("rope_axial(scaling='yarn', ntk_factor=2.0, trained_grid=(4, 4))", {}),
+  ],
+)
+def test_packed_batch_equals_each_examples_own_forward_in_each_injection_and_policy(posemb, fields):
+  """Where the encoding enters (every layer, the attention's q/k or concatenated channels, some
+  layers) and RoPE's scaling policies at sizes above the trained grid, packed as alone."""
+  net = model(posemb, **fields)
+  params = net.init(jax.random.key(0), jnp.zeros((1, 16, 16, 3)), train=False)
+  packed = net.apply(params, resolution.pack(images(), PATCH, TOKENS), train=False)
   for b, image in enumerate(images()):
     alone = net.apply(params, image[None], train=False)[0]
     np.testing.assert_allclose(packed[b], alone, rtol=2e-5, atol=2e-6, err_msg=f"example {b}")
