@@ -272,10 +272,10 @@ def execute(
   runs = list(runs)
   check_encodings(runs, results)
   pending = [run for run in runs if run.key not in results]
-  stamp = {}
-  if pending:
-    stamp = provenance.run_provenance()
-    provenance.warn_if_unfit_for_a_record(stamp)
+  if not pending:
+    return results
+  stamp = provenance.run_provenance()
+  provenance.warn_if_unfit_for_a_record(stamp)
 
   def entry(run: Run, summary: dict, scored: dict | None = None) -> dict:
     scored = _timed_score(run, summary, score) if scored is None else scored

@@ -219,12 +219,15 @@ def plan(
 def run(plan_now: Callable[[], list], train: Callable[[list], Any], results: dict) -> list:
   """Trains the sweep that `plan_now()` gives until all of it is in `results` (`train` adds
   every run it is given, or raises); a round that widens a grid plans more runs. Returns
-  the final plan."""
+  the final plan. Every plan goes through `train` at least once, a finished one too, so that
+  `runs.execute` checks each finished or adopted run against its config
+  (`runs.check_encodings`) before a record reads its choice."""
+  planned = plan_now()
   while True:
-    planned = plan_now()
-    if all(r.key in results for r in planned):
-      return planned
     train(planned)
+    planned, before = plan_now(), planned
+    if [r.key for r in planned] == [r.key for r in before]:  # trained (`train`), not widened
+      return planned
 
 
 def tuned_note(

@@ -216,3 +216,17 @@ def test_unfitted_drops_the_record_seeds_a_sweep_begun_at_zero_trained():
   assert set(results) - set(kept) == {"a/0", "a/1", "a/theta=4.0/1"}
   apart = {"sweep/a/theta=1.0/100": {}, "sweep/a/theta=1.0/101": {}, "a/0": {}}
   assert sweeps.shared_seeds(apart) == 0 and sweeps.shared_seeds({"a/0": {}}) == 0
+
+
+def test_run_passes_a_finished_or_adopted_sweep_through_train_once():
+  """A sweep already in `results` (a resumed record, or runs adopted from an earlier edition)
+  still goes through `train` once, where `runs.execute` checks each run against its config
+  (`runs.check_encodings`); a finished plan is not trained again."""
+  results = {f"sweep/x/gamma={g}/0": {"v": 1.0 - g} for g in (0.25, 1.0, 4.0)}
+  seen = []
+  plan_now = lambda: sweeps.plan(
+    _make, {"x": (0.25, 1.0, 4.0)}, results, lambda e: e["v"], seeds=1, higher_is_better=True
+  )  # 0.25 leads: the grid widens to 0.0625, already in results too
+  results["sweep/x/gamma=0.0625/0"] = {"v": 0.0}
+  final = sweeps.run(plan_now, lambda planned: seen.append([r.key for r in planned]), results)
+  assert seen == [[r.key for r in final]] and len(final) == 4
