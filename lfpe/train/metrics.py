@@ -32,6 +32,7 @@ from etils import epath
 from tensorboardX import SummaryWriter
 
 from lfpe.train.mirror import Mirror
+from lfpe.train.workdir import write_atomically
 
 
 def to_python(metrics: dict[str, Any]) -> tuple[dict[str, float], dict[str, list[float]]]:
@@ -48,14 +49,28 @@ def to_python(metrics: dict[str, Any]) -> tuple[dict[str, float], dict[str, list
   return out, per_seed
 
 
-def truncate_jsonl(path: str, last_step: int) -> None:
-  """Drops the lines of `path` whose step is past `last_step`."""
+def truncate_jsonl(path: str, last_step: int) -> set[str]:
+  """Drops the lines of `path` whose step is past `last_step`, and a line a killed run left
+  half-written; returns the splits logged at `last_step` (`MetricWriter.splits_at_start`).
+  Rewritten whole and renamed over it: a kill meanwhile leaves the file as it was."""
   if not os.path.exists(path):
-    return
+    return set()
   with open(path) as f:
-    lines = [line for line in f if line.strip() and json.loads(line)["step"] <= last_step]
-  with open(path, "w") as f:
-    f.writelines(lines)
+    rows = [(line, _row(line)) for line in f if line.strip()]
+  kept = [(line, row) for line, row in rows if row is not None and row["step"] <= last_step]
+  with open(f"{path}.tmp", "w") as f:
+    f.writelines(line if line.endswith("\n") else line + "\n" for line, _ in kept)
+  os.replace(f"{path}.tmp", path)
+  return {row["split"] for _, row in kept if row["step"] == last_step}
+
+
+def _row(line: str) -> dict | None:
+  """One line of metrics.jsonl, or None for one cut short by a kill."""
+  try:
+    row = json.loads(line)
+  except ValueError:
+    return None
+  return row if isinstance(row, dict) and "step" in row else None
 
 
 def format_seconds(seconds: float) -> str:
@@ -98,14 +113,17 @@ class MetricWriter:
     self.is_main = is_main
     self.total_steps = total_steps
     self.latest: dict[str, dict[str, float]] = {}
+    self.splits_at_start: set[str] = set()  # read on process 0: what its metrics hold
     self._jsonl = self._tb = None
     if is_main:  # appended files go through the mirror (a local folder for a remote workdir)
       self.workdir = workdir
       self._mirror = Mirror(workdir, pull=("metrics.jsonl",))
       path = os.path.join(self._mirror.local, "metrics.jsonl")
-      truncate_jsonl(path, start_step)
+      self.splits_at_start = truncate_jsonl(path, start_step)
       self._jsonl = open(path, "a")
-      self._tb = SummaryWriter(os.path.join(self._mirror.local, "tb"))
+      # Events past the checkpoint, from the interrupted run, are dropped as the JSON's are.
+      purge = start_step + 1 if start_step else None
+      self._tb = SummaryWriter(os.path.join(self._mirror.local, "tb"), purge_step=purge)
     in_job = multiprocessing.parent_process() is not None
     self._prefix = f"lfpe [{workdir}]" if in_job else "lfpe"
     if is_main:
@@ -186,7 +204,7 @@ class MetricWriter:
     (on every process) as written."""
     summary = {"step": step, **self.latest, **extra}
     if self.is_main:
-      (epath.Path(self.workdir) / "summary.json").write_text(json.dumps(summary, indent=2))
+      write_atomically(epath.Path(self.workdir) / "summary.json", json.dumps(summary, indent=2))
     return summary
 
   def sync(self) -> None:

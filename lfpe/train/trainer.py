@@ -35,8 +35,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
+import numpy as np
 from absl import logging
 from etils import epath
+from jax.experimental import multihost_utils
 
 from lfpe.errors import ConfigError, UserError, WorkdirError
 from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, stopping, validate
@@ -135,6 +137,9 @@ def train_and_evaluate(
       stopping.preemption_notices() as preemption_reached,
     ):
       step = start_step + 1
+      missed = _missed_at_start(evaluations, start_step, writer)
+      for split, scores in evaluation.run_all(prog.task, missed, state.eval_variables()).items():
+        writer.write(start_step, split, scores)
       try:
         for step in range(start_step + 1, config.total_steps + 1):
           state, metrics = prog.train_step(state, next(train_iter), prog.dropout_rng)
@@ -270,18 +275,37 @@ def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, An
     total_steps,
   )
   path = epath.Path(workdir) / "summary.json"
-  if path.exists():
-    summary = json.loads(path.read_text())
-    if summary.get("step") == step:
-      return summary
+  try:
+    summary = json.loads(path.read_text()) if path.exists() else {}
+  except ValueError:  # cut short by a kill (runs before summaries were written atomically)
+    summary = {}
+  if summary.get("step") == step:
+    return summary
   summary = {"step": step}
   for line in (epath.Path(workdir) / "metrics.jsonl").read_text().splitlines():
-    record = json.loads(line)
+    try:
+      record = json.loads(line)
+    except ValueError:
+      continue  # a line a kill cut short
     if record.pop("step") <= step:
       summary[record.pop("split")] = record  # the last record of each split
   if jax.process_index() == 0:
-    path.write_text(json.dumps(summary, indent=2))
+    workdir_lib.write_atomically(path, json.dumps(summary, indent=2))
   return summary
+
+
+def _missed_at_start(evaluations: list, start_step: int, writer: MetricWriter) -> list:
+  """The evaluations due at `start_step` that its metrics lack: a preempted run gives its
+  grace period to the save and evaluates nothing at that step, so its resumed run evaluates
+  first (process 0 reads metrics.jsonl, `MetricWriter.splits_at_start`; every process runs
+  what it found)."""
+  due = [ev for ev in evaluations if start_step and start_step % ev.every == 0]
+  if not due:
+    return []
+  missing = np.array([ev.split not in writer.splits_at_start for ev in due])
+  if jax.process_count() > 1:
+    missing = multihost_utils.broadcast_one_to_all(missing)
+  return [ev for ev, miss in zip(due, missing, strict=True) if miss]
 
 
 def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:

@@ -176,4 +176,13 @@ def check_compatible(config: Any, workdir: str) -> None:
 
 def write_record(config: Any, workdir: str) -> None:
   """WORKDIR/config.json: the config this run trains with."""
-  record_path(workdir).write_text(config.to_json_best_effort(indent=2))
+  write_atomically(record_path(workdir), config.to_json_best_effort(indent=2))
+
+
+def write_atomically(path: Any, text: str) -> None:
+  """`path` (local or remote, `epath`) holding `text`: written beside it, then renamed over it,
+  so a run killed mid-write leaves the old file or the new one, never part of one."""
+  path = epath.Path(path)
+  temp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+  temp.write_text(text)
+  temp.replace(path)

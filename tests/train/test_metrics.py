@@ -65,3 +65,32 @@ def test_to_python_and_rate(tmp_path):
   writer = MetricWriter(str(tmp_path), total_steps=10, progress=False, is_main=False)
   assert writer.rate(5) > 0 and not os.listdir(tmp_path)  # other processes write nothing
   writer.close()
+
+
+def test_resume_drops_a_torn_line_names_the_splits_at_its_step_and_purges_tensorboard(tmp_path):
+  """A line a kill cut short is dropped; the splits logged at the resumed step are known (the
+  trainer evaluates those a preempted run put off); TensorBoard is told to drop the
+  interrupted run's events past the checkpoint (its `purge_step`, a file_version event)."""
+  with MetricWriter(str(tmp_path), total_steps=9, progress=False) as writer:
+    for step in (3, 6, 9):
+      writer.write(step, "train", {"loss": float(step)})
+    writer.write(6, "eval", {"accuracy": 0.5})
+  with open(tmp_path / "metrics.jsonl", "a") as f:
+    f.write('{"step": 9, "split": "ev')
+  with MetricWriter(str(tmp_path), total_steps=9, start_step=6, progress=False) as writer:
+    assert writer.splits_at_start == {"train", "eval"}
+  assert [(x["step"], x["split"]) for x in _read_jsonl(tmp_path / "metrics.jsonl")] == [
+    (3, "train"),
+    (6, "train"),
+    (6, "eval"),
+  ]
+  purges = []
+  for name in os.listdir(tmp_path / "tb"):
+    data = (tmp_path / "tb" / name).read_bytes()
+    pos = 0
+    while pos < len(data):
+      (length,) = struct.unpack("<Q", data[pos : pos + 8])
+      event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
+      purges += [event.step] * bool(event.file_version and event.step)
+      pos += 12 + length + 4
+  assert purges == [7]

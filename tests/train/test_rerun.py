@@ -85,3 +85,50 @@ def test_larger_total_steps_trains_on_from_the_last_checkpoint(tmp_path, finishe
   assert on_disk["step"] == summary["step"] == 30 and on_disk["start_step"] == 20
   assert on_disk["eval"] == summary["eval"] != finished[1]["eval"]
   assert sorted(p.name for p in (workdir / "checkpoints").iterdir()) == ["10", "20", "30"]
+
+
+def _back_to_step_10(workdir, finished):
+  """`finished`'s workdir as a run stopped at step 10 would leave it: its checkpoint 10, and
+  its metrics up to step 10."""
+  shutil.copytree(finished[0], workdir)
+  shutil.rmtree(workdir / "checkpoints" / "20")
+  lines = (workdir / "metrics.jsonl").read_text().splitlines(keepends=True)
+  kept = [line for line in lines if json.loads(line)["step"] <= 10]
+  (workdir / "metrics.jsonl").write_text("".join(kept))
+  (workdir / "summary.json").unlink()
+
+
+def test_a_run_preempted_at_an_evaluation_step_evaluates_it_when_resumed(tmp_path, finished):
+  """A SIGTERM at step 10 saves checkpoint 10 and skips step 10's evaluation (the grace period
+  goes to the save): the resumed run evaluates step 10 first, as the straight run did."""
+  workdir = tmp_path / "w"
+  _back_to_step_10(workdir, finished)
+  lines = (workdir / "metrics.jsonl").read_text().splitlines(keepends=True)
+  skipped = [line for line in lines if json.loads(line)["split"] != "eval"]
+  (workdir / "metrics.jsonl").write_text("".join(skipped))
+  summary = _run(workdir)
+  assert _records(workdir, "eval") == _records(finished[0], "eval")  # steps 10 and 20, equal
+  assert summary["eval"] == finished[1]["eval"]
+  again = tmp_path / "again"  # where step 10's evaluation is in the metrics: not run twice
+  _back_to_step_10(again, finished)
+  _run(again)
+  assert [r["step"] for r in _records(again, "eval")] == [10, 20]
+
+
+def test_a_summary_or_metrics_line_a_kill_cut_short_is_rebuilt_or_dropped(tmp_path, finished):
+  """summary.json cut short is rebuilt from the metrics (it used to stop every re-run with a
+  JSONDecodeError), and a half-written last metrics line is dropped when the run resumes."""
+  workdir = tmp_path / "w"
+  shutil.copytree(finished[0], workdir)
+  text = (workdir / "summary.json").read_text()
+  (workdir / "summary.json").write_text(text[: len(text) // 2])
+  summary = _run(workdir)
+  assert summary["train"] == finished[1]["train"] and summary["eval"] == finished[1]["eval"]
+  resumed = tmp_path / "resumed"
+  _back_to_step_10(resumed, finished)
+  with open(resumed / "metrics.jsonl", "a") as f:
+    f.write('{"step": 11, "split": "tr')
+  summary = _run(resumed)
+  timeless = lambda rows: [{k: v for k, v in r.items() if k != "steps_per_s"} for r in rows]
+  assert timeless(_records(resumed, "train")) == timeless(_records(finished[0], "train"))
+  assert summary["eval"] == finished[1]["eval"]
