@@ -30,7 +30,7 @@ STEPS, KILL_AFTER, TIMEOUT_S = 12, 6, 400  # kill once step 6 is saved; 400 s a 
 OVERRIDES = {
   "total_steps": STEPS,
   "checkpoint_every": 3,
-  "eval_every": 6,
+  "eval_every": 3,  # due at every checkpoint: a resumed run's processes agree on what to evaluate
   "log_every": 1,
   "keep_checkpoints": 10,
   "progress": False,
