@@ -93,7 +93,7 @@ def coco_evaluate(
   target_boxes: np.ndarray,
   target_valid: np.ndarray,
   *,
-  image_size: float,
+  image_size: float | np.ndarray,
   reference_size: float = 640.0,
   detection_valid: np.ndarray | None = None,
 ) -> dict[str, float]:
@@ -103,9 +103,12 @@ def coco_evaluate(
   unless `detection_valid [N, Q]` says otherwise (COCOeval keeps the 100 best per image).
   Targets: labels `[N, T]`, boxes `[N, T, 4]` xyxy pixels, target_valid `[N, T]`; images
   without targets or without detections are fine. The small / medium / large area
-  thresholds (32², 96² px for COCO's ~640 px images) are scaled by
-  (image_size / reference_size)², see `area_ranges`. A metric with no target in its area
-  range is NaN (COCOeval's -1). pycocotools' printing is swallowed.
+  thresholds (32², 96² px for COCO's ~640 px images) hold for images of `reference_size` a
+  side: each image's boxes, detections and targets alike, are scaled to that side from its
+  own (`image_size`, one for all or `[N]`: images of several sizes scored together are
+  each bucketed by their own size, not by the largest), which leaves every IoU, so AP, AP50
+  and AP75, as it is. A metric with no target in its area range is NaN (COCOeval's -1).
+  pycocotools' printing is swallowed.
   """
   scores, labels, boxes = np.asarray(scores), np.asarray(labels), np.asarray(boxes)
   if detection_valid is None:
@@ -114,11 +117,14 @@ def coco_evaluate(
   target_valid = np.asarray(target_valid, bool)
   target_labels = np.asarray(target_labels)
   classes = np.union1d(target_labels[target_valid], labels[detection_valid])  # category ids
+  sides = np.broadcast_to(np.asarray(image_size, np.float64), scores.shape[:1])
+  to_reference = (reference_size / sides)[:, None, None]  # each image at reference_size a side
+  boxes, target_boxes = boxes * to_reference, np.asarray(target_boxes) * to_reference
   with contextlib.redirect_stdout(io.StringIO()):
-    gt = _ground_truth(target_labels, np.asarray(target_boxes), target_valid, classes)
+    gt = _ground_truth(target_labels, target_boxes, target_valid, classes)
     dt = _results(gt, _detections(scores, labels, boxes, detection_valid))
     evaluator = COCOeval(gt, dt, iouType="bbox")
-    evaluator.params.areaRng = area_ranges(image_size, reference_size)
+    evaluator.params.areaRng = area_ranges(reference_size, reference_size)
     evaluator.evaluate()
     evaluator.accumulate()
     evaluator.summarize()

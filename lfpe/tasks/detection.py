@@ -192,7 +192,7 @@ class Detection:
       pick("labels"),
       targets_xyxy * scale,
       pick("target_valid"),
-      image_size=float(size.max()) if len(size) else 1.0,
+      image_size=size.max(axis=1).astype(float),  # each image bucketed at its own size
     )
     return {**{k: float(sums[k]) / count for k in LOSS_KEYS}, **metrics, "count": count}
 

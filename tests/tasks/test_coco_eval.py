@@ -107,3 +107,22 @@ def test_area_ranges_scale_with_image_size():
   at_160 = coco_evaluate(scores, labels, boxes, **kwargs, image_size=160, detection_valid=only)
   assert at_640["AP_small"] == pytest.approx(1.0) and math.isnan(at_640["AP_medium"])
   assert at_160["AP_medium"] == pytest.approx(1.0) and math.isnan(at_160["AP_small"])
+
+
+def test_images_of_several_sizes_are_each_bucketed_at_their_own_size():
+  """One object at the same relative size in a 640 px and a 320 px image (40x40 and 20x20 px):
+  both medium on COCO's scale (9.4 % of the side), as each alone; scored with one size for
+  both (the largest), the 320 px one fell into "small". AP is the same either way."""
+  labels = np.array([[1], [1]])
+  boxes = np.array([[[100.0, 100.0, 140.0, 140.0]], [[50.0, 50.0, 70.0, 70.0]]])
+  valid = np.ones((2, 1), bool)
+  sizes = np.array([640.0, 320.0])
+  together = coco_evaluate(np.ones((2, 1)), labels, boxes, labels, boxes, valid, image_size=sizes)
+  assert math.isnan(together["AP_small"]) and together["AP_medium"] == pytest.approx(1.0)
+  assert together["AP"] == pytest.approx(1.0)
+  for i in range(2):
+    alone = coco_evaluate(
+      np.ones((1, 1)), labels[i : i + 1], boxes[i : i + 1], labels[i : i + 1],
+      boxes[i : i + 1], valid[i : i + 1], image_size=sizes[i],
+    )  # fmt: skip
+    assert math.isnan(alone["AP_small"]) and alone["AP_medium"] == pytest.approx(1.0)
