@@ -30,6 +30,11 @@ group (`group_attention_bias`), so `lfpe.tasks.detection` matches every group to
 targets one-to-one on its own: G times as many queries learn from each object. Evaluation
 and inference run group 0 alone, so the detector that is scored is DETR's size.
 
+Smaller deviations from DETR's code, shared with lfpe's ViT and kept so that every record's
+runs stay comparable: the feed-forward layers use GELU (DETR: ReLU); dropout also applies to
+the encoder's input (DETR: none there); images are scaled to [0, 1] without ImageNet's mean
+and std; with `resnet50` every stage trains (DETR freezes the stem and the first stage).
+
 Feature-map coordinates come from the padding mask (`coords.detr`, `feature_positions`):
 `normalize_positions=True` divides them by the valid size, (0, 1] per axis (002 Sec. 4.2,
 Table 1; (0, 2π] for `detr_sine`, as DETR), `False` keeps the 1-based counts (DETR's
