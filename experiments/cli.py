@@ -107,12 +107,34 @@ def has_results(out: str) -> bool:
   )
 
 
+def at_least(low: int) -> Callable[[str], int]:
+  """An argparse `type`: an int >= `low` (argparse says which flag, in one line, exit 2)."""
+
+  def parse(text: str) -> int:
+    try:
+      value = int(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if value < low:
+      raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+    return value
+
+  return parse
+
+
+def add_seeds_flag(parser: Any, *, default: int) -> None:
+  """`--seeds N` of a record's command line: at least 2 (an interval needs two runs)."""
+  parser.add_argument(
+    "--seeds", type=at_least(2), default=default, help="seeds per arm (>= 2: an interval)"
+  )
+
+
 def add_jobs_flag(parser: Any) -> None:
   """`--jobs N` of a record's command line (`execute`'s `jobs`); unset, `settle_mode` makes it
   the record's own (`recorded_jobs`), so a resumed record and its `--status` ETA keep it."""
   parser.add_argument(
     "--jobs",
-    type=int,
+    type=at_least(1),
     default=None,
     help="runs trained at once, each in its own one-thread process (2 on a 2-core CPU: "
     "more steps per second; keep it the same across the invocations of one record). "

@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="tiny sizes: a test of the pipeline")
   parser.add_argument("--out", default="experiments/detection_v2", help="the second edition's")
-  parser.add_argument("--seeds", type=int, default=5)
+  cli.add_seeds_flag(parser, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
   parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
   parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)

@@ -182,7 +182,7 @@ def score(setting: str, this: dict):
 
 def parse(argv: list[str]) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--seeds", type=int, default=SEEDS, help="seeds per encoding (>= 2)")
+  cli.add_seeds_flag(parser, default=SEEDS)
   parser.add_argument("--steps", type=int, default=STEPS, help="steps of 64 (recipe: 1000)")
   parser.add_argument("--encodings", default=",".join(ENCODINGS))
   parser.add_argument("--quick", action="store_true", help="CI: tiny model, 6 steps, 2 seeds")
@@ -199,9 +199,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
   cli.settle_mode(args)
   if args.quick:
     args.seeds, args.sweep_seeds = min(args.seeds, 2), 1
-  if args.seeds < 2:
-    parser.error("--seeds must be at least 2 (an interval needs two runs)")
   args.encodings = args.encodings.split(",")
+  for spec in args.encodings:
+    try:
+      encodings.kind(spec)
+    except ValueError as e:
+      parser.error(f"--encodings={spec!r}: {e}")
   return args
 
 

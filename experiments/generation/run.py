@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="tiny: a test of the pipeline")
   parser.add_argument("--out", default="experiments/generation_v2", help="the second edition's")
-  parser.add_argument("--seeds", type=int, default=3)
+  cli.add_seeds_flag(parser, default=3)
   parser.add_argument("--steps", type=int, default=3000, help="from the learning curve")
   parser.add_argument("--eval-every", type=int, default=250)
   parser.add_argument("--attentions", default="lsh", help=f"comma-separated, of {ATTENTIONS}")

@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="small data, a few steps: CI")
   parser.add_argument("--out", default="experiments/layout")
-  parser.add_argument("--seeds", type=int, default=5)
+  cli.add_seeds_flag(parser, default=5)
   parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   parser.add_argument("--tune", action="store_true", help="sweep every row's knob too")

@@ -154,7 +154,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="3 arms, a few steps: CI")
   parser.add_argument("--out", default="experiments/resolution")
-  parser.add_argument("--seeds", type=int, default=plan.SEEDS)
+  cli.add_seeds_flag(parser, default=plan.SEEDS)
   parser.add_argument("--sweep-seeds", type=int, default=plan.SWEEP_SEEDS)
   parser.add_argument("--steps", type=int, default=0, help="override the steps (0: the plan's)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")

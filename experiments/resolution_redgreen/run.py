@@ -76,7 +76,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="3 arms, a few steps: CI")
   parser.add_argument("--out", default="experiments/resolution_redgreen")
-  parser.add_argument("--seeds", type=int, default=plan.SEEDS)
+  cli.add_seeds_flag(parser, default=plan.SEEDS)
   parser.add_argument("--tasks", default=",".join(plan.TASKS))
   parser.add_argument("--arms", default="", help="comma-separated arm names (default: all)")
   parser.add_argument("--status", action="store_true", help="print what is done and left")

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="3 seeds: CI")
   parser.add_argument("--out", default="experiments/similarity")
-  parser.add_argument("--seeds", type=int, default=SEEDS)
+  cli.add_seeds_flag(parser, default=SEEDS)
   parser.add_argument("--status", action="store_true", help="(nothing trains: always done)")
   args = parser.parse_args(argv)
   if args.status:

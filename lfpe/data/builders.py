@@ -33,7 +33,13 @@ from lfpe.data import (
   shapes,
   widget_caption,
 )
-from lfpe.errors import DatasetDamagedError, DatasetMissingError, did_you_mean
+from lfpe.errors import (
+  ConfigError,
+  DatasetDamagedError,
+  DatasetMissingError,
+  UserError,
+  did_you_mean,
+)
 
 _BUILD = (  # `tfds build` imports apache_beam; the Python route needs importlib_resources
   "  pip install tensorflow tensorflow-datasets apache-beam importlib_resources"
@@ -130,6 +136,13 @@ def prepare(name: str, data_dir: str) -> str:
       except FileExistsError:  # another process renamed its identical build in first
         if version not in _version_dirs(name, data_dir):
           raise
+      except UserError:  # e.g. a manual download missing: its own message
+        raise
+      except OSError as e:  # a data_dir that cannot be created or written
+        raise ConfigError(
+          f"config.data.data_dir={data_dir!r}: building {name} there failed ({e}); lfpe "
+          "builds it on first use: give a folder it can write."
+        ) from e
     return version
   version = prepared_version(name, data_dir)
   if version is None:
@@ -154,9 +167,9 @@ def data_source(name: str, split: str, data_dir: str, encoded_images: bool = Fal
       raw = builder.as_data_source(split=split, decoders={"image": tfds.decode.SkipDecoding()})
       source = jpeg.EncodedImages(raw, channels=feature.shape[-1])
   except ValueError as e:  # TFDS names the splits there are.
-    raise ValueError(
-      f"{name!r}: {e} Set `data.train_split` / `data.eval_split` to one of them (TFDS "
-      "slicing such as 'train[:90%]' works too)."
+    raise ConfigError(
+      f"{name!r}: {e} Set `config.data.train_split` / `config.data.eval_split` (or an "
+      "evaluation's) to one of them (TFDS slicing such as 'train[:90%]' works too)."
     ) from e
   message = _damaged_message(get_spec(name), data_dir, version)
   if "://" not in data_dir:  # array_record's reader opens local files only

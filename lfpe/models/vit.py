@@ -157,6 +157,11 @@ class ViT(Checked, nn.Module):
       valid = jnp.asarray(images["valid"]).astype(bool)  # a 0/1 mask from a user's pipeline too
       grid = None
     else:
+      if images.ndim != 4:
+        raise ValueError(
+          f"ViT takes images [B, H, W, C] (channels last, a batch axis first), got shape "
+          f"{tuple(images.shape)}: add a batch axis (images[None]) for one image."
+        )
       grid = grid_shape(images.shape[1:3], patch, "images [B, H, W, C] spatial size")
       x = resolution.patchify(images, patch)  # [B, N, P²C]
     x, b = x.astype(dtype), x.shape[0]

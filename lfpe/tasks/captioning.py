@@ -84,7 +84,9 @@ class Captioning:
     return screens.CAPTION_VOCAB
 
   def validate(self, config: Any) -> None:
-    """The task's fields, the dataset, and vocabularies at least the data's."""
+    """The task's fields, the dataset, vocabularies at least the data's, and pycocoevalcap (its
+    evaluation's: missing, it is said now, not after training)."""
+    require_extra("captioning", "Caption scores")
     if (
       not isinstance(self.beam_size, int) or isinstance(self.beam_size, bool) or self.beam_size < 1
     ):

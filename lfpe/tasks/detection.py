@@ -77,7 +77,10 @@ class Detection:
     return detection_info(config.data)
 
   def validate(self, config: Any) -> None:
-    """The task's fields; the model checks `config.model` when it is created."""
+    """The task's fields, and pycocotools (its evaluation's, needed at the first evaluation:
+    missing, it is said now, not after training); the model checks `config.model` when it is
+    created."""
+    require_extra("detection", "COCO evaluation")
     for name in ("eos_coef", "class_weight", "bbox_weight", "giou_weight"):
       value = getattr(self, name)
       if not isinstance(value, (int, float)) or value < 0:

@@ -287,3 +287,13 @@ def test_a_build_that_loses_the_rename_to_another_process_reuses_its_build(tmp_p
   monkeypatch.setattr(builder, "download_and_prepare", fail)
   with pytest.raises(FileExistsError, match="some other file"):
     builders.prepare("digits", str(tmp_path / "elsewhere"))
+
+
+def test_an_unknown_split_or_an_unwritable_data_dir_is_a_config_error(digits_dir, tmp_path):
+  """Both are the user's to fix (`lfpe.main` prints one line, no traceback), named by field."""
+  with pytest.raises(errors.ConfigError, match=r"Unknown split 'valid'.*config\.data\.eval_split"):
+    builders.data_source("digits", "valid", digits_dir)
+  blocked = tmp_path / "file"
+  blocked.write_text("not a folder")
+  with pytest.raises(errors.ConfigError, match=r"config\.data\.data_dir=.*give a folder it can"):
+    builders.prepare("digits", str(blocked / "data"))

@@ -82,6 +82,28 @@ def test_an_experiment_refuses_in_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize(
+  "module, flags, message",
+  [
+    ("digits_demo", ["--seeds", "1"], "--seeds: must be at least 2, got 1"),
+    ("resolution", ["--seeds", "0"], "--seeds: must be at least 2, got 0"),
+    ("layout", ["--jobs", "0"], "--jobs: must be at least 1, got 0"),
+    ("digits_demo", ["--encodings", "fourier,sine2d"], "--encodings='sine2d': Unknown"),
+    ("digits_demo", ["--encodings", ""], "--encodings='': "),
+  ],
+)
+def test_bad_flags_are_refused_in_one_line_before_anything_trains(module, flags, message):
+  result = subprocess.run(
+    [sys.executable, "-m", f"experiments.{module}.run", *flags, "--status", "--out=/nonexistent"],
+    cwd=os.path.join(os.path.dirname(__file__), "..", ".."),
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+  assert message in result.stderr.strip().splitlines()[-1], result.stderr
+
+
+@pytest.mark.parametrize(
   "signum, status, line",
   [
     (signal.SIGTERM, 143, "stopped (SIGTERM); re-run the same command to resume"),

@@ -307,3 +307,9 @@ def test_input_size_not_divisible_by_patch_fails_at_trace_time():
   variables = _init(model)
   with pytest.raises(ValueError, match=r"images .* is not divisible by model.patch_size"):
     model.apply(variables, _images((10, 8)), train=False)
+
+
+def test_an_image_without_a_batch_axis_is_named_as_such():
+  net = ViT(num_classes=3, image_size=16, patch_size=4, width=8, depth=1, num_heads=1, mlp_dim=8)
+  with pytest.raises(ValueError, match=r"ViT takes images \[B, H, W, C\].*got shape \(16, 16, 3\)"):
+    net.init(jax.random.key(0), jnp.zeros((16, 16, 3)), train=False)
