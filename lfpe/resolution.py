@@ -47,6 +47,29 @@ import numpy as np
 from lfpe.encodings import coords as coords_lib
 
 
+def _pair(value: Any, name: str) -> tuple[int, int]:
+  """`value` as (height, width) of positive ints (an int: square), or ValueError naming it."""
+  pair = (value, value) if isinstance(value, (int, np.integer)) else value
+  ok = isinstance(pair, Sequence) and len(pair) == 2
+  if not ok or not all(isinstance(v, (int, np.integer)) and v > 0 for v in pair):
+    raise ValueError(f"{name} must be a positive int or (height, width) of them, got {value!r}.")
+  return int(pair[0]), int(pair[1])
+
+
+def _tokens(max_tokens: Any) -> int:
+  if not isinstance(max_tokens, (int, np.integer)) or max_tokens < 1:
+    raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}.")
+  return int(max_tokens)
+
+
+def _image(image: Any, where: str) -> np.ndarray:
+  """`image` as float32 `[H, W, C]`, or ValueError naming `where`."""
+  image = np.asarray(image, np.float32)
+  if image.ndim != 3 or min(image.shape) < 1:
+    raise ValueError(f"{where} must be an image [H, W, C], got shape {image.shape}.")
+  return image
+
+
 def draw_size(sizes: Sequence[Any], seed: int, step: int | Sequence[int]) -> Any:
   """The image size of training batch `step`: uniform over `sizes`, from (seed, step) alone
   (`step` may be a tuple, e.g. (batch, row): one size per example)."""
@@ -60,8 +83,10 @@ def draw_size(sizes: Sequence[Any], seed: int, step: int | Sequence[int]) -> Any
 def resize_batch(images: Any, size: int | Sequence[int], method: str = "nearest") -> jax.Array:
   """`images` `[B, H, W, C]` resized to `size` (int: square) with `jax.image.resize`
   (`nearest` repeats pixels exactly at integer factors, as lfpe's trainer resizes)."""
-  h, w = (size, size) if isinstance(size, int) else tuple(size)
+  h, w = _pair(size, "resize_batch: size")
   images = jnp.asarray(images)
+  if images.ndim != 4:
+    raise ValueError(f"resize_batch takes images [B, H, W, C], got shape {images.shape}.")
   if images.shape[1:3] == (h, w):
     return images
   return jax.image.resize(images, (images.shape[0], h, w, images.shape[3]), method)
@@ -71,7 +96,9 @@ def patchify(images: Any, patch: Sequence[int]) -> Any:
   """`[..., H, W, C]` -> `[..., (H/ph)(W/pw), ph·pw·C]`: raster-order patches, each flattened
   as (ph, pw, C), as a stride-P conv (the ViT's patch embedding) reads them; numpy or jax."""
   *lead, h, w, c = images.shape
-  ph, pw = patch
+  ph, pw = _pair(patch, "patchify: patch")
+  if h % ph or w % pw:
+    raise ValueError(f"patchify: the image size {(h, w)} is not whole patches of {(ph, pw)}.")
   x = images.reshape(*lead, h // ph, ph, w // pw, pw, c).swapaxes(-4, -3)  # [.., gh, gw, ph, pw, C]
   return x.reshape(*lead, (h // ph) * (w // pw), ph * pw * c)
 
@@ -85,6 +112,8 @@ def naflex_size(
   patches. Small images are enlarged to fill the budget, large ones shrunk (`pack` calls it
   only for an image that is not already whole patches within the budget, which it keeps as
   it is; timm's `ResizeToSequence` resizes every image)."""
+  image_hw, patch = _pair(tuple(image_hw), "image_hw"), _pair(patch, "patch")
+  max_tokens = _tokens(max_tokens)
 
   def size(r: float) -> tuple[int, int]:
     return tuple(max(p * math.ceil(s * r / p), p) for s, p in zip(image_hw, patch, strict=True))
@@ -100,6 +129,8 @@ def naflex_size(
 def packed_grid(image_hw: Sequence[int], patch: Sequence[int], max_tokens: int) -> tuple[int, int]:
   """The (rows, columns) patch grid `pack` gives an image of `image_hw`: its own where it is
   whole patches and at most `max_tokens`, else that of `naflex_size`."""
+  image_hw, patch = _pair(tuple(image_hw), "image_hw"), _pair(patch, "patch")
+  max_tokens = _tokens(max_tokens)
   grid = tuple(s // p for s, p in zip(image_hw, patch, strict=True))
   aligned = all(s % p == 0 for s, p in zip(image_hw, patch, strict=True))
   if aligned and math.prod(grid) <= max_tokens:
@@ -112,19 +143,20 @@ def pack(images: Sequence[Any], patch: Sequence[int], max_tokens: int) -> dict[s
   """A NaFlex batch (module docstring) of `images` (each `[H_i, W_i, C]`): an image whose
   grid is whole patches and at most `max_tokens` is kept as it is, any other is resized
   (bilinear, antialiased) to `naflex_size`; padding tokens are zeros at cell (0, 0)."""
-  patch = tuple(patch)
-  if not images:
-    raise ValueError("pack: give at least one image.")
+  patch, max_tokens = _pair(patch, "pack: patch"), _tokens(max_tokens)
+  if isinstance(images, np.ndarray | jax.Array) and np.ndim(images) != 4 or not len(images):
+    raise ValueError("pack takes a list of images [H_i, W_i, C] (or a batch [B, H, W, C]).")
+  images = [_image(image, f"pack: images[{b}]") for b, image in enumerate(images)]
+  channels = {image.shape[-1] for image in images}
+  if len(channels) > 1:
+    raise ValueError(f"pack: the images must share their channels, got {sorted(channels)}.")
   out = {
-    "patches": np.zeros(
-      (len(images), max_tokens, math.prod(patch) * images[0].shape[-1]), np.float32
-    ),
+    "patches": np.zeros((len(images), max_tokens, math.prod(patch) * channels.pop()), np.float32),
     "index": np.zeros((len(images), max_tokens, 2), np.int32),
     "shape": np.zeros((len(images), 2), np.int32),
     "valid": np.zeros((len(images), max_tokens), bool),
   }
   for b, image in enumerate(images):
-    image = np.asarray(image, np.float32)
     grid = packed_grid(image.shape[:2], patch, max_tokens)
     hw = tuple(g * p for g, p in zip(grid, patch, strict=True))
     if hw != image.shape[:2]:
@@ -173,7 +205,16 @@ def multi_crop(
   `bicubic` has the kernel of PIL's BICUBIC (Keys a = -0.5, widened when shrinking), which
   DINO's `RandomResizedCrop` uses on PIL images (PIL also rounds to uint8). Flips and colour
   jitter are the caller's. `pack` trains the views in one step."""
-  image = np.asarray(image, np.float32)
+  image = _image(image, "multi_crop: image")
+  if not isinstance(rng, np.random.Generator):
+    raise ValueError(f"multi_crop: rng must be a np.random.Generator, got {rng!r}.")
+  for view in views:
+    ok = isinstance(view, Sequence) and len(view) == 3 and isinstance(view[2], Sequence)
+    if not ok or len(view[2]) != 2 or not 0 < view[2][0] <= view[2][1] <= 1:
+      raise ValueError(
+        f"multi_crop: each view is (size, count, (low, high)) with 0 < low <= high <= 1, the "
+        f"fractions of the image's area, got {view!r}; DINO's: {DINO_VIEWS}."
+      )
   out = []
   for size, count, area in views:
     for _ in range(count):

@@ -80,3 +80,34 @@ def test_multi_crop_gives_each_views_count_and_size_and_packs_in_one_batch():
   batch = resolution.pack(got, patch=(4, 4), max_tokens=16)  # several sizes, one step
   np.testing.assert_array_equal(batch["shape"], [[4, 4]] * 2 + [[2, 2]] * 3)
   assert batch["valid"].sum(1).tolist() == [16, 16, 4, 4, 4]
+
+
+@pytest.mark.parametrize(
+  "call, match",
+  [
+    (lambda: resolution.resize_batch(np.zeros((8, 8, 3)), 16), r"resize_batch takes images \[B"),
+    (lambda: resolution.resize_batch(np.zeros((1, 8, 8, 3)), -16), "size must be a positive"),
+    (lambda: resolution.patchify(np.zeros((10, 8, 3)), (4, 4)), "not whole patches"),
+    (lambda: resolution.pack(np.zeros((8, 8, 3)), 4, 16), "list of images"),
+    (lambda: resolution.pack([np.zeros((8, 8))], 4, 16), r"images\[0\] must be an image"),
+    (lambda: resolution.pack([np.zeros((8, 8, 3)), np.zeros((8, 8, 1))], 4, 16), "channels"),
+    (lambda: resolution.pack([np.zeros((8, 8, 3))], 4, 0), "max_tokens must be a positive"),
+    (lambda: resolution.packed_grid((32, -32), (8, 8), 16), "image_hw must be a positive"),
+    (lambda: resolution.multi_crop(np.zeros((8, 8, 3)), 0, resolution.DINO_VIEWS), "Generator"),
+    (
+      lambda: resolution.multi_crop(np.zeros((8, 8, 3)), np.random.default_rng(0), [(4, 1)]),
+      r"\(size, count, \(low, high\)\)",
+    ),
+    (
+      lambda: resolution.multi_crop(
+        np.zeros((8, 8, 3)), np.random.default_rng(0), [(4, 1, (0.4, 1.5))]
+      ),
+      "0 < low <= high <= 1",
+    ),
+  ],
+)
+def test_bad_arguments_are_named(call, match):
+  """What a user's own loop may get wrong, said in its terms (these were IndexErrors, numpy's
+  reshape or broadcast errors, or silent empty arrays)."""
+  with pytest.raises(ValueError, match=match):
+    call()
