@@ -212,9 +212,12 @@ def _naflex(data: ml_collections.ConfigDict, detection) -> NaFlex | None:
     )
   given = dict(given)
   positive = lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0
-  if set(given) != {"patch", "max_tokens", "sizes"} or not (
-    positive(given["patch"]) and positive(given["max_tokens"])
-  ):
+  fields = {"patch", "max_tokens", "sizes"}
+  unknown, missing = sorted(set(given) - fields), sorted(fields - set(given))
+  if unknown or missing:
+    wrong = f"unknown {unknown}" if unknown else f"missing {missing}"
+    raise ValueError(f"`data.naflex`={given!r}: {wrong}; it takes {sorted(fields)}, {example}.")
+  if not (positive(given["patch"]) and positive(given["max_tokens"])):
     raise ValueError(f"`data.naflex`={given!r} needs positive ints patch, max_tokens; {example}.")
   sizes = tuple(tuple(s) for s in given["sizes"])
   if not sizes or any(len(s) != 2 or not all(map(positive, s)) for s in sizes):

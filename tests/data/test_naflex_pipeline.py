@@ -79,7 +79,8 @@ def test_each_evaluations_own_packing_is_what_is_checked():
   [
     (dict(patch=0, max_tokens=8, sizes=((8, 8),)), "positive ints"),
     (dict(patch=2, max_tokens=8, sizes=((8,),)), r"\(h, w\) pairs"),
-    (dict(patch=2, max_tokens=8), "positive ints"),
+    (dict(patch=2, max_tokens=8), r"missing \['sizes'\]"),
+    (dict(patch=2, max_tokens=8, size=((8, 8),)), r"unknown \['size'\]"),
   ],
 )
 def test_bad_naflex_fields_are_named(digits_config, naflex, match):
