@@ -60,7 +60,13 @@ def test_a_refused_value_leaves_the_record(copy):
         "--config.model.mlp_dim=32",
       ),
     ),
-    (("--config.model.posemb.gamma=0.5",), ("'fourier(gamma=0.25)' -> 'fourier(gamma=0.5)'",)),
+    (
+      ("--config.model.posemb.gamma=0.5",),
+      (
+        "'fourier(gamma=0.25)' -> 'fourier(gamma=0.5)'",
+        "'--config.model.posemb=fourier(gamma=0.25)'",  # quoted: pasted into a shell as is
+      ),
+    ),
     (("--config.optim.lr=0.1",), ("config.optim.lr: 0.003 -> 0.1",)),
     (("--config.seed=3",), ("config.seed: 0 -> 3",)),
     (("--config.data.image_size=8",), ("config.data.image_size: 16 -> 8",)),

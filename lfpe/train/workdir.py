@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import tempfile
 import uuid
 from typing import Any
@@ -138,6 +139,9 @@ def has_checkpoints(workdir: str) -> bool:
   return folder.is_dir() and any(path.name.isdigit() for path in folder.iterdir())
 
 
+SHOWN_DIFFERENCES = 5  # fields a refusal lists before it counts the rest
+
+
 def check_compatible(config: Any, workdir: str) -> None:
   """Refuses `config` if it differs from the workdir's record in a field that is not safe.
 
@@ -163,12 +167,17 @@ def check_compatible(config: Any, workdir: str) -> None:
     p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE and p.split(".")[0] != "evals"
   }
   if refused:
-    listed = "; ".join(f"config.{p}: {o!r} -> {n!r}" for p, (o, n) in refused.items())
-    first, (value, _) = next(iter(refused.items()))
+    shown = list(refused.items())[:SHOWN_DIFFERENCES]
+    listed = "; ".join(f"config.{p}: {o!r} -> {n!r}" for p, (o, n) in shown)
+    more = len(refused) - len(shown)
+    if more:  # many fields: most likely another config file than the one that trained it
+      listed += f"; and {more} more (the config it trained with is {path})"
+    first, (value, _) = shown[0]
+    flag = shlex.quote(f"--config.{first}={value}")
     raise ConfigError(
       f"{workdir} was trained with another config, and its checkpoints cannot resume this one: "
       f"{listed}. Use a new --workdir for the new config, or the old values "
-      f"(e.g. --config.{first}={value}) to resume this one."
+      f"(e.g. {flag}) to resume this one."
     )
   for p, (o, n) in changed.items():
     logging.warning("config.%s: %r -> %r (allowed in a workdir with checkpoints)", p, o, n)
