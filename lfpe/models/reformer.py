@@ -212,7 +212,11 @@ def Model(*, image_shape: Any, variant: str | None = None, **kwargs: Any) -> Ref
 def sample(model: Reformer, variables: Any, key: Array, num: int, temperature: float = 1.0):
   """`num` images `[num, H, W, C]` uint8 drawn token by token (one full forward per token).
 
-  The hashing key is fixed for the whole draw, so every forward pass buckets alike.
+  The hashing key is fixed for the whole draw, so every forward pass buckets alike. With LSH
+  attention that is not `strictly_causal`, the positions not drawn yet (zeros here) take part
+  in the sort that picks each query's chunk (lfpe/nn/lsh.py, "Causality"), so a draw follows
+  a slightly different conditional than the teacher-forced one it was trained on; a
+  `strictly_causal` model samples exactly what it scores.
   """
   length = math.prod(model.image_shape)
   hash_key, draw_key = jax.random.split(key)

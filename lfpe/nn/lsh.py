@@ -181,7 +181,9 @@ def lsh_self_attention(
     one_round = jax.checkpoint(lambda r: attend(qk, v, valid, r[:, :, None]))
     out, lse = jax.lax.map(one_round, jnp.moveaxis(buckets, 2, 0))
     out, lse = jnp.moveaxis(out[:, :, :, 0], 0, 2), jnp.moveaxis(lse[:, :, :, 0], 0, 2)
-  weights = jax.nn.softmax(lse, axis=2)[..., None].astype(out.dtype)  # over the rounds
+  # Over the rounds, as trax and reformer-pytorch do by default: a key found in several rounds
+  # counts in each (the paper's Appendix A divides by how often it was found; not done here).
+  weights = jax.nn.softmax(lse, axis=2)[..., None].astype(out.dtype)
   out = jnp.sum(weights * out, axis=2)  # [B, H, Lp, d]
   return out.transpose(0, 2, 1, 3)[:, :length]
 
