@@ -10,7 +10,8 @@ and `image/id`; `shapes_detection` (shapes.py) has the same layout, with one ima
                          draws the shorter side from `train_sizes` and the longer side
                          from the dataset's sizes up to `max_size`: DETR's sizes name the
                          shorter side of images of every aspect ratio.
-  Targets                crowd boxes dropped (as DETR); boxes checked (inside the image,
+  Targets                crowd boxes never targets (as DETR; kept apart, `target_crowd`, at
+                         evaluation, for COCO's `iscrowd`); boxes checked (inside the image,
                          positive width and height: else ValueError naming `image/id`);
                          (cx, cy, w, h) normalised by the unpadded image, padded to T.
   AtSize                 the image at that size: `image_{size}` drawn natively where the
@@ -21,7 +22,8 @@ and `image/id`; `shapes_detection` (shapes.py) has the same layout, with one ima
   Pad                    zero-pads bottom and right to `max_size`, with the pixel `mask`.
 Output, per example (`OUTPUT`): image [S, S, 3] float32 (S = max_size), mask [S, S] bool
 (True = padding, DETR's convention), boxes [T, 4] float32, labels [T] int32, target_valid
-[T] bool, image_size [2] int32 (h, w unpadded), image_id [] int32. Eval batches mark their
+[T] bool, target_crowd [T] bool (evaluation: crowd boxes after the targets), image_size [2]
+int32 (h, w unpadded), image_id [] int32. Eval batches mark their
 real examples with `valid [B]` (`mask` is taken by the pixels).
 
 `boxes(K)` and `resize_pad(S)` are the older op-string form (different keys: `box_mask`,
@@ -90,7 +92,16 @@ class ResizePad(grain.transforms.Map):
     return {**element, "image": padded, "image_mask": mask}
 
 
-OUTPUT = ("image", "mask", "boxes", "labels", "target_valid", "image_size", "image_id")
+OUTPUT = (
+  "image",
+  "mask",
+  "boxes",
+  "labels",
+  "target_valid",
+  "target_crowd",
+  "image_size",
+  "image_id",
+)
 FIELDS = ("train_sizes", "test_sizes", "max_size", "max_targets", "train_side")
 SIDES = ("long", "short")  # which side of a training image `train_sizes` give
 MIN_VISIBLE = 0.5  # a cropped object stays a target if this fraction of its box remains
@@ -172,7 +183,7 @@ class Detection:
 
   def ops(self, train: bool, preprocess: list) -> list:
     """One example's transforms, `preprocess` (value ops) before the padding."""
-    targets = Targets(self.max_targets, self.name)
+    targets = Targets(self.max_targets, self.name, keep_crowd=not train)
     if not train:
       return [targets, AtSize(), *preprocess, Pad(self.max_size)]
     if self.train_side == "short":
@@ -293,10 +304,15 @@ def usable_boxes(bbox: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
 @dataclasses.dataclass
 class Targets(grain.transforms.Map):
   """`objects`, `image/id` -> `boxes [T, 4]` (cx, cy, w, h), `labels [T]`, `target_valid [T]`,
-  `image_id`. Boxes are normalised by the image, so they hold at every size."""
+  `target_crowd [T]`, `image_id`. Boxes are normalised by the image, so they hold at every
+  size. Crowd boxes are never targets (as DETR); with `keep_crowd` (evaluation) they follow
+  the targets, marked `target_crowd` (not `target_valid`: no loss or match sees them), as
+  many as the free slots hold, so that COCO's evaluation ignores the detections on them, as
+  the official one does with its `iscrowd` annotations."""
 
   max_targets: int
   name: str = ""
+  keep_crowd: bool = False
 
   def map(self, element):
     out = dict(element)
@@ -305,22 +321,31 @@ class Targets(grain.transforms.Map):
     bbox = np.asarray(objects["bbox"], np.float32).reshape(-1, 4)
     labels = np.asarray(objects["label"], np.int64).reshape(-1)
     crowd = np.asarray(objects.get("is_crowd", np.zeros(len(labels))), bool).reshape(-1)
-    bbox, labels = bbox[~crowd], labels[~crowd]
-    bbox, keep = usable_boxes(bbox, where)
-    bbox, labels = bbox[keep], labels[keep]
-    n, t = len(bbox), self.max_targets
+    real, real_labels = usable(bbox[~crowd], labels[~crowd], where)
+    n, t = len(real), self.max_targets
     if n > t:
       raise ValueError(f"{where} has {n} boxes, more than `data.detection.max_targets`={t}.")
+    crowds, crowd_labels = usable(bbox[crowd], labels[crowd], where)
+    crowds, crowd_labels = (crowds, crowd_labels) if self.keep_crowd else (crowds[:0], labels[:0])
+    bbox = np.concatenate([real, crowds[: t - n]])
     ymin, xmin, ymax, xmax = bbox.T
+    m = len(bbox)
     out["boxes"] = np.zeros((t, 4), np.float32)
-    out["boxes"][:n] = np.stack(
+    out["boxes"][:m] = np.stack(
       [(xmin + xmax) / 2, (ymin + ymax) / 2, xmax - xmin, ymax - ymin], -1
     )
     out["labels"] = np.zeros((t,), np.int32)
-    out["labels"][:n] = labels
+    out["labels"][:m] = np.concatenate([real_labels, crowd_labels[: t - n]])
     out["target_valid"] = np.arange(t) < n
+    out["target_crowd"] = (np.arange(t) >= n) & (np.arange(t) < m)
     out["image_id"] = np.int64(image_id)
     return out
+
+
+def usable(bbox: np.ndarray, labels: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+  """`bbox` and `labels` of the boxes `usable_boxes` keeps."""
+  bbox, keep = usable_boxes(bbox, where)
+  return bbox[keep], labels[keep]
 
 
 class AtSize(grain.transforms.Map):

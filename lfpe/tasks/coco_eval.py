@@ -37,22 +37,24 @@ def _xywh(box: np.ndarray) -> list[float]:
 
 
 def _ground_truth(
-  labels: np.ndarray, boxes: np.ndarray, valid: np.ndarray, classes: np.ndarray
+  labels: np.ndarray, boxes: np.ndarray, valid: np.ndarray, crowd: np.ndarray, classes: np.ndarray
 ) -> COCO:
-  """A COCO object of images 1..N, their real targets (area = box area) and `classes`."""
+  """A COCO object of images 1..N, their real targets and crowd regions (`iscrowd`: detections
+  on them are ignored; area = box area) and `classes`."""
   annotations = []
-  for image, label, box in zip(np.nonzero(valid)[0], labels[valid], boxes[valid], strict=True):
-    x, y, w, h = _xywh(box)
-    annotations.append(
-      {
-        "id": len(annotations) + 1,  # >= 1: COCOeval reads id 0 as "unmatched"
-        "image_id": int(image) + 1,
-        "category_id": int(label),
-        "bbox": [x, y, w, h],
-        "area": w * h,
-        "iscrowd": 0,
-      }
-    )
+  for is_crowd, kept in ((0, valid), (1, crowd)):
+    for image, label, box in zip(np.nonzero(kept)[0], labels[kept], boxes[kept], strict=True):
+      x, y, w, h = _xywh(box)
+      annotations.append(
+        {
+          "id": len(annotations) + 1,  # >= 1: COCOeval reads id 0 as "unmatched"
+          "image_id": int(image) + 1,
+          "category_id": int(label),
+          "bbox": [x, y, w, h],
+          "area": w * h,
+          "iscrowd": is_crowd,
+        }
+      )
   coco = COCO()
   coco.dataset = {
     "images": [{"id": i + 1} for i in range(labels.shape[0])],
@@ -96,19 +98,22 @@ def coco_evaluate(
   image_size: float | np.ndarray,
   reference_size: float = 640.0,
   detection_valid: np.ndarray | None = None,
+  target_crowd: np.ndarray | None = None,
 ) -> dict[str, float]:
   """COCO box AP {'AP', 'AP50', 'AP75', 'AP_small', 'AP_medium', 'AP_large'} in [0, 1].
 
   Detections: scores / labels `[N, Q]`, boxes `[N, Q, 4]` xyxy pixels, all Q per image
   unless `detection_valid [N, Q]` says otherwise (COCOeval keeps the 100 best per image).
   Targets: labels `[N, T]`, boxes `[N, T, 4]` xyxy pixels, target_valid `[N, T]`; images
-  without targets or without detections are fine. The small / medium / large area
-  thresholds (32², 96² px for COCO's ~640 px images) hold for images of `reference_size` a
-  side: each image's boxes, detections and targets alike, are scaled to that side from its
-  own (`image_size`, one for all or `[N]`: images of several sizes scored together are
-  each bucketed by their own size, not by the largest), which leaves every IoU, so AP, AP50
-  and AP75, as it is. A metric with no target in its area range is NaN (COCOeval's -1).
-  pycocotools' printing is swallowed.
+  without targets or without detections are fine. `target_crowd [N, T]` marks crowd regions
+  (COCO's `iscrowd`: a detection matching one is neither true nor false).
+
+  The small / medium / large area thresholds (32², 96² px for COCO's ~640 px images) hold
+  for images of `reference_size` a side: each image's boxes, detections and targets alike,
+  are scaled to that side from its own (`image_size`, one for all or `[N]`: images of
+  several sizes scored together are each bucketed by their own size, not by the largest),
+  which leaves every IoU, so AP, AP50 and AP75, as it is. A metric with no target in its
+  area range is NaN (COCOeval's -1). pycocotools' printing is swallowed.
   """
   scores, labels, boxes = np.asarray(scores), np.asarray(labels), np.asarray(boxes)
   if detection_valid is None:
@@ -116,12 +121,14 @@ def coco_evaluate(
   detection_valid = np.asarray(detection_valid, bool)
   target_valid = np.asarray(target_valid, bool)
   target_labels = np.asarray(target_labels)
-  classes = np.union1d(target_labels[target_valid], labels[detection_valid])  # category ids
+  crowd = np.zeros_like(target_valid) if target_crowd is None else np.asarray(target_crowd, bool)
+  real = target_labels[target_valid | crowd]
+  classes = np.union1d(real, labels[detection_valid])  # category ids
   sides = np.broadcast_to(np.asarray(image_size, np.float64), scores.shape[:1])
   to_reference = (reference_size / sides)[:, None, None]  # each image at reference_size a side
   boxes, target_boxes = boxes * to_reference, np.asarray(target_boxes) * to_reference
   with contextlib.redirect_stdout(io.StringIO()):
-    gt = _ground_truth(target_labels, target_boxes, target_valid, classes)
+    gt = _ground_truth(target_labels, target_boxes, target_valid, crowd, classes)
     dt = _results(gt, _detections(scores, labels, boxes, detection_valid))
     evaluator = COCOeval(gt, dt, iouType="bbox")
     evaluator.params.areaRng = area_ranges(reference_size, reference_size)

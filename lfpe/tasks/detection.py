@@ -103,6 +103,7 @@ class Detection:
       "boxes": np.full((1, t, 4), 0.5, np.float32),
       "labels": np.zeros((1, t), np.int32),
       "target_valid": np.zeros((1, t), np.bool_),
+      "target_crowd": np.zeros((1, t), np.bool_),
       "image_size": np.array([[h, w]], np.int32),
       "image_id": np.zeros((1,), np.int32),
     }
@@ -174,6 +175,7 @@ class Detection:
       "boxes": batch["boxes"],
       "labels": batch["labels"],
       "target_valid": batch["target_valid"],
+      "target_crowd": batch.get("target_crowd", jnp.zeros_like(batch["target_valid"])),
       "image_size": batch["image_size"],
     }
 
@@ -195,6 +197,7 @@ class Detection:
       pick("labels"),
       targets_xyxy * scale,
       pick("target_valid"),
+      target_crowd=pick("target_crowd"),
       image_size=size.max(axis=1).astype(float),  # each image bucketed at its own size
     )
     return {**{k: float(sums[k]) / count for k in LOSS_KEYS}, **metrics, "count": count}

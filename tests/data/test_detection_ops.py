@@ -22,13 +22,19 @@ def _chain(size=10, max_size=12, max_targets=3, train=False):
 
 
 def test_hand_checked_example():
-  """A 10x20 image at size 10 is 5x10 (longer side 10), padded to 12x12; crowd box dropped."""
+  """A 10x20 image at size 10 is 5x10 (longer side 10), padded to 12x12; the crowd box is no
+  target, kept after the targets at evaluation (`target_crowd`, COCO's `iscrowd`)."""
   element = _element([[0.1, 0.2, 0.5, 0.6], [0, 0, 1, 1]], [3, 5], crowd=[False, True])
   out = ops.apply(_chain(), {**element, "size": np.int32(10)})
   assert sorted(out) == sorted(detection_ops.OUTPUT)
-  np.testing.assert_allclose(out["boxes"], [[0.4, 0.3, 0.4, 0.4], [0] * 4, [0] * 4], atol=1e-7)
-  np.testing.assert_array_equal(out["labels"], [3, 0, 0])
+  want_boxes = [[0.4, 0.3, 0.4, 0.4], [0.5, 0.5, 1, 1], [0] * 4]
+  np.testing.assert_allclose(out["boxes"], want_boxes, atol=1e-7)
+  np.testing.assert_array_equal(out["labels"], [3, 5, 0])
   np.testing.assert_array_equal(out["target_valid"], [True, False, False])
+  np.testing.assert_array_equal(out["target_crowd"], [False, True, False])
+  trained = ops.apply(_chain(train=True), element, np.random.default_rng(0))
+  np.testing.assert_array_equal(trained["labels"], [3, 0, 0])  # training: dropped, as DETR
+  assert not trained["target_crowd"].any()
   np.testing.assert_array_equal(out["image_size"], [5, 10])
   assert out["image_id"] == 7 and out["image_id"].dtype == np.int32
   assert out["image"].shape == (12, 12, 3) and out["image"].dtype == np.float32

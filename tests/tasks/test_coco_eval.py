@@ -126,3 +126,18 @@ def test_images_of_several_sizes_are_each_bucketed_at_their_own_size():
       boxes[i : i + 1], valid[i : i + 1], image_size=sizes[i],
     )  # fmt: skip
     assert math.isnan(alone["AP_small"]) and alone["AP_medium"] == pytest.approx(1.0)
+
+
+def test_a_detection_on_a_crowd_region_is_ignored_not_a_false_positive():
+  """COCO's `iscrowd`: one real object found, and a second confident detection on a crowd
+  region; without the crowd annotation it is a false positive ranked first (AP < 1)."""
+  labels = np.array([[1, 1]])
+  targets = np.array([[[10.0, 10.0, 50.0, 50.0], [100.0, 100.0, 200.0, 200.0]]])
+  detections = targets.copy()
+  scores = np.array([[0.5, 0.9]])  # the crowd region's detection ranks first
+  real, crowd = np.array([[True, False]]), np.array([[False, True]])
+  kwargs = dict(target_labels=labels, target_boxes=targets, target_valid=real, image_size=640)
+  ignored = coco_evaluate(scores, labels, detections, **kwargs, target_crowd=crowd)
+  counted = coco_evaluate(scores, labels, detections, **kwargs)
+  assert ignored["AP"] == pytest.approx(1.0)
+  assert counted["AP"] < 0.9
