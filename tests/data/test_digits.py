@@ -61,5 +61,5 @@ def test_split_indices_fixed_seed():
 
 @pytest.mark.parametrize("split", ["validation", "bogus"])
 def test_unknown_split_lists_the_splits(digits_dir, split):
-  with pytest.raises(ValueError, match=r"'train', 'test'.*`data.eval_split`"):
+  with pytest.raises(ValueError, match=r"'train', 'test'.*`config.data.eval_split`"):
     builders.data_source("digits", split, digits_dir)
