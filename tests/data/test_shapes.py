@@ -125,6 +125,7 @@ def test_train_batches_have_static_shapes(small_config, mesh):
       "boxes": (16, 10, 4),
       "labels": (16, 10),
       "target_valid": (16, 10),
+      "target_crowd": (16, 10),  # all False in training (crowds are kept at evaluation)
       "image_size": (16, 2),
       "image_id": (16,),
     }
