@@ -56,15 +56,13 @@ def truncate_jsonl(path: str, last_step: int) -> set[str]:
   if not os.path.exists(path):
     return set()
   with open(path) as f:
-    rows = [(line, _row(line)) for line in f if line.strip()]
-  kept = [(line, row) for line, row in rows if row is not None and row["step"] <= last_step]
-  with open(f"{path}.tmp", "w") as f:
-    f.writelines(line if line.endswith("\n") else line + "\n" for line, _ in kept)
-  os.replace(f"{path}.tmp", path)
+    kept = [(line.rstrip("\n"), row) for line in f if (row := read_row(line)) is not None]
+  kept = [(line, row) for line, row in kept if row["step"] <= last_step]
+  write_atomically(path, "".join(line + "\n" for line, _ in kept))  # the lines as written
   return {row["split"] for _, row in kept if row["step"] == last_step}
 
 
-def _row(line: str) -> dict | None:
+def read_row(line: str) -> dict | None:
   """One line of metrics.jsonl, or None for one cut short by a kill."""
   try:
     row = json.loads(line)

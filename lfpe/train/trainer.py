@@ -43,7 +43,7 @@ from jax.experimental import multihost_utils
 from lfpe.errors import ConfigError, UserError, WorkdirError
 from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, stopping, validate
 from lfpe.train import workdir as workdir_lib
-from lfpe.train.metrics import MetricWriter, final_line, report_interval
+from lfpe.train.metrics import MetricWriter, final_line, read_row, report_interval
 
 LoaderFn = Callable[..., Any]
 
@@ -283,9 +283,8 @@ def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, An
     return summary
   summary = {"step": step}
   for line in (epath.Path(workdir) / "metrics.jsonl").read_text().splitlines():
-    try:
-      record = json.loads(line)
-    except ValueError:
+    record = read_row(line)
+    if record is None:
       continue  # a line a kill cut short
     if record.pop("step") <= step:
       summary[record.pop("split")] = record  # the last record of each split
