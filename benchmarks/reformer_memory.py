@@ -26,7 +26,7 @@ import numpy as np
 from jax.experimental import topologies
 
 from lfpe.models import reformer
-from lfpe.nn.lsh import CausalSelfAttention
+from lfpe.nn.causal_attention import CausalSelfAttention
 from lfpe.tasks.generation import bits_per_dim
 
 SHAPE = (64, 64, 3)

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from lfpe import encodings
 from lfpe.checked import Checked
 from lfpe.models.fields import check_dtype, positive_int, variant_fields
-from lfpe.nn.lsh import ATTENTIONS, CausalSelfAttention
+from lfpe.nn.causal_attention import ATTENTIONS, CausalSelfAttention
 from lfpe.nn.positions import PositionSource
 from lfpe.nn.reversible import ChunkedFeedForward, ReversibleStack, merge_streams
 from lfpe.nn.transformer import layer_norm
@@ -85,13 +85,15 @@ class Reformer(Checked, nn.Module):
     width, depth, num_heads, mlp_dim: d_model, reversible layers, heads, d_ff.
     channel_dim: width of the channel embedding; the pixel encoding gets the rest.
     posemb: an absolute `lfpe.encodings` spec for pixel positions (002 Fig. 3).
-    attention: `lsh`, `full_shared` or `full` (`lfpe.nn.lsh.CausalSelfAttention`).
+    attention: `lsh`, `full_shared` or `full` (`lfpe.nn.causal_attention.CausalSelfAttention`).
     chunk_len, n_buckets, n_hashes: LSH settings.
     strictly_causal: LSH's sliding window (`lfpe.nn.lsh`), so that the bits per dim are an
       exact autoregressive likelihood; False is the Reformer paper's chunk pairs.
     rounds_at_once: LSH: every hash round in one pass, kept for the backward pass (the same
       numbers, faster at short lengths, n_hashes times the attention memory); False: one
       round at a time, recomputed (`lfpe.nn.lsh`).
+    duplicate_correction: LSH: the Reformer paper's correction for keys found in several hash
+      rounds (Appendix A; `lfpe.nn.lsh`); False (trax's, as 002 ran) counts them in each.
     ff_chunk_len: positions per feed-forward chunk (0: all at once).
     dropout: on the attention and feed-forward outputs.
     reversible, remat: the stack's backward pass (`lfpe.nn.reversible.ReversibleStack`).
@@ -112,6 +114,7 @@ class Reformer(Checked, nn.Module):
   n_hashes: int = 2
   strictly_causal: bool = False
   rounds_at_once: bool = False
+  duplicate_correction: bool = False
   ff_chunk_len: int = 0
   dropout: float = 0.0
   reversible: bool = True
@@ -143,6 +146,7 @@ class Reformer(Checked, nn.Module):
       n_hashes=self.n_hashes,
       strictly_causal=self.strictly_causal,
       rounds_at_once=self.rounds_at_once,
+      duplicate_correction=self.duplicate_correction,
       dropout=self.dropout,
       dtype=self.dtype,
       parent=None,
@@ -242,7 +246,7 @@ def _check_fields(model: Reformer) -> None:
       f"model.channel_dim={model.channel_dim} must be below model.width={model.width}: "
       "the pixel encoding gets width - channel_dim channels (002: 1024 = 768 + 256)."
     )
-  for key in ("strictly_causal", "rounds_at_once", "reversible", "remat"):
+  for key in ("strictly_causal", "rounds_at_once", "duplicate_correction", "reversible", "remat"):
     if not isinstance(getattr(model, key), bool):
       raise ValueError(f"model.{key} must be True or False, got {getattr(model, key)!r}.")
   if model.attention not in ATTENTIONS:

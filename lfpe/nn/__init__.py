@@ -1,8 +1,9 @@
 """lfpe.nn: attention with position hooks and the transformer blocks every model shares."""
 
 from lfpe.nn.attention import Attention, attention_logits, attention_weights, make_mask
+from lfpe.nn.causal_attention import CausalSelfAttention
 from lfpe.nn.decoder import Decoder, DecoderBlock
-from lfpe.nn.lsh import CausalSelfAttention, full_self_attention, lsh_self_attention
+from lfpe.nn.lsh import full_self_attention, lsh_self_attention
 from lfpe.nn.positions import (
   HOOKS,
   INJECTIONS,

@@ -9,6 +9,14 @@
    to the last), a query only to keys of its own bucket, at positions <= its own if causal;
 4. undo the sort; the rounds are weighted by the softmax over rounds of their log-sum-exp
    (each round's share of the total softmax mass).
+
+A key found in several rounds counts once per round by default, as in trax's
+`LSHSelfAttention` (the code 002's Reformer runs used) and reformer-pytorch
+(`allow_duplicate_attention=True`). `duplicate_correction=True` is the Reformer paper's
+Appendix A: each round's logit of key j for query i is lowered by `log N_ij`, N_ij the number
+of rounds whose key set holds j, so that the output is the softmax over the union of the
+rounds' key sets (tested against that union, built from the buckets in numpy). It costs
+`n_hashes` comparisons per logit.
 Memory is `O(L * 2 chunk_len)` per head, never `O(L²)`: the rounds run one after another
 (`lax.map`) and each is recomputed in the backward pass (`jax.checkpoint`). With
 `rounds_at_once=True` every round runs in one pass and is kept for the backward pass: the
@@ -38,19 +46,12 @@ from __future__ import annotations
 
 from functools import partial
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from lfpe.nn.attention import IMPLEMENTATIONS
-from lfpe.nn.fused import fused_attention
-
 Array = jnp.ndarray
-ATTENTIONS = ("lsh", "full_shared", "full")
 MASK_VALUE = -1e9  # a key the query may not see
 SELF_VALUE = -1e5  # the query's own key (shared QK): its last resort
-_QKV_AXES = ("embed", "heads", "kv")
-_OUT_AXES = ("heads", "kv", "embed")
 
 
 def _unit(x: Array) -> Array:
@@ -60,16 +61,20 @@ def _unit(x: Array) -> Array:
   return (x32 * jax.lax.rsqrt(norm2)).astype(x.dtype)
 
 
-def _attend(q: Array, k: Array, v: Array, allowed: Array, is_self: Array | None):
+def _attend(
+  q: Array, k: Array, v: Array, allowed: Array, is_self: Array | None, bias: Array | None = None
+):
   """Masked softmax attention over the last two axes: `(out [..., q, d], lse [..., q])`.
 
-  `allowed`, `is_self` broadcast to the logits `[..., q, k]`; disallowed keys get `MASK_VALUE`,
-  the query's own key `SELF_VALUE`.
+  `allowed`, `is_self`, `bias` broadcast to the logits `[..., q, k]`; disallowed keys get
+  `MASK_VALUE`, the query's own key `SELF_VALUE`; then `bias` is added.
   """
   logits = jnp.einsum("...qd,...kd->...qk", q, k).astype(jnp.float32) * q.shape[-1] ** -0.5
   logits = jnp.where(allowed, logits, MASK_VALUE)
   if is_self is not None:
     logits = jnp.where(is_self, SELF_VALUE, logits)
+  if bias is not None:
+    logits = logits + bias
   lse = jax.nn.logsumexp(logits, axis=-1, keepdims=True)
   out = jnp.einsum("...qk,...kd->...qd", jnp.exp(logits - lse).astype(v.dtype), v)
   return out, lse[..., 0]
@@ -105,7 +110,7 @@ def full_self_attention(
   return out.transpose(0, 2, 1, 3)
 
 
-def _check_lsh(
+def check_lsh(
   chunk_len: int,
   n_buckets: int,
   n_hashes: int,
@@ -113,6 +118,7 @@ def _check_lsh(
   causal: bool = True,
   strictly_causal: bool = False,
 ) -> None:
+  """Names the LSH setting that cannot work (`where`: the caller, for the message)."""
   if strictly_causal and not causal:
     raise ValueError(f"{where}: strictly_causal=True needs causal=True; set one of them.")
   if n_buckets < 1 or (n_buckets > 1 and n_buckets % 2):
@@ -153,6 +159,7 @@ def lsh_self_attention(
   mask: Array | None = None,
   strictly_causal: bool = False,
   rounds_at_once: bool = False,
+  duplicate_correction: bool = False,
 ) -> Array:
   """Reformer's LSH self-attention (module docstring) `[B, L, H, d]`.
 
@@ -162,8 +169,9 @@ def lsh_self_attention(
   (needs `causal`): the sliding window of the module docstring instead of the paper's chunk
   pairs, so that the output at t does not depend on the inputs after t. `rounds_at_once`:
   all hash rounds in one pass, not one at a time recomputed in the backward pass.
+  `duplicate_correction`: the paper's `log N_ij` (module docstring; a no-op for one round).
   """
-  _check_lsh(chunk_len, n_buckets, n_hashes, "lsh_self_attention", causal, strictly_causal)
+  check_lsh(chunk_len, n_buckets, n_hashes, "lsh_self_attention", causal, strictly_causal)
   b, length, _, _ = qk.shape
   padded = -(-length // chunk_len) * chunk_len
   pad = padded - length
@@ -172,8 +180,15 @@ def lsh_self_attention(
   buckets = _hash(qk, key, n_buckets, n_hashes)  # [B, H, R, L]
   buckets = jnp.pad(buckets, ((0, 0),) * 3 + ((0, pad),), constant_values=n_buckets)
   qk, v = (jnp.pad(x, ((0, 0), (0, pad), (0, 0), (0, 0))) for x in (qk, v))
+  found = None  # every round's bucket and sorted place of each position, for N_ij
+  if duplicate_correction and n_hashes > 1:
+    found = (buckets, jnp.argsort(_sort_order(buckets), axis=-1))
   attend = partial(
-    _attend_rounds, chunk_len=chunk_len, causal=causal, strictly_causal=strictly_causal
+    _attend_rounds,
+    chunk_len=chunk_len,
+    causal=causal,
+    strictly_causal=strictly_causal,
+    found=found,
   )
   if rounds_at_once:
     out, lse = attend(qk, v, valid, buckets)  # [B, H, R, Lp, d], [B, H, R, Lp]
@@ -181,8 +196,7 @@ def lsh_self_attention(
     one_round = jax.checkpoint(lambda r: attend(qk, v, valid, r[:, :, None]))
     out, lse = jax.lax.map(one_round, jnp.moveaxis(buckets, 2, 0))
     out, lse = jnp.moveaxis(out[:, :, :, 0], 0, 2), jnp.moveaxis(lse[:, :, :, 0], 0, 2)
-  # Over the rounds, as trax and reformer-pytorch do by default: a key found in several rounds
-  # counts in each (the paper's Appendix A divides by how often it was found; not done here).
+  # Each round's share of the softmax mass (with the correction: of the union's mass).
   weights = jax.nn.softmax(lse, axis=2)[..., None].astype(out.dtype)
   out = jnp.sum(weights * out, axis=2)  # [B, H, Lp, d]
   return out.transpose(0, 2, 1, 3)[:, :length]
@@ -197,13 +211,15 @@ def _attend_rounds(
   chunk_len: int,
   causal: bool,
   strictly_causal: bool,
+  found: tuple[Array, Array] | None,
 ) -> tuple[Array, Array]:
   """Steps 2-3 of the module docstring for padded `qk`, `v` `[B, Lp, H, d]`, `valid`
   `[B, 1, 1, Lp]` and `buckets` `[B, H, R, Lp]`: `(out [B, H, R, Lp, d], lse [B, H, R, Lp])`
-  of every round, back in position order."""
+  of every round, back in position order. `found`: every round's buckets and sorted places
+  `[B, H, n_hashes, Lp]` for the duplicate correction (`_times_found`), or None."""
   padded = qk.shape[1]
   num_chunks = padded // chunk_len
-  order = jnp.argsort(buckets * padded + jnp.arange(padded), axis=-1, stable=True)
+  order = _sort_order(buckets)
 
   def sort(x: Array) -> Array:  # [B, Lp, H, d] -> [B, H, R, Lp, d], sorted per round
     return jnp.take_along_axis(x.transpose(0, 2, 1, 3)[:, :, None], order[..., None], axis=3)
@@ -229,134 +245,48 @@ def _attend_rounds(
     allowed = allowed & ((q_index[:, :, None] - k_index[:, None, :]) % padded <= chunk_len)
   is_self = k_pos[..., None, :] == q_pos[..., :, None]
   q, k, vs = chunk(sort(qk)), look_back(chunk(sort(_unit(qk)))), look_back(chunk(sort(v)))
-  out, lse = _attend(q, k, vs, allowed, is_self)  # [B, H, R, chunks, chunk_len, (d)]
+  bias = None
+  if found is not None:
+    times = _times_found(q_pos, k_pos, *found, chunk_len=chunk_len, strictly=strictly_causal)
+    bias = -jnp.log(jnp.maximum(times, 1.0))
+  out, lse = _attend(q, k, vs, allowed, is_self, bias)  # [B, H, R, chunks, chunk_len, (d)]
 
   undo = jnp.argsort(order, axis=-1)  # [B, H, R, Lp]
   out = jnp.take_along_axis(out.reshape(*order.shape, -1), undo[..., None], axis=3)
   return out, jnp.take_along_axis(lse.reshape(order.shape), undo, axis=-1)
 
 
-class CausalSelfAttention(nn.Module):
-  """Multi-head self-attention of a Reformer-style model: LSH, or dense for reference.
+def _sort_order(buckets: Array) -> Array:
+  """Positions sorted by (bucket, position), per round: `[B, H, R, Lp]`."""
+  padded = buckets.shape[-1]
+  return jnp.argsort(buckets * padded + jnp.arange(padded), axis=-1, stable=True)
 
-  Attributes:
-    num_heads: number of heads; the input width must be a multiple of it.
-    attention: one of `ATTENTIONS`: 'lsh' (shared QK, `lsh_self_attention`), 'full_shared'
-      (shared QK, dense) or 'full' (separate q and k, dense).
-    implementation: 'full' only, one of `lfpe.nn.attention.IMPLEMENTATIONS`: None (fused:
-      cuDNN's causal kernel on a GPU, any length, else XLA's), 'xla', 'cudnn', or 'explicit'
-      (`full_self_attention`, which writes the `[B, h, L, L]` weights). A `mask` goes in as a
-      bias (cuDNN's slower path). 'full_shared' has no fused path: its keys are the queries,
-      and a query may see itself only as a last resort, which a fused kernel cannot express.
-    chunk_len, n_buckets, n_hashes: the LSH settings (`lsh_self_attention`).
-    causal: whether a position may only attend to positions <= its own.
-    strictly_causal: LSH only: the sliding window that keeps the output at t independent of
-      the inputs after t (`lsh_self_attention`); dense attention is strictly causal anyway.
-    rounds_at_once: LSH only: every hash round in one pass (`lsh_self_attention`).
-    dropout: dropout rate on the output (after the output projection).
-    dtype: compute dtype of the projections (e.g. bfloat16); the softmax runs in float32.
 
-  The hashing and dropout keys come only from the `key` argument, never `make_rng`, so that a
-  reversible layer recomputing the forward pass draws the same buckets and dropout masks.
+def _times_found(
+  q_pos: Array, k_pos: Array, buckets: Array, places: Array, *, chunk_len: int, strictly: bool
+) -> Array:
+  """The paper's N_ij: in how many rounds key `k_pos` is in query `q_pos`'s key set, float32
+  `[B, H, R, chunks, chunk_len, keys]` for `q_pos` `[..., chunk_len]` and `k_pos` `[..., keys]`.
+
+  In a round, j is in i's set when they share a bucket and j's sorted place is in i's chunk or
+  the one before it (`strictly`: at most `chunk_len` places before i's); causality and padding
+  are the same in every round and stay with the caller's mask. `buckets`, `places`:
+  `[B, H, n_hashes, Lp]`, every round's bucket and sorted place of each position.
   """
+  padded = buckets.shape[-1]
+  num_chunks = padded // chunk_len
+  times = jnp.zeros((*q_pos.shape, k_pos.shape[-1]), jnp.float32)
+  for r in range(buckets.shape[2]):
 
-  num_heads: int
-  attention: str = "lsh"
-  chunk_len: int = 64
-  n_buckets: int = 8
-  n_hashes: int = 2
-  causal: bool = True
-  strictly_causal: bool = False
-  rounds_at_once: bool = False
-  dropout: float = 0.0
-  dtype: jnp.dtype | None = None
-  implementation: str | None = None
+    def at(x: Array, pos: Array, r: int = r) -> Array:  # x[b, h, r, pos[b, h, ...]]
+      flat = jnp.take_along_axis(x[:, :, r], pos.reshape(*pos.shape[:2], -1), axis=-1)
+      return flat.reshape(pos.shape)
 
-  def _proj(self, name: str, x: Array, head_dim: int) -> Array:
-    return nn.DenseGeneral(
-      features=(self.num_heads, head_dim),
-      dtype=self.dtype,
-      kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), _QKV_AXES),
-      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, _QKV_AXES[1:]),
-      name=name,
-    )(x)  # [B, L, h, d]
-
-  def _check(self, width: int) -> None:
-    if self.attention not in ATTENTIONS:
-      raise ValueError(
-        f"CausalSelfAttention: attention={self.attention!r} is unknown; use one of {ATTENTIONS}."
-      )
-    if self.implementation not in IMPLEMENTATIONS:
-      raise ValueError(
-        f"CausalSelfAttention: implementation={self.implementation!r} is unknown; use one of "
-        f"{IMPLEMENTATIONS}."
-      )
-    _check_lsh(
-      self.chunk_len,
-      self.n_buckets,
-      self.n_hashes,
-      "CausalSelfAttention",
-      self.causal,
-      self.strictly_causal,
-    )
-    if width % self.num_heads:
-      raise ValueError(
-        f"CausalSelfAttention: the input width {width} must be a multiple of num_heads="
-        f"{self.num_heads}; change the width or num_heads."
-      )
-    if not 0.0 <= self.dropout < 1.0:
-      raise ValueError(f"CausalSelfAttention: dropout={self.dropout} must be in [0, 1).")
-
-  @nn.compact
-  def __call__(
-    self, x: Array, *, key: Array | None, mask: Array | None = None, deterministic: bool = True
-  ) -> Array:
-    """Attend `x` `[B, L, D]` to itself; `[B, L, D]`.
-
-    `key`: PRNG key split into the hashing and dropout keys (None only where neither is
-    drawn: dense attention without dropout); `mask`: `[B, L]`, True = valid token.
-    """
-    width = x.shape[-1]
-    self._check(width)
-    drops = self.dropout > 0 and not deterministic
-    if key is None and (self.attention == "lsh" or drops):
-      raise ValueError(
-        "CausalSelfAttention: pass key= (a PRNG key): LSH hashing and dropout draw from it."
-      )
-    hash_key, dropout_key = jax.random.split(key) if key is not None else (None, None)
-    head_dim = width // self.num_heads
-    v = self._proj("value", x, head_dim)
-    if self.attention == "full":
-      q, k = self._proj("query", x, head_dim), self._proj("key", x, head_dim)
-      if self.implementation == "explicit":
-        out = full_self_attention(q, k, v, causal=self.causal, mask=mask)
-      else:
-        keys = None if mask is None else mask.astype(bool)[:, None, None, :]
-        out = fused_attention(
-          q, k, v, mask=keys, is_causal=self.causal, implementation=self.implementation
-        )
-    elif self.attention == "full_shared":
-      qk = self._proj("qk", x, head_dim)
-      out = full_self_attention(qk, None, v, causal=self.causal, shared_qk=True, mask=mask)
-    else:
-      out = lsh_self_attention(
-        self._proj("qk", x, head_dim),
-        v,
-        hash_key,
-        chunk_len=self.chunk_len,
-        n_buckets=self.n_buckets,
-        n_hashes=self.n_hashes,
-        causal=self.causal,
-        mask=mask,
-        strictly_causal=self.strictly_causal,
-        rounds_at_once=self.rounds_at_once,
-      )
-    out = nn.DenseGeneral(
-      features=width,
-      axis=(-2, -1),
-      dtype=self.dtype,
-      kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(), _OUT_AXES),
-      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
-      name="out",
-    )(out)
-    return nn.Dropout(rate=self.dropout)(out, deterministic=not drops, rng=dropout_key)
+    q_place, k_place = at(places, q_pos)[..., :, None], at(places, k_pos)[..., None, :]
+    seen = at(buckets, q_pos)[..., :, None] == at(buckets, k_pos)[..., None, :]
+    if num_chunks > 1:
+      seen &= (q_place // chunk_len - k_place // chunk_len) % num_chunks <= 1
+    if strictly:
+      seen &= (q_place - k_place) % padded <= chunk_len
+    times = times + seen
+  return times

@@ -111,6 +111,15 @@ def test_rounds_at_once_reaches_the_lsh_layers_and_keeps_the_loss():
   assert loops(one_by_one) - loops(at_once) == one_by_one.depth  # one lax.map per layer
 
 
+def test_duplicate_correction_reaches_the_lsh_layers():
+  """model.duplicate_correction=True changes the loss with 2 hash rounds (keys found in both
+  rounds count once) and not with 1 (nothing to correct)."""
+  variables = _randomize_head(_init(_model(n_hashes=2), TOKENS))
+  loss = lambda **kw: float(bits_per_dim(_apply(_model(**kw), variables, TOKENS), TOKENS))
+  assert abs(loss(n_hashes=2, duplicate_correction=True) - loss(n_hashes=2)) > 1e-4
+  assert loss(n_hashes=1, duplicate_correction=True) == loss(n_hashes=1)
+
+
 @pytest.mark.parametrize("attention", ["lsh", "full"])
 def test_reversible_stack_gives_the_plain_stacks_logits_and_gradients(attention):
   rev, plain = (
@@ -158,6 +167,7 @@ def test_samples_follow_the_model():
     ({"attention": "sparse"}, "model.attention"),
     ({"strictly_causal": 1}, "model.strictly_causal"),
     ({"rounds_at_once": "yes"}, "model.rounds_at_once"),
+    ({"duplicate_correction": 1}, "model.duplicate_correction"),
     ({"not_a_field": 1}, "model.not_a_field"),
     ({"variant": "huge"}, "model.variant"),
     ({"posemb": "fourier(gama=1)"}, "gama"),

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from lfpe.nn import lsh as lsh_lib
-from lfpe.nn.lsh import CausalSelfAttention, full_self_attention, lsh_self_attention
+from lfpe.nn.causal_attention import ATTENTIONS, CausalSelfAttention
+from lfpe.nn.lsh import full_self_attention, lsh_self_attention
 
 B, H, HD = 2, 2, 4
 _jit_lsh = jax.jit(
@@ -22,6 +23,7 @@ _jit_lsh = jax.jit(
     "causal",
     "strictly_causal",
     "rounds_at_once",
+    "duplicate_correction",
   ),
 )
 
@@ -102,37 +104,46 @@ def test_same_key_same_output_other_key_other_output():
   assert np.abs(_lsh(qk, v, seed=0) - _lsh(qk, v, seed=1)).max() > 1e-3
 
 
-def _numpy_lsh(qk, v, rotations, chunk_len, causal, strictly_causal=False):
-  """One batch element, one hash round, straight from the definition: `[L, H, d]`.
+def _numpy_keys(qk, rotations, chunk_len, causal, strictly_causal=False):
+  """One batch element, one hash round (`rotations` `[H, d, n_buckets/2]`), straight from the
+  definition: `keys[h][i]`, the keys query i sees, and how many queries lost keys of their
+  bucket to the chunking.
 
   Query i sees key j iff j shares its bucket, sits in i's chunk or the one before it in the
   (bucket, position) order (strictly causal: is one of the `chunk_len` bucket-mates before
-  i), j <= i if causal, and j != i; itself if it sees nothing else.
-  Returns the output and how many queries lost keys of their bucket to the chunking.
+  i), j <= i if causal, and j != i.
   """
-  length, heads, d = qk.shape
+  length, heads, _ = qk.shape
   num_chunks = length // chunk_len
-  out, cut = np.zeros_like(v), 0
+  keys, cut = [], 0
   for h in range(heads):
-    unit = qk[:, h] / np.linalg.norm(qk[:, h], axis=-1, keepdims=True)
-    rotated = unit @ rotations[h, 0]
+    rotated = (qk[:, h] / np.linalg.norm(qk[:, h], axis=-1, keepdims=True)) @ rotations[h]
     bucket = np.argmax(np.concatenate([rotated, -rotated], -1), -1)
     order = np.argsort(bucket * length + np.arange(length), kind="stable")
     chunk = np.empty(length, int)
     chunk[order] = np.arange(length) // chunk_len
+    keys.append([])
     for i in range(length):
       mates = [j for j in range(length) if bucket[j] == bucket[i] and j != i]
       mates = [j for j in mates if j <= i or not causal]
       window = (chunk[i], (chunk[i] - 1) % num_chunks)
-      keys = [j for j in mates if chunk[j] in window]
-      if strictly_causal:
-        keys = mates[-chunk_len:]
-      keys = keys or [i]
-      cut += len(keys) < len(mates)
-      logits = np.array([qk[i, h] @ unit[j] for j in keys]) / np.sqrt(d)
+      seen = mates[-chunk_len:] if strictly_causal else [j for j in mates if chunk[j] in window]
+      cut += len(seen) < len(mates)
+      keys[h].append(seen)
+  return keys, cut
+
+
+def _numpy_attend(qk, v, keys):
+  """`[L, H, d]`: query i's softmax over `keys[h][i]` (shared QK), itself if it has none."""
+  out, d = np.zeros_like(v), qk.shape[-1]
+  for h, per_query in enumerate(keys):
+    unit = qk[:, h] / np.linalg.norm(qk[:, h], axis=-1, keepdims=True)
+    for i, seen in enumerate(per_query):
+      seen = sorted(seen) or [i]
+      logits = np.array([qk[i, h] @ unit[j] for j in seen]) / np.sqrt(d)
       w = np.exp(logits - logits.max())
-      out[i, h] = (w / w.sum()) @ v[keys, h]
-  return out, cut
+      out[i, h] = (w / w.sum()) @ v[seen, h]
+  return out
 
 
 @pytest.mark.parametrize("causal, strict", [(True, False), (False, False), (True, True)])
@@ -150,14 +161,58 @@ def test_matches_numpy_reference_built_from_buckets(causal, strict):
     causal=causal,
     strictly_causal=strict,
   )
-  rotations = np.asarray(lsh_lib._rotations(key, H, HD, n_buckets, 1), np.float64)
+  rotations = np.asarray(lsh_lib._rotations(key, H, HD, n_buckets, 1), np.float64)[:, 0]
   qk64, v64 = np.asarray(qk, np.float64), np.asarray(v, np.float64)
   total_cut = 0
   for b in range(B):
-    ref, cut = _numpy_lsh(qk64[b], v64[b], rotations, chunk_len, causal, strict)
-    np.testing.assert_allclose(out[b], ref, atol=1e-5)
+    keys, cut = _numpy_keys(qk64[b], rotations, chunk_len, causal, strict)
+    np.testing.assert_allclose(out[b], _numpy_attend(qk64[b], v64[b], keys), atol=1e-5)
     total_cut += cut
   assert total_cut > 0  # the chunking, not only the buckets, shaped some key sets
+
+
+@pytest.mark.parametrize("rounds_at_once", [False, True])
+@pytest.mark.parametrize("causal, strict", [(True, False), (False, False), (True, True)])
+def test_duplicate_correction_attends_to_the_union_of_the_rounds(causal, strict, rounds_at_once):
+  """The Reformer paper's Appendix A: with `log N_ij`, the rounds together are one softmax
+  over the union of their key sets; without it, keys found in several rounds weigh more."""
+  length, chunk_len, n_buckets, n_hashes = 16, 4, 2, 3
+  qk, v = _qkv(length, seed=11)
+  key = jax.random.key(5)
+  run = partial(
+    _jit_lsh,
+    qk,
+    v,
+    key,
+    chunk_len=chunk_len,
+    n_buckets=n_buckets,
+    n_hashes=n_hashes,
+    causal=causal,
+    strictly_causal=strict,
+    rounds_at_once=rounds_at_once,
+  )
+  corrected, plain = run(duplicate_correction=True), run()
+  rotations = np.asarray(lsh_lib._rotations(key, H, HD, n_buckets, n_hashes), np.float64)
+  qk64, v64 = np.asarray(qk, np.float64), np.asarray(v, np.float64)
+  for b in range(B):
+    rounds = [
+      _numpy_keys(qk64[b], rotations[:, r], chunk_len, causal, strict)[0] for r in range(n_hashes)
+    ]
+    union = [
+      [set().union(*(keys[h][i] for keys in rounds)) for i in range(length)] for h in range(H)
+    ]
+    np.testing.assert_allclose(corrected[b], _numpy_attend(qk64[b], v64[b], union), atol=1e-5)
+  assert np.abs(corrected - plain).max() > 1e-3  # some keys were found in several rounds
+
+
+def test_duplicate_correction_is_a_no_op_for_one_round_and_keeps_gradients_finite():
+  qk, v = _qkv(13, seed=12)
+  np.testing.assert_array_equal(
+    _lsh(qk, v, n_hashes=1, duplicate_correction=True), _lsh(qk, v, n_hashes=1)
+  )
+  loss = lambda qk, v: jnp.sum(jnp.sin(_lsh(qk, v, n_hashes=3, duplicate_correction=True)))
+  for g in jax.jit(jax.grad(loss, argnums=(0, 1)))(qk, v):
+    assert np.all(np.isfinite(g)) and np.abs(g).max() > 0
 
 
 @pytest.mark.parametrize("strict", [False, True])
@@ -206,7 +261,7 @@ def test_dense_separate_qk_is_causal_softmax_attention():
   np.testing.assert_allclose(full_self_attention(q, k, v), expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("attention", lsh_lib.ATTENTIONS)
+@pytest.mark.parametrize("attention", ATTENTIONS)
 def test_module_shapes_and_parameters(attention):
   x = jnp.asarray(np.random.default_rng(7).normal(size=(B, 10, 8)), jnp.float32)
   module = CausalSelfAttention(num_heads=H, attention=attention, chunk_len=4, n_buckets=2)
