@@ -19,6 +19,10 @@ for a COCO-format folder), then on each host of an accelerator slice:
 Expected (estimates, not reproduced here): about 3 days on 64 TPU v3 cores as in 002;
 AP near 002's 40.2 (fourier), 40.1 (detr_sine), 40.0 (mlp), 39.3 (embed_2d).
 
+DETR's own settings where lfpe's defaults differ (lfpe/models/detr.py): ReLU feed-forward
+layers, no dropout on the encoder's input, ImageNet's mean and std before the zero padding,
+and the ResNet's stem and first stage frozen (`optim.freeze`).
+
 Differences from DETR, stated: lfpe's detection preprocessing resizes the LONGER side to
 the chosen scale (DETR: the shorter side, longer side capped at 1333) and has no random
 crop or flip; the ResNet-50 starts from random weights (no pretrained checkpoint is
@@ -36,6 +40,8 @@ from lfpe.train.config_lib import base_config, parse_arg, small_loop
 SCALES = (480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800)
 PROTOCOLS = {"all": (SCALES, SCALES), "heldout": (SCALES[:-3], SCALES[-3:])}
 TRAIN_IMAGES = 118_287
+IMAGENET_MEAN, IMAGENET_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]  # torchvision's
+RESNET_FROZEN = r"^params/backbone/(conv1|layer1_\d+)/"  # DETR trains layer2-4 only
 
 
 def get_config(arg: str | None = None):
@@ -60,6 +66,7 @@ def get_config(arg: str | None = None):
     test_sizes=test_sizes,
     max_targets=100,  # canvas: the largest
   )
+  config.data.preprocess = f"value_range(0, 1)|normalize({IMAGENET_MEAN}, {IMAGENET_STD})"
   config.data.worker_count = 16
 
   config.model_name = "detr"
@@ -67,12 +74,15 @@ def get_config(arg: str | None = None):
     variant="R50",
     posemb=spec(arg.posemb, gamma=arg.gamma),
     normalize_positions=arg.protocol == "all",
+    activation="relu",
+    input_dropout=False,
   )
   # auto: scipy's host solver on a GPU (10x faster there than the in-graph loop), optax's
   # in-graph solver on a TPU or CPU (lfpe/tasks/detection_ops.resolve_method).
   config.task = dict(name="detection", matcher="auto", eos_coef=0.1, aux_loss=True)
   config.optim.update(lr=1e-4, weight_decay=1e-4, grad_clip_norm=0.1)
   config.optim.lr_multipliers = {"backbone": 0.1}  # 1e-5 for the ResNet
+  config.optim.freeze = (RESNET_FROZEN,)
   config.schedule = dict(
     name="warmup_step", warmup_steps=0, decay_steps=(200 * steps_per_epoch,), decay_factor=0.1
   )
@@ -81,6 +91,7 @@ def get_config(arg: str | None = None):
     small_loop(config, batch_size=8)
     config.data = data_config("shapes_detection/small")
     config.data.detection.update(train_sizes=(32, 40), test_sizes=(48,), max_size=48)
+    config.optim.freeze = ()  # the tiny backbone has no stem or layer1
     config.data.worker_count = 0
     config.model.update(variant="tiny", width=16, mlp_dim=32, num_heads=2, num_queries=10)
     config.schedule.decay_steps = (3,)

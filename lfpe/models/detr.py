@@ -30,10 +30,13 @@ group (`group_attention_bias`), so `lfpe.tasks.detection` matches every group to
 targets one-to-one on its own: G times as many queries learn from each object. Evaluation
 and inference run group 0 alone, so the detector that is scored is DETR's size.
 
-Smaller deviations from DETR's code, shared with lfpe's ViT and kept so that every record's
-runs stay comparable: the feed-forward layers use GELU (DETR: ReLU); dropout also applies to
-the encoder's input (DETR: none there); images are scaled to [0, 1] without ImageNet's mean
-and std; with `resnet50` every stage trains (DETR freezes the stem and the first stage).
+Smaller deviations from DETR's code are defaults shared with lfpe's ViT, kept so that every
+record's runs stay comparable, and each has DETR's setting as an option (all four set in
+configs/detr_coco.py): the feed-forward layers use GELU (`activation='relu'`: DETR's);
+dropout also applies to the encoder's input (`input_dropout=False`: none, DETR's); images
+are scaled to [0, 1] (`data.preprocess` with `normalize(...)` after `value_range(0, 1)`:
+ImageNet's mean and std before the zero padding, DETR's); with `resnet50` every stage trains
+(`optim.freeze` of the stem and `layer1`: DETR's).
 
 Feature-map coordinates come from the padding mask (`coords.detr`, `feature_positions`):
 `normalize_positions=True` divides them by the valid size, (0, 1] per axis (002 Sec. 4.2,
@@ -63,7 +66,7 @@ from lfpe.models.backbones import BACKBONES, feature_grid
 from lfpe.models.fields import DTYPES, positive_int, variant_fields
 from lfpe.nn.decoder import Decoder
 from lfpe.nn.positions import PositionSource, encoding_context
-from lfpe.nn.transformer import NORMS, Encoder
+from lfpe.nn.transformer import ACTIVATIONS, NORMS, Encoder
 
 Array = jnp.ndarray
 TABLES = (encodings.Embed1D, encodings.EmbedND)  # looked up by integer index
@@ -150,6 +153,9 @@ class DETR(Checked, nn.Module):
     query_groups: Group DETR's G query groups in training, group 0 at eval (a deviation).
     max_grid: (rows, cols) of the largest feature map: the size of learned tables.
     dropout, attention_dropout: DETR's 0.1 on residual branches and attention weights.
+    activation: the feed-forward nonlinearity (`lfpe.nn.transformer.ACTIVATIONS`); DETR's is
+      'relu', the default 'gelu' is lfpe's ViT's (module docstring).
+    input_dropout: dropout on the encoder's input too (lfpe's ViT); False is DETR's.
     dtype: compute dtype of backbone and transformer; the heads compute in float32.
   """
 
@@ -169,6 +175,8 @@ class DETR(Checked, nn.Module):
   max_grid: Any = (42, 42)
   dropout: float = 0.1
   attention_dropout: float = 0.1
+  activation: str = "gelu"
+  input_dropout: bool = True
   dtype: str = "float32"
 
   @property
@@ -201,10 +209,17 @@ class DETR(Checked, nn.Module):
     )
 
   def _encoder(self, **kwargs) -> Encoder:
-    return fields.encoder(self, grid_shape=tuple(self.max_grid), norm=self.norm, **kwargs)
+    return fields.encoder(
+      self,
+      grid_shape=tuple(self.max_grid),
+      norm=self.norm,
+      activation=self.activation,
+      input_dropout=self.input_dropout,
+      **kwargs,
+    )
 
   def _decoder(self, **kwargs) -> Decoder:
-    return fields.decoder(self, norm=self.norm, **kwargs)
+    return fields.decoder(self, norm=self.norm, activation=self.activation, **kwargs)
 
   @nn.compact
   def __call__(self, images: Array, mask: Array, *, train: bool) -> dict[str, Array]:
@@ -314,14 +329,19 @@ def _check_fields(model: DETR) -> None:
       f"model.num_heads={model.num_heads} must divide model.width={model.width}; "
       "change one of them."
     )
-  choices = {"backbone": tuple(BACKBONES), "norm": NORMS, "dtype": DTYPES}
+  choices = {
+    "backbone": tuple(BACKBONES),
+    "norm": NORMS,
+    "activation": tuple(ACTIVATIONS),
+    "dtype": DTYPES,
+  }
   for key, valid in choices.items():
     if getattr(model, key) not in valid:
       raise ValueError(f"model.{key}={getattr(model, key)!r} is unknown; use one of {valid}.")
   grid = model.max_grid
   if isinstance(grid, str) or len(tuple(grid)) != 2 or not all(map(positive_int, grid)):
     raise ValueError(f"model.max_grid must be a (rows, cols) pair of positive ints, got {grid!r}.")
-  for key in ("normalize_positions", "reference_points"):
+  for key in ("normalize_positions", "reference_points", "input_dropout"):
     if not isinstance(getattr(model, key), bool):
       raise ValueError(f"model.{key} must be True or False, got {getattr(model, key)!r}.")
   for key in ("dropout", "attention_dropout"):

@@ -32,6 +32,7 @@ class DecoderBlock(nn.Module):
   causal: bool = False
   norm: str = "pre"
   dtype: Any = None
+  activation: str = "gelu"
 
   def _attention(self, name: str) -> Attention:
     return Attention(
@@ -73,7 +74,11 @@ class DecoderBlock(nn.Module):
       deterministic=deterministic,
     )
     mlp = lambda y: MlpBlock(
-      mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp"
+      mlp_dim=self.mlp_dim,
+      dropout=self.dropout,
+      dtype=self.dtype,
+      activation=self.activation,
+      name="mlp",
     )(y, deterministic)
     sub = dict(norm=self.norm, dropout=self.dropout, deterministic=deterministic, dtype=self.dtype)
     x = residual(x, self_attention, name="norm1", **sub)
@@ -97,9 +102,10 @@ class Decoder(Checked, nn.Module):
   causal: bool = False
   norm: str = "pre"
   dtype: Any = None
+  activation: str = "gelu"
 
   def check(self) -> None:
-    check_norm(self.norm, "Decoder")
+    check_norm(self.norm, "Decoder", self.activation)
     if not isinstance(self.depth, int) or isinstance(self.depth, bool) or self.depth < 1:
       raise ValueError(f"Decoder: depth={self.depth!r} must be a positive int.")
 
@@ -126,6 +132,7 @@ class Decoder(Checked, nn.Module):
         causal=self.causal,
         norm=self.norm,
         dtype=self.dtype,
+        activation=self.activation,
         name=f"decoderblock_{i}",
       )(
         x,

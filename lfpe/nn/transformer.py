@@ -38,13 +38,24 @@ from lfpe.nn.positions import ADD, PositionSource, check_positions, resolve_inje
 
 Array = jnp.ndarray
 NORMS = ("pre", "post")
+# The feed-forward nonlinearity: flax's (and big_vision's) tanh-approximate GELU, the exact
+# erf GELU (PyTorch's nn.GELU, timm), or ReLU (the original Transformer and DETR).
+ACTIVATIONS = {
+  "gelu": nn.gelu,
+  "gelu_exact": lambda x: nn.gelu(x, approximate=False),
+  "relu": nn.relu,
+}
 
 
-def check_norm(norm: str, owner: str) -> None:
-  """ValueError naming `norm` unless it is one of NORMS."""
+def check_norm(norm: str, owner: str, activation: str = "gelu") -> None:
+  """ValueError naming `norm` unless it is one of NORMS, or `activation` unless in ACTIVATIONS."""
   if norm not in NORMS:
     raise ValueError(
       f"{owner}: norm={norm!r} is unknown; use one of {NORMS} ('pre': ViT, 'post': DETR)."
+    )
+  if activation not in ACTIVATIONS:
+    raise ValueError(
+      f"{owner}: activation={activation!r} is unknown; use one of {tuple(ACTIVATIONS)}."
     )
 
 
@@ -95,17 +106,20 @@ def _add_table(x: Array, hooks: dict[str, Any]) -> Array:
 
 
 class MlpBlock(nn.Module):
-  """Dense -> GELU -> dropout -> Dense, back to the input width."""
+  """Dense -> activation (`ACTIVATIONS`, GELU by default) -> dropout -> Dense, back to the
+  input width."""
 
   mlp_dim: int
   dropout: float = 0.0
   dtype: Any = None
+  activation: str = "gelu"
 
   @nn.compact
   def __call__(self, x: Array, deterministic: bool = True) -> Array:
     width = x.shape[-1]
     x = _dense(self.mlp_dim, ("embed", "mlp"), self.dtype, "fc1")(x)  # [B, N, mlp]
-    x = nn.Dropout(self.dropout)(nn.gelu(x), deterministic=deterministic)
+    x = ACTIVATIONS[self.activation](x)
+    x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
     return _dense(width, ("mlp", "embed"), self.dtype, "fc2")(x)  # [B, N, D]
 
 
@@ -119,6 +133,7 @@ class EncoderBlock(nn.Module):
   causal: bool = False
   norm: str = "pre"
   dtype: Any = None
+  activation: str = "gelu"
 
   @nn.compact
   def __call__(
@@ -140,7 +155,11 @@ class EncoderBlock(nn.Module):
       deterministic=deterministic,
     )
     mlp = lambda y: MlpBlock(
-      mlp_dim=self.mlp_dim, dropout=self.dropout, dtype=self.dtype, name="mlp"
+      mlp_dim=self.mlp_dim,
+      dropout=self.dropout,
+      dtype=self.dtype,
+      activation=self.activation,
+      name="mlp",
     )(y, deterministic)
     sub = dict(norm=self.norm, dropout=self.dropout, deterministic=deterministic, dtype=self.dtype)
     x = residual(x, attention, name="norm1", **sub)
@@ -158,6 +177,9 @@ class Encoder(Checked, nn.Module):
     num_prefix: tokens before the grid tokens (class token).
     causal: causal self-attention (autoregressive models).
     norm: `pre` (ViT; the stack ends in `encoder_norm`) or `post` (DETR; no final norm).
+    activation: the feed-forward nonlinearity, one of `ACTIVATIONS` (DETR's is 'relu').
+    input_dropout: dropout on the encoder's input, after a stem encoding (ViT's); DETR has
+      none there (False).
     coord_augment: {shift, jitter, rescale, convention} of the encoding's coordinates when
       training (`PositionSource`, `lfpe.encodings.coords.augment`; off by default).
   """
@@ -179,6 +201,8 @@ class Encoder(Checked, nn.Module):
   attention_dropout: float = 0.0
   dtype: Any = None
   coord_augment: Any = None
+  activation: str = "gelu"
+  input_dropout: bool = True
 
   def check(self) -> None:
     """Position options, the norm, then the encoding's own checks (one source, unbound)."""
@@ -191,7 +215,7 @@ class Encoder(Checked, nn.Module):
       depth=self.depth,
       owner="Encoder",
     )
-    check_norm(self.norm, "Encoder")
+    check_norm(self.norm, "Encoder", self.activation)
     injection = resolve_injection(self.posemb, self.pos_injection)
     self._source(injection, parent=None)
 
@@ -217,6 +241,7 @@ class Encoder(Checked, nn.Module):
       causal=self.causal,
       norm=self.norm,
       dtype=self.dtype,
+      activation=self.activation,
       name=f"encoderblock_{i}",
     )
 
@@ -276,7 +301,8 @@ class Encoder(Checked, nn.Module):
     if injection == "stem":
       source = self._source(injection, name="pos")
       x = _add_table(x, source(grid_shape, coords, train=not deterministic, packed=packed))
-    x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
+    if self.input_dropout:
+      x = nn.Dropout(self.dropout)(x, deterministic=deterministic)
     train = not deterministic
     layers = self._layer_hooks(injection, grid_shape, coords, hooks, train, packed)
     for i, layer_hooks in enumerate(layers):

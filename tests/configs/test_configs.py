@@ -10,7 +10,7 @@ import pytest
 
 from lfpe import tasks
 from lfpe.data import config as data_config
-from lfpe.train import sharding, steps, validate
+from lfpe.train import optim, sharding, steps, validate
 from lfpe.train.optim import make_optimizer
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -87,6 +87,26 @@ def test_imagenet_is_the_papers_vit_b16():
   assert [type(op).__name__ for op in ops][1:3] == ["ResizeSmall", "CentralCrop"]
   fourier = _abstract_params(_module("vit_b16_imagenet").get_config("posemb=fourier"))
   assert _count(fourier) < _count(params)  # no 197x768 table
+
+
+def test_detr_coco_sets_detrs_own_settings():
+  """ReLU, no input dropout, ImageNet's mean and std before the padding, and the ResNet's stem
+  and layer1 frozen: DETR's 222,400 parameters it does not train (its printed count)."""
+  config = _module("detr_coco").get_config()
+  assert (config.model.activation, config.model.input_dropout) == ("relu", False)
+  ops = data_config.resolve(config.data).preprocess
+  normalize = [op for op in ops if type(op).__name__ == "Normalize"]
+  assert [(list(op.mean), list(op.std)) for op in normalize] == [
+    ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+  ]
+  trains = optim.trains_fn(config.optim.trainable, config.optim.freeze)
+  frozen = {
+    optim.param_name(path): leaf
+    for path, leaf in jax.tree_util.tree_flatten_with_path(_abstract_params(config))[0]
+    if not trains(optim.param_name(path))
+  }
+  assert all("/backbone/" in name for name in frozen)
+  assert _count(frozen) == 222_400
 
 
 @pytest.mark.parametrize("protocol", ["all", "heldout"])

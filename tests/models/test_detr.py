@@ -158,6 +158,21 @@ def test_post_and_pre_norm_both_run_and_differ():
   np.testing.assert_allclose(out_pre["boxes"][:, :1], alone_a["boxes"], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("activation, op", [("gelu", "tanh"), ("gelu_exact", "erf")])
+def test_activation_reaches_every_feed_forward_layer(activation, op):
+  """One GELU per encoder and decoder layer; `activation='relu'` (DETR's) leaves none."""
+  images, mask = _inputs()[:2]
+
+  def program(model):
+    variables = jax.eval_shape(lambda: model.init(jax.random.key(0), images, mask, train=False))
+    return str(jax.make_jaxpr(lambda v: model.apply(v, images, mask, train=False))(variables))
+
+  model = Model(CLASSES, **SMALL, activation=activation)
+  assert program(model).count(op) == model.encoder_depth + model.decoder_depth
+  relu = program(Model(CLASSES, **SMALL, activation="relu"))
+  assert relu.count("tanh") == relu.count("erf") == 0
+
+
 def test_object_queries_are_distinct_at_init():
   variables = _variables("detr_sine")
   query_pos = np.asarray(variables["params"]["query_pos"])  # [Q, D]
@@ -316,6 +331,8 @@ def test_image_size_sets_max_grid_to_the_feature_map(variant, size, grid):
     (dict(posemb="fourier(gamma=-1.0)"), r"model.posemb='fourier\(gamma=-1.0\)'.*gamma"),
     (dict(posemb="detr_sine(normalize=False)"), "set model.normalize_positions instead"),
     (dict(norm="middle"), "model.norm='middle' is unknown"),
+    (dict(activation="swish"), "model.activation='swish' is unknown"),
+    (dict(input_dropout=0), "model.input_dropout must be True or False"),
     (dict(max_grid=(0, 4)), "model.max_grid must be a"),
     (dict(num_queries=0), "model.num_queries must be a positive int"),
     (dict(query_groups=0), "model.query_groups must be a positive int"),

@@ -1,5 +1,7 @@
 """Encoder blocks (pre- and post-LN) and where the Encoder injects positions."""
 
+import math
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -33,26 +35,33 @@ def _gelu(x):  # tanh approximation, flax's default
   return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
 
-def _block_reference(p, x, **hooks):
-  """x + Attn(LN(x)), then + W2 gelu(W1 LN(x)); attention from the (separately tested) module."""
+ACTIVATIONS = {
+  "gelu": _gelu,
+  "gelu_exact": np.vectorize(lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2)))),
+  "relu": lambda x: np.maximum(x, 0.0),
+}
+
+
+def _block_reference(p, x, act=_gelu, **hooks):
+  """x + Attn(LN(x)), then + W2 act(W1 LN(x)); attention from the (separately tested) module."""
   y = Attention(HEADS).apply({"params": p["attention"]}, _layer_norm(x, p["norm1"]), **hooks)
-  return _mlp_residual(p, x + np.asarray(y), "norm2")
+  return _mlp_residual(p, x + np.asarray(y), "norm2", act)
 
 
-def _mlp_residual(p, x, norm):
-  """x + W2 gelu(W1 LN(x) + b1) + b2."""
+def _mlp_residual(p, x, norm, act=_gelu):
+  """x + W2 act(W1 LN(x) + b1) + b2."""
   fc1, fc2 = p["mlp"]["fc1"], p["mlp"]["fc2"]
-  h = _gelu(_layer_norm(x, p[norm]) @ np.asarray(fc1["kernel"]) + np.asarray(fc1["bias"]))
+  h = act(_layer_norm(x, p[norm]) @ np.asarray(fc1["kernel"]) + np.asarray(fc1["bias"]))
   return x + h @ np.asarray(fc2["kernel"]) + np.asarray(fc2["bias"])
 
 
-def test_encoder_block_is_pre_layer_norm_residual():
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+def test_encoder_block_is_pre_layer_norm_residual(activation):
   x = _x()
-  block = EncoderBlock(num_heads=HEADS, mlp_dim=MLP)
+  block = EncoderBlock(num_heads=HEADS, mlp_dim=MLP, activation=activation)
   variables = block.init(jax.random.key(0), x)
-  np.testing.assert_allclose(
-    block.apply(variables, x), _block_reference(_params(variables), x), rtol=1e-5, atol=1e-5
-  )
+  ref = _block_reference(_params(variables), x, ACTIVATIONS[activation])
+  np.testing.assert_allclose(block.apply(variables, x), ref, rtol=1e-5, atol=1e-5)
 
 
 def test_encoder_block_passes_hooks_to_attention():
@@ -252,6 +261,31 @@ def test_given_hooks_enter_every_block_like_a_shared_source():
   np.testing.assert_allclose(given, shared.apply(variables, x, coords=coords), rtol=1e-6)
   with pytest.raises(ValueError, match="got position hooks and posemb='sine_2d'"):
     shared.apply(variables, x, hooks=hooks)
+
+
+def test_encoder_gives_its_activation_to_every_block():
+  x = _x()
+  enc = _encoder(norm="post", activation="relu")
+  variables = enc.init(jax.random.key(0), x)
+  params = _params(variables)
+  y = x
+  for i in range(2):
+    block = EncoderBlock(HEADS, MLP, norm="post", activation="relu")
+    y = block.apply({"params": params[f"encoderblock_{i}"]}, y)
+  np.testing.assert_allclose(enc.apply(variables, x), y, rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match="Encoder: activation='swish' is unknown"):
+    _encoder(activation="swish")
+
+
+@pytest.mark.parametrize("input_dropout, draws", [(True, 7), (False, 6)])
+def test_input_dropout_is_one_draw_before_the_blocks(input_dropout, draws):
+  """Training draws 3 dropout masks per block (both residual branches, the MLP's hidden
+  layer) and, with `input_dropout` (ViT's; DETR has none), one on the encoder's input."""
+  x = _x()
+  enc = _encoder(dropout=0.5, input_dropout=input_dropout)
+  variables = enc.init(jax.random.key(0), x)
+  apply = lambda v: enc.apply(v, x, deterministic=False, rngs={"dropout": jax.random.key(1)})
+  assert str(jax.make_jaxpr(apply)(variables)).count("name=_bernoulli") == draws
 
 
 def test_encoder_rejects_an_unknown_norm():
