@@ -53,6 +53,12 @@ def require(module: str, extra: str, what: str) -> ModuleType:
     ) from e
 
 
+def cloud_message(field: str, path: str, error: ImportError) -> str:
+  """The line for a gs:// or s3:// `path` whose filesystem library (gcsfs, s3fs) is missing:
+  `error` is etils.epath's ImportError, which names the library."""
+  return f'{field}={path} cannot be reached: {error} (pip install "lfpe[cloud]").'
+
+
 def require_extra(extra: str, what: str) -> None:
   """Every module of `extra` importable, or MissingExtraError for the first that is not."""
   for module in EXTRAS[extra]:

@@ -220,7 +220,12 @@ MISTAKES = [
   (
     "remote workdir",
     (SMALL, "--workdir=gs://bucket/run"),
-    ("cannot be reached", "install gcsfs"),  # epath's backend for gs:// (lfpe[cloud])
+    ("cannot be reached", "install gcsfs", 'pip install "lfpe[cloud]"'),  # epath's backend
+  ),
+  (
+    "remote data_dir",
+    (SMALL, "--workdir={w}", "--config.data.data_dir=s3://bucket/data"),
+    ("config.data.data_dir=s3://bucket/data cannot be reached", 'pip install "lfpe[cloud]"'),
   ),
 ]
 

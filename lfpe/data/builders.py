@@ -20,6 +20,7 @@ import tensorflow_datasets as tfds
 from array_record.python import array_record_module
 from etils import epath
 
+from lfpe import extras
 from lfpe.data import (
   base,
   crops,
@@ -269,8 +270,11 @@ def _version_dirs(name: str, data_dir: str) -> list[str]:
   """The versions of `name` in `data_dir` that have a dataset_info.json. Through `epath`, so a
   remote data_dir (gs://, s3://: whatever TFDS reads) is searched as a local one."""
   root = epath.Path(data_dir) / name
-  if not root.is_dir():
-    return []
+  try:
+    if not root.is_dir():
+      return []
+  except ImportError as e:  # epath's, for a gs:// or s3:// data_dir without gcsfs or s3fs
+    raise ConfigError(extras.cloud_message("config.data.data_dir", data_dir, e)) from None
   return [
     v.name
     for v in root.iterdir()

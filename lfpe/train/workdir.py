@@ -25,6 +25,7 @@ from typing import Any
 from absl import logging
 from etils import epath
 
+from lfpe import extras
 from lfpe.errors import ConfigError, WorkdirError
 
 # Fields a run may change in a workdir that holds checkpoints: they change how long it
@@ -86,7 +87,7 @@ def prepare(workdir: str) -> None:
       probe.write_text("")
       probe.unlink()
     except ImportError as e:  # epath's: "Please install gcsfs to access Google Storage"
-      raise WorkdirError(f"--workdir={workdir} cannot be reached: {e}.") from None
+      raise WorkdirError(extras.cloud_message("--workdir", workdir, e)) from None
     except (OSError, ValueError) as e:
       raise WorkdirError(f"--workdir={workdir} cannot be written ({e}).") from None
     return
