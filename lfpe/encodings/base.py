@@ -133,16 +133,22 @@ def check_mode(mode: str, owner: str) -> None:
 
 
 def check_divisible(name: str, value: int, divisor: int, why: str, owner: str) -> None:
-  if not isinstance(value, int) or value <= 0 or value % divisor:
+  """ValueError unless `value` is a positive int multiple of `divisor` (not a bool, a float
+  or a string); the message suggests the multiple nearest to the number it names."""
+  if not isinstance(value, int) or isinstance(value, bool) or value <= 0 or value % divisor:
     raise ValueError(
-      f"{owner}: `{name}`={value!r} must be a positive multiple of {divisor} ({why}); "
+      f"{owner}: `{name}`={value!r} must be a positive int, a multiple of {divisor} ({why}); "
       f"use e.g. {name}={_nearest_multiple(value, divisor)}."
     )
 
 
 def _nearest_multiple(value, divisor: int) -> int:
-  value = value if isinstance(value, int) and value > 0 else divisor
-  return max(divisor, round(value / divisor) * divisor)
+  """The positive multiple of `divisor` nearest to the number `value` names ('64', 64.0)."""
+  try:
+    number = float(value) if not isinstance(value, bool) else 0.0
+  except (TypeError, ValueError):
+    number = 0.0
+  return max(divisor, round(number / divisor) * divisor) if number > 0 else divisor
 
 
 def check_last_dim(name: str, x: jnp.ndarray, expected: int, owner: str) -> None:

@@ -242,6 +242,24 @@ def test_bad_config_names_the_argument(make, match):
 
 
 @pytest.mark.parametrize(
+  "dim, hint",
+  [
+    ("64", "dim=64"),
+    (64.0, "dim=64"),
+    (True, "dim=4"),
+    (0, "dim=4"),
+    (67, "dim=68"),
+    ("x", "dim=4"),
+  ],
+)
+def test_a_dim_that_is_not_a_positive_int_multiple_names_the_nearest_one(dim, hint):
+  """`dim` must be an int multiple of `groups`; the hint reads the number a string or a float
+  names (a config or command line gave '64'), never accepts a bool."""
+  with pytest.raises(ValueError, match=rf"`dim`={dim!r} must be a positive int.*use e.g. {hint}\."):
+    encodings.create("fourier", dim=dim, groups=4)
+
+
+@pytest.mark.parametrize(
   "x, match",
   [
     (jnp.zeros((4, 3)), "groups"),
