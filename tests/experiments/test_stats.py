@@ -58,10 +58,13 @@ def test_claim_paired_and_welch():
   assert paired["difference"] == pytest.approx(d.mean())
   assert paired["ci_low"] == pytest.approx(d.mean() - half) and paired["n"] == 4
   assert paired["verdict"] == "reproduced"
-  # The smallest true difference found 80 % of the time: (t_.975 + t_.8) * SE.
+  # The smallest true difference found 80 % of the time: k * SE, where a t test on 3 dof has
+  # power 0.8 at noncentrality k (scipy's noncentral t), above the shortcut t_.975 + t_.8.
   se = d.std(ddof=1) / 2
-  mdd = (stats.t.ppf(0.975, 3) + stats.t.ppf(0.8, 3)) * se
-  assert paired["minimum_detectable"] == pytest.approx(mdd)
+  k = paired["minimum_detectable"] / se
+  t = stats.t.ppf(0.975, 3)
+  assert stats.nct.sf(t, 3, k) + stats.nct.cdf(-t, 3, k) == pytest.approx(0.8, abs=1e-9)
+  assert k > stats.t.ppf(0.975, 3) + stats.t.ppf(0.8, 3)
   assert paired["ratio_to_paper"] == pytest.approx(d.mean() / 2.0)
   assert paired["p_value"] == pytest.approx(2 * stats.t.sf(d.mean() / se, 3))
   welch = claim(
@@ -167,17 +170,43 @@ def test_a_failing_arm_at_the_ceiling_is_contradicted_unadjusted_and_checked():
     claim(a_values=[1.0], b_values=[1.0], **{**kw, "ceiling": None})
 
 
-def test_seeds_needed_is_the_first_n_whose_detectable_difference_fits():
-  from experiments.stats import minimum_detectable, seeds_needed  # noqa: PLC0415
+def test_seeds_needed_is_the_first_n_whose_test_has_the_power():
+  from experiments.stats import power, seeds_needed  # noqa: PLC0415
 
   n = seeds_needed(paired_sd=3.0, difference=2.0)
-  mdd = lambda k: minimum_detectable(stats.t.ppf(0.975, k - 1) * 3.0 / np.sqrt(k), k - 1)
-  assert mdd(n) <= 2.0 < mdd(n - 1)
+  power_at = lambda k: power(2.0 * np.sqrt(k) / 3.0, k - 1)
+  assert power_at(n) >= 0.8 > power_at(n - 1)
   # the normal approximation (z_0.975 + z_0.8)² sd² / d² = 17.7 is a lower bound
   assert 18 <= n <= 22
+  # where the shortcut (t_0.975 + t_0.8)·sd/√n said 3 seeds (sd 1, difference 3.115), the
+  # test has power 0.770 at 3: 4 are needed
+  assert seeds_needed(paired_sd=1.0, difference=3.115) == 4
   assert seeds_needed(paired_sd=0.0, difference=1.0) == 2
   with pytest.raises(ValueError, match="the task must change"):
     seeds_needed(paired_sd=30.0, difference=0.1, most=50)
+
+
+@pytest.mark.parametrize("dof, noncentrality", [(2, 3.0), (4, 2.5), (9.3, 2.9), (542, 2.8)])
+def test_power_is_the_noncentral_t_tests(dof, noncentrality):
+  from experiments.stats import power  # noqa: PLC0415
+
+  t = stats.t.ppf(0.975, dof)
+  expected = stats.nct.sf(t, dof, noncentrality) + stats.nct.cdf(-t, dof, noncentrality)
+  assert power(noncentrality, dof) == pytest.approx(expected, abs=1e-9)
+  assert power(0.0, dof) == pytest.approx(0.05, abs=1e-9)  # no difference: the test's level
+
+
+def test_power_at_one_dof_matches_a_simulation():
+  """1 dof (two seeds), where scipy's noncentral t gives NaN at large noncentrality: the
+  exact multiplier for 80 % is 16.33 (the shortcut's 14.08 has power 0.73)."""
+  from experiments.stats import minimum_detectable, power  # noqa: PLC0415
+
+  rng = np.random.default_rng(0)
+  z, v = rng.normal(size=400_000), rng.chisquare(1, size=400_000)
+  simulated = np.mean(np.abs((z + 16.33) / np.sqrt(v)) > stats.t.ppf(0.975, 1))
+  assert power(16.33, 1) == pytest.approx(simulated, abs=0.003)
+  assert minimum_detectable(stats.t.ppf(0.975, 1), 1) == pytest.approx(16.334, abs=1e-3)
+  assert power(14.08, 1) == pytest.approx(0.731, abs=1e-3)
 
 
 def test_seed_paired_pairs_common_seeds_else_every_run_unpaired():
