@@ -8,7 +8,7 @@ ViT-B/16 step, 170 s per DETR-R50 step); rows past `--budget` seconds are skippe
 so, in order of importance.
 `--xla-flags=F` adds a row: lfpe's ViT step compiled with XLA_FLAGS=F (one change at a time;
 each `--xla-flags` given adds one, numbered after the eleven). A flag this XLA lacks fails its
-row only; the log lists the GPU flags XLA knows (`XLA_FLAGS=--help`).
+row only (XLA stops at an unknown flag).
 
 Families and peers (full shapes; `--cpu` shrinks each to seconds):
 * ViT-B/16, 224 px, batch 256, bfloat16 compute over float32 parameters: lfpe with
@@ -259,20 +259,7 @@ def main() -> None:
       logs.append(subprocess.run(kernel, capture_output=True, text=True, timeout=60).stdout)
     except subprocess.TimeoutExpired:
       logs.append("benchmarks.attention_kernel: timed out after 60 s")
-    logs.append(gpu_flags())
   print("\n" + report(rows, peaks, logs, args.out))
-
-
-def gpu_flags() -> str:
-  """The GPU flags this XLA knows, with their defaults (what `--xla-flags` may set)."""
-  probe = [sys.executable, "-c", "import jax; jax.numpy.zeros(1).block_until_ready()"]
-  env = dict(os.environ, XLA_FLAGS="--help")
-  try:
-    proc = subprocess.run(probe, capture_output=True, text=True, timeout=60, env=env)
-  except subprocess.TimeoutExpired:
-    return "XLA_FLAGS=--help: timed out after 60 s"
-  lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if "--xla_gpu_" in ln]
-  return "XLA's GPU flags (XLA_FLAGS=--help):\n" + "\n".join(lines)
 
 
 def report(rows: list, peaks: dict, logs: list[str], out: str) -> str:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Wheels that benchmarks/gpu_suite.py needs on a GPU machine without network (its image has
 # Python 3.12, jax, flax, optax, orbax, torch, torchvision, timm, scipy, einops): lfpe's train
-# extras and reformer-pytorch with their pure-Python needs, into .whl/ (git-ignored locally
-# through .git/info/exclude). There: pip install --no-index --no-deps --target DIR .whl/*.whl
+# extras and reformer-pytorch with their pure-Python needs, into .whl/ (git-ignored, about
+# 11 MB: `run`'s carry=[".whl"] takes it along). There: benchmarks/gpu_call.sh installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .whl

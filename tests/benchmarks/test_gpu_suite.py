@@ -1,5 +1,7 @@
 """benchmarks/gpu_suite.py: its table's arithmetic, its process runner, the whole `--cpu` run."""
 
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -79,3 +81,15 @@ def test_the_cpu_suite_prints_a_row_for_every_measurement(tmp_path):
     (row,) = [r for r in table.splitlines() if r.startswith(f"| {family} | {label} |")][:1]
     if label.startswith("lfpe"):  # lfpe's rows always run; the peers' need torch
       assert "(XLA) |" in row and "exit" not in row, row
+
+
+def test_the_prepared_gpu_call_asks_for_rows_that_exist_and_fits_its_timeout():
+  """benchmarks/gpu_call.sh is run once, on a GPU lent for minutes: its rows must exist (the
+  eleven and one per --xla-flags) and its budget leave the suite's peaks (120 s) and the
+  install inside the 590 s the call is given."""
+  script = (pathlib.Path(gpu_suite.__file__).parent / "gpu_call.sh").read_text()
+  rows = [int(n) for n in re.search(r"--rows ([\d,]+)", script).group(1).split(",")]
+  flags = script.count("--xla-flags=")
+  assert set(rows) <= set(range(1, len(gpu_suite.GPU_RUNS) + flags + 1)) and 1 in rows
+  budget = int(re.search(r"BUDGET:-(\d+)", script).group(1))
+  assert 120 + budget + 60 <= 590
