@@ -10,7 +10,8 @@ arguments, counted apart). Sizes are `configs/reformer_imagenet64.py`'s (d_model
 per device, in `--dtype`.
 
 1. Attention: one attention sub-layer (LayerNorm + attention), forward and backward, with
-   `lsh`, `full_shared` and `full` attention (goal: LSH at most 10 % of full's memory).
+   `lsh` (also with the paper's `duplicate_correction`), `full_shared` and `full` attention
+   (goal: LSH at most 10 % of full's memory).
 2. Stack: the whole model's gradient at depths 2, 6 and 12 with the reversible, plain and
    rematerialised stacks (goal: reversible activation memory that does not grow with depth).
 """
@@ -32,7 +33,12 @@ from lfpe.tasks.generation import bits_per_dim
 SHAPE = (64, 64, 3)
 LENGTH = int(np.prod(SHAPE))
 SIZES = reformer.VARIANTS["imagenet64"]
-ATTENTIONS = ("lsh", "full_shared", "full")
+ATTENTIONS = {
+  "lsh": dict(attention="lsh"),
+  "lsh+dup": dict(attention="lsh", duplicate_correction=True),
+  "full_shared": dict(attention="full_shared"),
+  "full": dict(attention="full"),
+}
 STACKS = {"reversible": dict(reversible=True), "plain": dict(reversible=False)}
 STACKS["remat"] = dict(reversible=False, remat=True)
 
@@ -54,11 +60,11 @@ def temp_gib(fn, dev, *args) -> float:
   return compiled.memory_analysis().temp_size_in_bytes / 2**30
 
 
-def attention_memory(attention: str, dev, dtype: str) -> float:
+def attention_memory(attention: dict, dev, dtype: str) -> float:
   layer = reformer.AttentionSublayer(
     attention=CausalSelfAttention(
       num_heads=SIZES["num_heads"],
-      attention=attention,
+      **attention,
       chunk_len=SIZES["chunk_len"],
       n_buckets=SIZES["n_buckets"],
       n_hashes=SIZES["n_hashes"],
@@ -96,6 +102,7 @@ def main() -> None:
   parser.add_argument("--depths", default="2,6,12")
   parser.add_argument("--parts", default="attention,stack", help="attention, stack or both")
   parser.add_argument("--stacks", default=",".join(STACKS))
+  parser.add_argument("--attentions", default=",".join(ATTENTIONS), help="rows; full is the base")
   args = parser.parse_args()
   dev = device(args.topology)
   print(
@@ -104,7 +111,8 @@ def main() -> None:
   )
   if "attention" in args.parts:
     print("| attention sub-layer | temps GiB | vs full |\n|---|---|---|")
-    attention = {a: attention_memory(a, dev, args.dtype) for a in ATTENTIONS}
+    names = dict.fromkeys([*args.attentions.split(","), "full"])
+    attention = {a: attention_memory(ATTENTIONS[a], dev, args.dtype) for a in names}
     for name, gib in attention.items():
       print(f"| {name} | {gib:.3f} | {gib / attention['full']:.1%} |", flush=True)
   if "stack" not in args.parts:
