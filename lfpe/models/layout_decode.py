@@ -2,7 +2,9 @@
 
 Both encode the screen once (`LayoutCaptioner.encode`) and run the decoder over a fixed
 token buffer of `max_len` in a `lax.fori_loop`, so they jit; a finished caption is carried
-as padding.
+as padding. `PAD` and `<bos>` are never generated (their log-probabilities are set to `NEG`
+after the softmax, as fairseq's search does): a model that put mass on them would otherwise
+write padding inside a caption, which detokenising then drops silently.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from lfpe.models.layout import BOS, EOS, INPUTS, PAD
 
 Array = jnp.ndarray
 NEG = -1e9  # log-probability of a dead beam
+
+
+def _never(logp: Array, bos: int) -> Array:
+  """`logp` `[..., V]` with `PAD` and `bos` at `NEG`: tokens a caption never contains."""
+  v = jnp.arange(logp.shape[-1])
+  return jnp.where((v == PAD) | (v == bos), NEG, logp)
 
 
 def _logits_at(model, variables, memory, padding, bos: int):
@@ -48,7 +56,8 @@ def greedy_decode(model, variables, batch, max_len: int, *, bos: int = BOS, eos:
 
   def step(t, state):
     tokens, done = state
-    token = jnp.where(done, PAD, jnp.argmax(logits_at(tokens, t), axis=-1).astype(jnp.int32))
+    best = jnp.argmax(_never(logits_at(tokens, t), bos), axis=-1).astype(jnp.int32)
+    token = jnp.where(done, PAD, best)
     return tokens.at[:, t].set(token), done | (token == eos)
 
   b = memory.shape[0]
@@ -86,6 +95,7 @@ def beam_decode(
   def step(t, state):
     seqs, scores, ended = state  # [B, K, L], [B, K], [B, K]
     logp = jax.nn.log_softmax(logits_at(seqs.reshape(b * k, max_len), t)).reshape(b, k, -1)
+    logp = _never(logp, bos)
     v = logp.shape[-1]
     carry = jnp.where(jnp.arange(v) == PAD, 0.0, NEG)  # an ended caption only pads
     logp = jnp.where(ended[..., None], carry, logp)

@@ -12,7 +12,7 @@ import pytest
 
 from lfpe import encodings, tasks
 from lfpe.models import MODELS, layout, layout_decode
-from lfpe.models.layout import EOS, PAD
+from lfpe.models.layout import BOS, EOS, PAD
 from lfpe.train.optim import make_optimizer
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -166,6 +166,9 @@ def test_decoding_stops_at_eos_and_respects_the_length_limit(embed, beam):
   np.testing.assert_array_equal(decode(_with_head_bias(variables, 5), 4), np.full((B, 4), 5))
   with pytest.raises(ValueError, match="max_len"):
     decode(variables, 8)  # caption_len 8: at most 7 tokens
+  # PAD and <bos> are never generated, however likely: the next most likely token is
+  never = _with_head_bias(_with_head_bias(_with_head_bias(variables, PAD), BOS, 9e3), 5, 8e3)
+  np.testing.assert_array_equal(decode(never, 4), np.full((B, 4), 5))
 
 
 class Scripted(layout.LayoutCaptioner):
