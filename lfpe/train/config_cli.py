@@ -8,6 +8,9 @@ names the flag and the fix, with a "did you mean" for misspelled names:
 * an override of a field that does not exist, or of a group of fields as a whole;
 * a value that does not parse as the field's type (bool, int, float, str, tuple, list).
 
+`config.evals` is open: `--config.evals.NAME="{'data': {...}, ...}"` (a dict literal) adds
+the named evaluation NAME (lfpe/train/evaluation.py checks its fields with the config's).
+
 An override one level below an encoding spec changes one option of that spec:
 `--config.model.posemb.gamma=0.5` turns `"fourier(gamma=0.25)"` into
 `"fourier(gamma=0.5)"` (the value is a Python literal; a bare word is a string). The option
@@ -90,6 +93,9 @@ def set_field(config: Any, path: str, text: str) -> str | None:
         f"{flag}: config.{'.'.join(keys[: i + 1])} is a value ({value!r}), not a group of fields."
       )
     parent = value
+  if keys[:-1] == ["evals"] and keys[-1] not in parent:
+    _add_evaluation(parent, keys[-1], text, flag)
+    return None
   current = _child(parent, keys[-1], flag, keys)
   if isinstance(current, ml_collections.ConfigDict):
     fields = ", ".join(sorted(current.keys()))
@@ -98,6 +104,21 @@ def set_field(config: Any, path: str, text: str) -> str | None:
     )
   parent[keys[-1]] = _convert(current, text, flag)
   return None
+
+
+def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:
+  """Adds the named evaluation `name` to `config.evals` from a dict literal."""
+  try:
+    value = ast.literal_eval(text)
+  except (ValueError, SyntaxError):
+    value = None
+  if not isinstance(value, dict):
+    raise ConfigError(
+      f"{flag}={text!r}: a new named evaluation is a dict literal of overrides, e.g. "
+      f"{flag}=\"{{'data': {{'image_size': 64}}}}\" (lfpe/train/evaluation.py)."
+    )
+  with evals.unlocked():
+    evals[name] = value
 
 
 def _child(parent: Any, key: str, flag: str, keys: list[str]) -> Any:

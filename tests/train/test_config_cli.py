@@ -86,6 +86,19 @@ def test_load_reads_a_config_file_with_its_argument_and_overrides():
   assert config.model.posemb == "sine_2d" and config.total_steps == 7 and config.model.depth == 1
 
 
+def test_a_named_evaluation_can_be_added_then_changed_from_the_command_line():
+  config = config_cli.load(
+    f"{DIGITS}:small=1",
+    [("evals.at_32", "{'data': {'image_size': 32}, 'every': 5}"), ("evals.at_32.every", "7")],
+  )
+  assert config.evals.at_32.to_dict() == {"data": {"image_size": 32}, "every": 7}
+  assert config.is_locked  # the rest of the config stays closed to new fields
+  with pytest.raises(ConfigError, match=r"--config.evals.x='big': a new named evaluation"):
+    config_cli.load(f"{DIGITS}:small=1", [("evals.x", "big")])
+  with pytest.raises(ConfigError, match="config.data has no field 'x'"):
+    config_cli.load(f"{DIGITS}:small=1", [("data.x", "{'a': 1}")])
+
+
 def test_split_overrides_takes_both_forms_in_order():
   argv = ["p", "--config=c.py", "--config.a=1", "--workdir=w", "--config.b.c", "x=y"]
   assert split_overrides(argv) == (
