@@ -164,7 +164,10 @@ def augment(
   `extent` (lfpe's first convention, the recorded runs'): the first and last positions, so a
   shift u moves an axis of n positions by u·(n − 1)/2 index steps; `dinov3`: DINOv3's pixel
   centres, (i + 0.5)/n · 2 − 1, so it moves by u·n/2 (needs `num_positions`, the grid's n
-  per axis; an axis of one position is read in index units). The rescale and jitter scale
+  per axis). An axis of one position has no spacing to read its unit from, so a shift on it
+  is taken in index units (half a cell per unit of u): DINOv3's for index coordinates, not
+  for other coordinate modes (e.g. `dinov3`'s, where it moves about 1/(4π) of DINOv3's; the
+  released preset has no shift). The rescale and jitter scale
   about the centre, the same in both; `DINOV3` is the released preset (rescale 2 only).
   """
   coords = jnp.asarray(coords, jnp.float32)

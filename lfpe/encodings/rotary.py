@@ -45,7 +45,10 @@ grid, and L taken from its nominal grid would compress even a size it trained at
   length L: each frequency f of wavelength 2π/f with r = L·f/2π periods in L becomes
   (1 − γ)·f/s + γ·f, γ = clip((r − alpha)/(beta − alpha), 0, 1) (interpolated where it
   repeats less than alpha times in L, kept where more than beta times), and the rotated q
-  and k are multiplied by 0.1·ln(s) + 1 (s: the larger axis factor). `axial` only.
+  and k are multiplied by 0.1·ln(s) + 1 (s: the larger axis factor). `axial` only. Tokens
+  the rotation skips (a class token: `lfpe.nn.positions`) are not scaled either, so their
+  logits with the grid get the temperature once and with themselves not at all (YaRN has no
+  unrotated tokens to say otherwise).
   `yarn_ramp='paper'` (the default) is this ramp, linear in r, as the paper writes it (its
   Eq. 18-19); `yarn_ramp='code'` is the released code's (jquesnelle/yarn,
   `_yarn_find_correction_range`): linear in the frequency index k between

@@ -122,6 +122,7 @@ def base_config() -> ml_collections.ConfigDict:
         grad_clip_norm=1.0,
         trainable=(),
         freeze=(),
+        no_decay=(),
         ema_decay=0.0,
       ),
       schedule=dict(name="warmup_cosine", warmup_steps=100, end_lr_factor=0.0, timescale=10_000.0),

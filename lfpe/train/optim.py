@@ -7,6 +7,10 @@ config.optim:    name ('adamw' | 'sgd'), lr (peak), weight_decay, b1, b2, eps (a
                  (regular expressions of parameter paths such as 'params/Transformer/pos/...':
                  a parameter trains iff it matches one of `trainable` (when any are given)
                  and none of `freeze`; the others get no update, no decay and no slots),
+                 no_decay (regular expressions of parameter paths kept out of weight decay
+                 beside the vectors, timm's `no_weight_decay()`: e.g. '/freqs$', RoPE-Mixed's
+                 learned frequencies, which rope-vit does not decay; '/(table|cls)$' for timm's
+                 position table and class token),
                  ema_decay (0: off; else an exponential moving average of the parameters,
                  `ema ← d · ema + (1 − d) · params` after every update, kept in the optimizer
                  state and evaluated instead of the parameters: `ema_params`).
@@ -16,7 +20,9 @@ config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant' | 'warmup_s
                  decay_factor at each of the decay_steps, DETR's drop at epoch 200).
 
 Weight decay applies to matrices only (ndim > 1): biases, norm scales and other
-vectors are not decayed. AdamW's decay is decoupled (Loshchilov & Hutter: `lr * wd * p`
+vectors are not decayed, nor the parameters `no_decay` names (none by default, so position
+tables, class tokens and RoPE-Mixed's frequencies are decayed: big_vision's rule, which the
+records trained with). AdamW's decay is decoupled (Loshchilov & Hutter: `lr * wd * p`
 added to the Adam update); SGD's is the classic L2 term added to the gradient.
 """
 
@@ -80,14 +86,18 @@ def _with_warmup(decay, peak_lr: float, warmup: int) -> optax.Schedule:
   return optax.join_schedules([ramp, lambda t: decay(jnp.asarray(t, jnp.float32))], [warmup])
 
 
-def _decay_mask(params: Any) -> Any:
-  return jax.tree.map(lambda p: p.ndim > 1, params)
+def _decay_mask(no_decay: Any) -> Any:
+  """`params -> tree of bools`: matrices decay, but those a `no_decay` pattern matches."""
+  skip = [re.compile(p) for p in no_decay]
+  decays = lambda path, p: p.ndim > 1 and not any(s.search(param_name(path)) for s in skip)
+  return lambda params: jax.tree_util.tree_map_with_path(decays, params)
 
 
 def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Schedule]:
   """(optax transformation, lr schedule) for `config.optim`, `config.schedule`."""
   opt = config.optim
   schedule = make_schedule(config.schedule, opt.lr, config.total_steps)
+  decay_mask = _decay_mask(opt.get("no_decay", ()))
   if opt.name == "adamw":
     tx = optax.adamw(
       schedule,
@@ -95,11 +105,11 @@ def make_optimizer(config: Any) -> tuple[optax.GradientTransformation, optax.Sch
       b2=opt.get("b2", 0.999),
       eps=opt.get("eps", 1e-8),
       weight_decay=opt.get("weight_decay", 0.0),
-      mask=_decay_mask,
+      mask=decay_mask,
     )
   elif opt.name == "sgd":
     tx = optax.chain(
-      optax.add_decayed_weights(opt.get("weight_decay", 0.0), mask=_decay_mask),
+      optax.add_decayed_weights(opt.get("weight_decay", 0.0), mask=decay_mask),
       optax.sgd(
         schedule, momentum=opt.get("momentum", 0.9) or None, nesterov=opt.get("nesterov", False)
       ),
@@ -154,10 +164,11 @@ def param_name(path: Any) -> str:
 
 
 def check_patterns(config: Any, params: Any) -> None:
-  """Each `optim.trainable` / `optim.freeze` pattern must name some parameter of `params`
-  (a typo would silently train everything): ConfigError naming it and a few names."""
+  """Each `optim.trainable` / `optim.freeze` / `optim.no_decay` pattern must name some
+  parameter of `params` (a typo would silently train or decay everything): ConfigError naming
+  it and a few names."""
   names = [param_name(path) for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
-  for field in ("trainable", "freeze"):
+  for field in ("trainable", "freeze", "no_decay"):
     for pattern in config.optim.get(field, ()):
       if not any(re.search(pattern, name) for name in names):
         raise ConfigError(

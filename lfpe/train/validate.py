@@ -198,7 +198,7 @@ def _validate_optimizer(config: Any) -> None:
       isinstance(v, (int, float)) and v >= 0 for v in dict(multipliers).values()
     ):
       _fail("optim.lr_multipliers", "must map top-level module names to factors >= 0", multipliers)
-  for field in ("trainable", "freeze"):
+  for field in ("trainable", "freeze", "no_decay"):
     _patterns(config, f"optim.{field}")
   if _get(config, "optim.ema_decay") is not _MISSING:
     _number(config, "optim.ema_decay", 0.0, 1.0)

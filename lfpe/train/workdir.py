@@ -58,6 +58,7 @@ ADDED_FIELDS = {
   "seeds": 0,
   "optim.trainable": [],
   "optim.freeze": [],
+  "optim.no_decay": [],
   "optim.ema_decay": 0.0,
   "data.eval_preprocess": "",
   "task.mixup_alpha": 0.0,

@@ -2,6 +2,7 @@
 
 import math
 
+import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
@@ -63,6 +64,20 @@ def test_weight_decay_skips_vectors():
     new = _one_update(_config(name=name, weight_decay=0.5), params, zeros)
     np.testing.assert_allclose(new["kernel"], 1 - 0.1 * 0.5, rtol=1e-6)  # p - lr*wd*p
     np.testing.assert_allclose(new["bias"], 1.0)
+
+
+def test_no_decay_keeps_named_matrices_out_of_weight_decay():
+  """optim.no_decay (timm's `no_weight_decay`, e.g. rope-vit's '/freqs$'): the matrices it
+  names keep their value under zero gradients; the others decay; a typo is refused."""
+  params = {"rope": {"freqs": jnp.ones((2, 3))}, "body": {"kernel": jnp.ones((2, 2))}}
+  zeros = jax.tree.map(jnp.zeros_like, params)
+  for name in ("sgd", "adamw"):
+    tx, _ = optim.make_optimizer(_config(name=name, weight_decay=0.5, no_decay=("/freqs$",)))
+    updates, _ = tx.update(zeros, tx.init(params), params)
+    np.testing.assert_allclose(updates["rope"]["freqs"], 0.0)
+    np.testing.assert_allclose(updates["body"]["kernel"], -0.1 * 0.5, rtol=1e-6)
+  with pytest.raises(ConfigError, match=r"config.optim.no_decay: '/freq\$' matches no"):
+    optim.check_patterns(_config(no_decay=("/freq$",)), params)
 
 
 def test_grad_clipping_rescales_to_max_norm():
