@@ -52,6 +52,12 @@ def _position_study(out: pathlib.Path) -> None:
   report.write(_load(out), str(out))
 
 
+def _resolution(out: pathlib.Path) -> None:
+  from experiments.resolution import report  # noqa: PLC0415
+
+  report.write(_load(out), str(out))
+
+
 def _resolution_redgreen(out: pathlib.Path) -> None:
   from experiments.resolution_redgreen import report  # noqa: PLC0415
 
@@ -77,16 +83,18 @@ RECORDS: dict[str, Callable[[pathlib.Path], None]] = {
   "generation": _generation,
   "layout": _layout,
   "position_study": _position_study,
+  "resolution": _resolution,
   "resolution_redgreen": _resolution_redgreen,
   "similarity": _similarity,
 }
 
 
 def names() -> list[str]:
-  """Every record folder refresh rewrites: each finished edition of each of `RECORDS`
-  (`experiments.editions`: `generation` and, once finished, `generation_v2`)."""
+  """Every record folder refresh rewrites: each finished edition (one with claims.json) of each
+  of `RECORDS` (`experiments.editions`: `generation` and `generation_v2`; `resolution` once its
+  record finishes, to rewrite the report its pinned worktree wrote with this tree's code)."""
   found = editions.finished(ROOT)
-  return [edition for name in RECORDS for edition in found.get(name, [name])]
+  return [edition for name in RECORDS for edition in found.get(name, [])]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -81,6 +81,28 @@ PUBLISHED = (
     ("rope_axial dinov3", "extrapolate"),
     ("rope_axial dinov3-coords", "extrapolate"),
   ),
+  (  # each resampling policy of the learned tables against PyTorch's bicubic (lfpe's)
+    "lfpe",
+    "resampling learned tables",
+    "PyTorch's bicubic resizes the 2-D table (APE) better than bilinear",
+    ("embed_1d", "bicubic_pytorch"),
+    ("embed_1d", "bilinear"),
+  ),
+  (
+    "lfpe",
+    "resampling learned tables",
+    "PyTorch's bicubic (a = -0.75) resizes the 2-D table (APE) better than timm's "
+    "antialiased bicubic (a = -0.5)",
+    ("embed_1d", "bicubic_pytorch"),
+    ("embed_1d", "bicubic"),
+  ),
+  (
+    "lfpe",
+    "resampling learned tables",
+    "PyTorch's bicubic resizes the per-axis tables (Embed-2D) better than bilinear",
+    ("embed_2d", "bicubic_pytorch"),
+    ("embed_2d", "bilinear"),
+  ),
   (
     "lfpe",
     "mixed-resolution training",

@@ -168,3 +168,11 @@ def test_rows_read_off_a_figure_or_table_name_published_items():
   assert {"Heo et al. 2024, Fig. 3", "Table 2 (unseen sizes, raw positions)"} == set(
     comparisons.READ_OFF
   )
+
+
+def test_every_compared_cell_is_an_arm_and_a_policy_the_plan_tests():
+  """Each (arm, policy) of `PUBLISHED` is planned (a typo would leave a claim with no runs)."""
+  policies = {a.name: set(a.policies) for a in plan.arms()}
+  for *_, text, a, b in comparisons.PUBLISHED:
+    for arm, policy in (a, b):
+      assert arm in policies and policy in policies[arm], (text, arm, policy)
