@@ -87,3 +87,21 @@ def test_bad_arguments():
     probes.probe(np.zeros((36, 4)), SHAPE, "diagonal")
   with pytest.raises(ValueError, match="scheme"):
     probes.probe(_sine_table(), SHAPE, "left_right", scheme="random")
+
+
+def test_r2_of_a_fold_whose_target_never_varies_is_scikit_learns():
+  """R² is 1 - SSE/SST against the test fold's own mean; where SST is 0, scikit-learn's 1
+  (exact) or 0 (not), never a huge negative number."""
+  from sklearn.metrics import r2_score  # noqa: PLC0415
+
+  class Fixed:
+    def __init__(self, out):
+      self.out = np.asarray(out, float)
+
+    def predict(self, x):
+      return self.out
+
+  y = np.array([[1.0, 2.0], [1.0, 3.0], [1.0, 5.0]])
+  for out in (y, y + [[0.0, 0.5]] * 3, y + [[0.1, 0.0]] * 3):
+    expected = r2_score(y, out, force_finite=True)
+    assert probes._score(Fixed(out), None, y) == pytest.approx(expected)
