@@ -18,10 +18,11 @@ Two cross-validation schemes (the thesis does not say how it split its folds):
 * `pairs`: scikit-learn defaults on the raw differences (`LogisticRegression()` with its
   L2 penalty C=1, `LinearRegression()`), k folds of consecutive pairs in raster order,
   unshuffled and unstratified (`KFold`, where `cross_val_score(..., cv=k)` would stratify a
-  classifier's folds: 1-4 points apart on random tables): the literal reading of the thesis. Every position is then seen in training,
-  and a linear probe can fit `w . x_i` = any function of `i` whenever the N vectors are
-  linearly independent, random tables included: a 64 x 32 N(0, 0.02^2) table scores about
-  0.7 on left_right, a 64 x 768 one 1.0, where the thesis reports about 0.5.
+  classifier's folds: 1-4 points apart on random tables): the literal reading of the thesis.
+  Every position is then seen in training, and a linear probe can fit `w . x_i` = any
+  function of `i` whenever the N vectors are linearly independent, random tables included:
+  a 64 x 32 N(0, 0.02^2) table scores about 0.7 on left_right, a 64 x 768 one 1.0, where
+  the thesis reports about 0.5.
 """
 
 from __future__ import annotations
