@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from lfpe import resolution
 from lfpe.checked import Checked
 from lfpe.models.fields import check_dtype
-from lfpe.nn.transformer import Encoder
+from lfpe.nn.transformer import ACTIVATIONS, Encoder
 
 # name: (width, depth, num_heads, mlp_dim), as big_vision's ViT (mu, nano: tests, 003).
 VARIANTS = {
@@ -87,7 +87,8 @@ class ViT(Checked, nn.Module):
   off by default) perturbs the coordinates of coordinate-based encodings while training
   (DINOv3's box jittering, `lfpe.encodings.coords.augment`: `convention='extent'`, the default,
   is lfpe's (n − 1)/n shift, `'dinov3'` DINOv3's own; `coords.DINOV3` is its released preset);
-  evaluation reads the plain grid.
+  evaluation reads the plain grid. `activation` is the MLPs' GELU: 'gelu', flax's tanh form
+  (big_vision's), or 'gelu_exact', the erf form of timm's and PyTorch's `nn.GELU`.
   """
 
   num_classes: int
@@ -108,6 +109,7 @@ class ViT(Checked, nn.Module):
   head_init_std: float = 0.0
   dtype: str = "float32"
   coord_augment: Any = None
+  activation: str = "gelu"
 
   def check(self) -> None:
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
@@ -142,6 +144,7 @@ class ViT(Checked, nn.Module):
       attention_dropout=self.attention_dropout,
       dtype=jnp.dtype(self.dtype),
       coord_augment=dict(self.coord_augment) if self.coord_augment else None,
+      activation=self.activation,
       **kwargs,
     )
 
@@ -254,4 +257,8 @@ def _check_types(model: ViT) -> None:
     raise ValueError(f"model.head_init_std must be >= 0 (0: zeros), got {model.head_init_std!r}.")
   if model.pool not in POOLS:
     raise ValueError(f"model.pool={model.pool!r} is unknown; use one of {POOLS}.")
+  if model.activation not in ACTIVATIONS:
+    raise ValueError(
+      f"model.activation={model.activation!r} is unknown; use one of {tuple(ACTIVATIONS)}."
+    )
   check_dtype(model)

@@ -289,12 +289,28 @@ def test_dropout_only_in_training():
     (dict(posemb={"gamma": 2.0}), "needs a 'name' key"),
     (dict(width=24, num_heads=4, posemb="rope_axial"), "head_dim"),
     (dict(head_init_std=-1.0), "model.head_init_std must be >= 0"),
+    (dict(activation="swish"), "model.activation='swish' is unknown"),
   ],
 )
 def test_validation_names_the_field(overrides, match):
   config = ml_collections.ConfigDict({"variant": f"mu/{PATCH}", **overrides})
   with pytest.raises(ValueError, match=match):
     Model(CLASSES, image_size=IMAGE, **config)
+
+
+def test_activation_reaches_every_block():
+  """'gelu_exact' (timm's erf GELU) in every MLP, no tanh form left; the default is flax's."""
+  images = jnp.zeros((1, IMAGE, IMAGE, 3))
+
+  def program(model):
+    variables = jax.eval_shape(
+      functools.partial(model.init, train=False), jax.random.key(0), images
+    )
+    return str(jax.make_jaxpr(lambda v: model.apply(v, images, train=False))(variables))
+
+  exact, default = _model(activation="gelu_exact"), _model()
+  assert program(exact).count("erf") == exact.depth and "tanh" not in program(exact)
+  assert program(default).count("tanh") == default.depth and "erf" not in program(default)
 
 
 def test_model_rejects_a_bad_number_of_classes():
