@@ -70,8 +70,12 @@ class RelativeCPB2D(Checked, nn.Module):
     check_positive("span", self.span, owner)
 
   def setup(self):
-    self.hidden = nn.Dense(self.hidden_dim)
-    self.out = nn.Dense(self.num_heads, use_bias=False)
+    # SwinV2's `_init_weights` for every Linear, its CPB MLP's included: trunc_normal_(std=.02)
+    # (bounds ±2 absolute, i.e. a normal at this std) and zero biases, so the bias starts near
+    # 16·sigmoid(0) = 8 at every offset (flax's default lecun-normal started it at 3-12)
+    init = nn.initializers.normal(0.02)
+    self.hidden = nn.Dense(self.hidden_dim, kernel_init=init)
+    self.out = nn.Dense(self.num_heads, use_bias=False, kernel_init=init)
 
   def __call__(self, shape: Sequence[int] | None = None) -> jnp.ndarray:
     shape = self.grid_shape if shape is None else check_grid_2d(shape, "shape", type(self).__name__)

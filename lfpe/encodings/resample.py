@@ -133,7 +133,11 @@ def resample(
   * `align_corners=False` (default): half-pixel centres, as `jax.image.resize` and PyTorch
     `F.interpolate(align_corners=False)`.
   * `align_corners=True`: first and last positions map onto each other, as PyTorch
-    `F.interpolate(align_corners=True)` and `scipy.ndimage.zoom`.
+    `F.interpolate(align_corners=True)` without antialiasing and `scipy.ndimage.zoom`. With
+    antialiasing (the default of `bilinear` and `bicubic`) lfpe still aligns the corners;
+    PyTorch's `antialias=True, align_corners=True` does not (it maps pixel i to
+    scale·(i + 0.5), a 0..6 ramp resized 7 -> 12 ends at 5.77, not 6): no PyTorch call
+    equals that combination, pass `antialias=False` to match PyTorch.
 
   `method` with `antialias` (None: the method's own convention, shown first):
   * `bilinear`, antialias True: `jax.image.resize(method="bilinear")`; on upsampling PyTorch

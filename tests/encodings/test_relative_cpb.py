@@ -90,3 +90,16 @@ def test_packed_gives_each_example_its_own_grids_bias():
     n = shape[0] * shape[1]
     alone = np.asarray(module.apply(variables, shape))
     np.testing.assert_allclose(packed[b, :, :n, :n], alone, rtol=1e-6, atol=1e-6)
+
+
+def test_the_mlp_starts_as_swinv2s_a_nearly_constant_bias_of_8():
+  """SwinV2 initialises every Linear with N(0, 0.02²) weights and zero biases: the bias starts
+  at 16·sigmoid(≈0) ≈ 8 at every offset (flax's default init spread it over 3-12)."""
+  module = relative_cpb.RelativeCPB2D(grid_shape=(7, 7), num_heads=4)
+  variables = module.init(jax.random.key(0))
+  params = variables["params"]
+  for kernel in (params["hidden"]["kernel"], params["out"]["kernel"]):
+    assert float(jnp.std(kernel)) == pytest.approx(0.02, rel=0.1)
+  np.testing.assert_array_equal(params["hidden"]["bias"], 0.0)
+  bias = module.apply(variables)
+  assert abs(float(bias.mean()) - 8.0) < 0.05 and float(bias.std()) < 0.1
