@@ -21,10 +21,10 @@ import datetime
 import importlib.util
 
 import jax
-import numpy as np
 from jax.experimental import topologies
 
 from lfpe.train import program as program_lib
+from lfpe.train import sharding
 
 HBM_GIB = {"TPU v5 lite": 16, "TPU v5": 95, "TPU v4": 32, "TPU v6 lite": 32}
 
@@ -43,11 +43,7 @@ def compile_for(path: str, topology: str, posemb: str, model_axis: int, fsdp: bo
   config = load_config(path, f"posemb={posemb}")
   with config.unlocked():
     config.mesh.model, config.mesh.fsdp = model_axis, fsdp
-  mesh = jax.sharding.Mesh(
-    np.array(devices).reshape(len(devices) // model_axis, model_axis),
-    ("data", "model"),
-    axis_types=(jax.sharding.AxisType.Auto,) * 2,
-  )
+  mesh = sharding.make_mesh(config.mesh, devices)  # the mesh training builds on this slice
   prog = program_lib.build(config, mesh)
   compiled = prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()
   return compiled, mesh, prog
@@ -57,15 +53,19 @@ def compile_eval(prog, size: int):
   """The eval step compiled for batches of `eval_batch_size` images of `size` x `size`."""
   state, batch, _ = prog.abstract_inputs(prog.config.eval_batch_size)
   variables = {"params": state.params, **state.constants}
-  batch = {
-    **batch,
-    "image": jax.ShapeDtypeStruct(
-      (batch["image"].shape[0], size, size, batch["image"].shape[-1]),
-      batch["image"].dtype,
-      sharding=batch["image"].sharding,
-    ),
-    "mask": jax.ShapeDtypeStruct((batch["image"].shape[0],), bool, sharding=prog.data_sharding),
-  }
+  hw = tuple(batch["image"].shape[1:3])
+
+  def at_size(x):  # every per-pixel field (the image, DETR's padding mask) at size x size
+    if x.ndim < 3 or tuple(x.shape[1:3]) != hw:
+      return x
+    return jax.ShapeDtypeStruct(
+      (x.shape[0], size, size, *x.shape[3:]), x.dtype, sharding=x.sharding
+    )
+
+  batch = {key: at_size(x) for key, x in batch.items()}
+  # the eval batch's real examples: `mask` [B], or `valid` [B] where `mask` is DETR's pixels
+  real = "valid" if "mask" in batch and batch["mask"].ndim == 3 else "mask"
+  batch[real] = jax.ShapeDtypeStruct((batch["image"].shape[0],), bool, sharding=prog.data_sharding)
   return prog.eval_step.lower(variables, batch).compile()
 
 

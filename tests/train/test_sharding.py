@@ -1,5 +1,7 @@
 """Mesh construction, logical-axis rules and parameter shardings."""
 
+import types
+
 import jax
 import ml_collections
 import numpy as np
@@ -22,6 +24,26 @@ def test_make_mesh_shapes_and_fill():
   assert one.devices.size == 1
   with pytest.raises(ValueError, match="mesh"):
     sharding.make_mesh(_mesh_config(4, 4))
+
+
+@pytest.mark.parametrize("processes", [2, 4])
+@pytest.mark.parametrize("model", [1, 2, 4, 8])
+def test_a_mesh_over_several_processes_gives_each_process_consecutive_data_rows(processes, model):
+  """The input pipeline gives each process one contiguous slice of the batch, so each
+  process's devices must fill consecutive rows of `data` (on a TPU slice `jax.make_mesh`
+  orders by the chips' layout and split hosts' rows apart). Devices interleaved by id across
+  processes, as a slice's ids may be; a model axis wider than a process spans processes."""
+  devices = [
+    types.SimpleNamespace(id=i, process_index=i % processes, platform="cpu", device_kind="cpu")
+    for i in range(8)
+  ]
+  grid = sharding._process_major(devices, (8 // model, model))
+  owners = np.vectorize(lambda d: d.process_index)(grid)  # [data, model]
+  assert sorted(d.id for d in grid.flat) == list(range(8))
+  row_owner = owners.min(axis=1)
+  assert np.all(np.diff(row_owner) >= 0)  # processes in order along data, never interleaved
+  if model <= 8 // processes:  # a row inside one process
+    assert np.all(owners == row_owner[:, None])
 
 
 def test_fsdp_rules_shard_embed_over_data():
