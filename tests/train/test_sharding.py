@@ -115,3 +115,27 @@ def test_wants_distributed_from_env(monkeypatch, env, expected):
     monkeypatch.setenv(key, value)
   assert sharding.wants_distributed() is expected
   assert sharding.wants_distributed(force=True)
+
+
+@pytest.mark.parametrize("topology", ["v5e:4x4", "v5p:2x2x2"])
+def test_every_host_of_a_tpu_slice_gets_its_input_slice(topology, monkeypatch):
+  """On a real slice's devices (libtpu's topology, no TPU needed; requirements-aot.txt), the
+  default mesh gives every host a contiguous slice of the batch (`process_shard` refuses
+  otherwise, as it did for `jax.make_mesh`'s physical order)."""
+  pytest.importorskip("libtpu")
+  from jax.experimental import topologies  # noqa: PLC0415
+
+  from lfpe.data import pipeline  # noqa: PLC0415
+
+  devices = topologies.get_topology_desc(topology, "tpu").devices
+  hosts = sorted({d.process_index for d in devices})
+  assert len(hosts) > 1
+  for model in (1, 2):
+    mesh = sharding.make_mesh(ml_collections.ConfigDict(dict(data=-1, model=model)), devices)
+    batch = jax.sharding.NamedSharding(mesh, P("data"))
+    shards = []
+    for host in hosts:
+      monkeypatch.setattr(jax, "process_index", lambda host=host: host)
+      shards.append(pipeline.process_shard(batch, 16 * len(devices)))  # (index, count)
+    counts = {count for _, count in shards}
+    assert len(counts) == 1 and sorted({i for i, _ in shards}) == list(range(counts.pop()))
