@@ -35,7 +35,7 @@ class CausalSelfAttention(nn.Module):
       the inputs after t (`lsh_self_attention`); dense attention is strictly causal anyway.
     rounds_at_once: LSH only: every hash round in one pass (`lsh_self_attention`).
     duplicate_correction: LSH only: the Reformer paper's `log N_ij` for keys found in several
-      rounds (module docstring); False counts them in each round, as trax does.
+      rounds (`lfpe.nn.lsh`); False counts them in each round, as trax does.
     dropout: dropout rate on the output (after the output projection).
     dtype: compute dtype of the projections (e.g. bfloat16); the softmax runs in float32.
 

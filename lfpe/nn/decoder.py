@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from lfpe.checked import Checked
 from lfpe.nn.attention import Attention
-from lfpe.nn.transformer import MlpBlock, check_norm, layer_norm, residual
+from lfpe.nn.transformer import MlpBlock, check_activation, check_norm, layer_norm, residual
 
 Array = jnp.ndarray
 
@@ -105,7 +105,8 @@ class Decoder(Checked, nn.Module):
   activation: str = "gelu"
 
   def check(self) -> None:
-    check_norm(self.norm, "Decoder", self.activation)
+    check_norm(self.norm, "Decoder")
+    check_activation(self.activation, "Decoder")
     if not isinstance(self.depth, int) or isinstance(self.depth, bool) or self.depth < 1:
       raise ValueError(f"Decoder: depth={self.depth!r} must be a positive int.")
 

@@ -47,12 +47,16 @@ ACTIVATIONS = {
 }
 
 
-def check_norm(norm: str, owner: str, activation: str = "gelu") -> None:
-  """ValueError naming `norm` unless it is one of NORMS, or `activation` unless in ACTIVATIONS."""
+def check_norm(norm: str, owner: str) -> None:
+  """ValueError naming `norm` unless it is one of NORMS."""
   if norm not in NORMS:
     raise ValueError(
       f"{owner}: norm={norm!r} is unknown; use one of {NORMS} ('pre': ViT, 'post': DETR)."
     )
+
+
+def check_activation(activation: str, owner: str) -> None:
+  """ValueError naming `activation` unless it is one of ACTIVATIONS."""
   if activation not in ACTIVATIONS:
     raise ValueError(
       f"{owner}: activation={activation!r} is unknown; use one of {tuple(ACTIVATIONS)}."
@@ -215,7 +219,8 @@ class Encoder(Checked, nn.Module):
       depth=self.depth,
       owner="Encoder",
     )
-    check_norm(self.norm, "Encoder", self.activation)
+    check_norm(self.norm, "Encoder")
+    check_activation(self.activation, "Encoder")
     injection = resolve_injection(self.posemb, self.pos_injection)
     self._source(injection, parent=None)
 
