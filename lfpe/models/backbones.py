@@ -22,11 +22,18 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from lfpe.models import fields
+
 Array = jnp.ndarray
 SMALL_FEATURES = (32, 64, 128)
 RESNET50_STAGES = ((3, 64, 1), (4, 128, 2), (6, 256, 2), (3, 512, 2))  # blocks, width, stride
+# Logical axes of a convolution kernel `[kh, kw, in, out]`: its output channels are
+# 'channels', which FSDP splits over `data` (lfpe.train.sharding).
+CONV_AXES = (None, None, None, "channels")
 # torchvision's init: He normal over the output fan.
-_conv_init = nn.initializers.variance_scaling(2.0, "fan_out", "normal")
+_conv_init = nn.with_logical_partitioning(
+  nn.initializers.variance_scaling(2.0, "fan_out", "normal"), CONV_AXES
+)
 
 
 class FrozenBatchNorm(nn.Module):
@@ -65,6 +72,7 @@ class SmallBackbone(nn.Module):
         kernel_size=(3, 3),
         strides=2,
         padding=((1, 1), (1, 1)),
+        kernel_init=fields.lecun_kernel(CONV_AXES),
         dtype=self.dtype,
         name=f"conv_{i}",
       )(x)

@@ -229,7 +229,13 @@ class DETR(Checked, nn.Module):
     _check_inputs(images, mask)
     dtype = jnp.dtype(self.dtype)
     features = BACKBONES[self.backbone](dtype=dtype, name="backbone")(images.astype(dtype), mask)
-    x = nn.Conv(features=self.width, kernel_size=(1, 1), dtype=dtype, name="input_proj")(features)
+    x = nn.Conv(
+      features=self.width,
+      kernel_size=(1, 1),
+      kernel_init=fields.lecun_kernel((None, None, None, "embed")),
+      dtype=dtype,
+      name="input_proj",
+    )(features)
     b, h, w, d = x.shape
     pad = downsample_mask(mask, (h, w))  # [B, h, w]
     hooks = {}  # posemb='none', the no-position control: neither encoder nor decoder adds any
@@ -263,10 +269,13 @@ class DETR(Checked, nn.Module):
   def _heads(self, x: Array) -> dict[str, Array]:
     """Class logits `[..., K + 1]` and sigmoid boxes `[..., 4]` of decoder outputs `[L, B, Q, D]`
     (boxes relative to each query's learned centre with `reference_points`)."""
-    logits = nn.Dense(features=self.num_classes + 1, name="class_head")(x)
+    dense = lambda features, axes, name: nn.Dense(
+      features=features, kernel_init=fields.lecun_kernel(axes), name=name
+    )
+    logits = dense(self.num_classes + 1, ("embed", "classes"), "class_head")(x)
     for i in range(2):
-      x = nn.relu(nn.Dense(features=self.width, name=f"box_head_{i}")(x))
-    boxes = nn.Dense(features=4, name="box_head_2")(x)
+      x = nn.relu(dense(self.width, ("embed", None), f"box_head_{i}")(x))
+    boxes = dense(4, ("embed", None), "box_head_2")(x)
     if self.reference_points:
       shape = (self.query_groups * self.num_queries, 2)
       centre = self.param("reference_points", uniform_init(0.1, 0.9), shape)[: x.shape[-2]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import flax.linen as nn
 import jax.numpy as jnp
 
 from lfpe.nn.decoder import Decoder
@@ -17,6 +18,12 @@ def check_dtype(model: Any) -> None:
   """ValueError naming `model.dtype` unless it is one of DTYPES."""
   if model.dtype not in DTYPES:
     raise ValueError(f"model.dtype={model.dtype!r} is unknown; use one of {DTYPES}.")
+
+
+def lecun_kernel(axes: tuple[str | None, ...]) -> nn.initializers.Initializer:
+  """Flax's default Dense / Conv kernel init (LeCun normal) with logical axis names, so that
+  `lfpe.train.sharding` can split it (FSDP); the values are those of the unnamed init."""
+  return nn.with_logical_partitioning(nn.initializers.lecun_normal(), axes)
 
 
 def encoder(model: Any, *, grid_shape: tuple[int, ...], **kwargs: Any) -> Encoder:

@@ -169,7 +169,7 @@ class LayoutCaptioner(Checked, nn.Module):
     self.text_embedding = nn.Embed(self.text_vocab, self.width, embedding_init=embed)
     self.type_embedding = nn.Embed(self.num_types, self.width, embedding_init=embed)
     self.box_encoding = None if self._no_position else self._encoding()
-    self.object_proj = nn.Dense(self.width)
+    self.object_proj = nn.Dense(self.width, kernel_init=fields.lecun_kernel((None, "embed")))
     vector = nn.with_logical_partitioning(nn.initializers.normal(1.0), ("embed",))
     self.target_embedding = self.param("target_embedding", vector, (self.width,))
     self.encoder = self._encoder()
@@ -177,7 +177,7 @@ class LayoutCaptioner(Checked, nn.Module):
     self.caption_pos = self.param("caption_pos", embed, (self.caption_len - 1, self.width))
     self.decoder = self._decoder()
     self.input_dropout = nn.Dropout(self.dropout)
-    self.head = nn.Dense(self.caption_vocab)
+    self.head = nn.Dense(self.caption_vocab, kernel_init=fields.lecun_kernel(("embed", "classes")))
 
   def box_coords(self, boxes: Array) -> Array:
     """Bins `[..., 4]` -> what `box_encoding` reads: `[..., 4]` or `[..., G, 4 / G]` float32.
