@@ -50,8 +50,10 @@ def compile_for(path: str, topology: str, posemb: str, model_axis: int, fsdp: bo
 
 
 def compile_eval(prog, size: int):
-  """The eval step compiled for batches of `eval_batch_size` images of `size` x `size`."""
-  state, batch, _ = prog.abstract_inputs(prog.config.eval_batch_size)
+  """The eval step compiled for batches of `eval_batch_size` images of `size` x `size` (with
+  `config.seeds`, every seed's variables on the one batch, as training evaluates them)."""
+  state, _, _ = prog.abstract_inputs(prog.config.eval_batch_size)
+  batch = prog.abstract_batch(prog.config.eval_batch_size, train=False)
   variables = {"params": state.params, **state.constants}
   hw = tuple(batch["image"].shape[1:3])
 

@@ -72,14 +72,19 @@ class Program:
       self.abstract_state,
       self.state_shardings,
     )
-    lead = (self.num_seeds,) if self.num_seeds else ()
-    batch = jax.tree.map(
+    return state, self.abstract_batch(global_batch_size), self.dropout_rng
+
+  def abstract_batch(self, global_batch_size: int, *, train: bool = True) -> Any:
+    """The task's batch as sharded ShapeDtypeStructs: a training batch (`[S, B, ...]` with
+    seeds) or, with `train=False`, an evaluation batch (`[B, ...]`: every seed sees it)."""
+    lead = (self.num_seeds,) if self.num_seeds and train else ()
+    sharding = self.train_data_sharding if train else self.data_sharding
+    return jax.tree.map(
       lambda x: jax.ShapeDtypeStruct(
-        (*lead, global_batch_size, *x.shape[1:]), x.dtype, sharding=self.train_data_sharding
+        (*lead, global_batch_size, *x.shape[1:]), x.dtype, sharding=sharding
       ),
       self.task.example_batch(self.config),
     )
-    return state, batch, self.dropout_rng
 
 
 def seed_keys(seed: int, dropout_prng: str = "threefry2x32") -> tuple[jax.Array, jax.Array]:
