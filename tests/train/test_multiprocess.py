@@ -43,8 +43,10 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
-def _launch(workdir, data_dir, port, overrides=OVERRIDES):
-  """The two commands a user types (one per host), started as children."""
+def _launch(workdir, data_dir, overrides=OVERRIDES):
+  """The two commands a user types (one per host), started as children; each launch on a
+  fresh port (a relaunch must not wait for the killed coordinator's port to be released)."""
+  port = _free_port()
   xla_flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f]
   flags = [f"--config.{k}={v}" for k, v in overrides.items()]
   procs = []
@@ -158,8 +160,7 @@ def _two_slices_loader(data, *, global_batch_size, seed, train, mesh):
 @pytest.mark.slow  # 55-80 s on a shared 2-core machine (about 60 CPU-seconds)
 def test_two_processes_one_mesh_kill_resume_match_one_process(tmp_path):
   data_dir, workdir = tmp_path / "data", tmp_path / "two"  # digits: built by process 0
-  port = _free_port()
-  procs = _launch(workdir, data_dir, port)
+  procs = _launch(workdir, data_dir)
   try:
     _wait(procs, workdir, until=lambda: any(s >= KILL_AFTER for s in _steps(workdir)))
   finally:
@@ -167,7 +168,7 @@ def test_two_processes_one_mesh_kill_resume_match_one_process(tmp_path):
   assert [p.returncode for p in procs] == [-signal.SIGKILL] * 2, _logs(workdir)
   killed_at = max(_steps(workdir))
   assert KILL_AFTER <= killed_at < STEPS  # killed mid-run
-  procs = _launch(workdir, data_dir, port)  # the same commands again: resume
+  procs = _launch(workdir, data_dir)  # the same commands again: resume
   try:
     _wait(procs, workdir)
   finally:
@@ -215,8 +216,7 @@ def test_a_preemption_notice_to_one_process_saves_one_step_on_both(tmp_path):
   data_dir, workdir = tmp_path / "data", tmp_path / "two"
   overrides = {**OVERRIDES, "total_steps": 100_000, "checkpoint_every": 100_000}
   overrides["eval_every"] = 100_000
-  port = _free_port()
-  procs = _launch(workdir, data_dir, port, overrides)
+  procs = _launch(workdir, data_dir, overrides)
   steps = lambda: len(_metrics(workdir)) if (workdir / "metrics.jsonl").exists() else 0
   try:
     _wait(procs, workdir, until=lambda: steps() >= 5)
@@ -231,7 +231,7 @@ def test_a_preemption_notice_to_one_process_saves_one_step_on_both(tmp_path):
   assert names == ["commit_success.txt", "process_0-of-2.json", "process_1-of-2.json"]
   line = f"preempted (SIGTERM) at step {saved} of 100000: saved checkpoint step {saved}"
   assert _logs(workdir).count(line) == 2, _logs(workdir)
-  procs = _launch(workdir, data_dir, port, {**overrides, "total_steps": saved + 2})
+  procs = _launch(workdir, data_dir, {**overrides, "total_steps": saved + 2})
   try:
     _wait(procs, workdir)
   finally:
