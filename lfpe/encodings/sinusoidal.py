@@ -1,7 +1,9 @@
 """Sinusoidal encodings: Vaswani 1-D, per-axis N-D, DETR's padded sine, learnable sine.
 
-* `sine_1d` (002 Eq. 1; 001 Sec. 2.2): PE(p, 2i) = sin(p / T^(2i/D)),
-  PE(p, 2i+1) = cos(p / T^(2i/D)), T = 10000, on the raster-flattened index.
+* `sine_1d` (002 Eq. 1; 001 Sec. 4.1.2's code): PE(p, 2i) = sin(p / T^(2i/D)),
+  PE(p, 2i+1) = cos(p / T^(2i/D)), T = 10000, on the raster-flattened index. 001 Sec. 2.2
+  writes w_i = 1/10000^(i/D), but its own code and 002 use 2i/D, as lfpe does;
+  `temperature=100` gives Sec. 2.2's equation as written.
 * `sine_nd` (003 Eq. 1; 002 Sec. 4 Sine-2D / Sine-4D): `sine_1d` with D/M channels on
   each of the M coordinate axes, blocks concatenated in coordinate order. With lfpe's
   row-major coordinates (row, col) the row block comes first; 003 Eq. 1 writes its
@@ -276,7 +278,9 @@ class LearnableSinusoidal(_Sine, nn.Module):
   interleaved (or `layout='concat'`). W is initialised block-diagonally so that
   y_(mK + i) = x_m / T^(2i/(D/M)) (K = D/(2M); for M = 2 this is Eq. 6's 4i/D): at
   init the output equals `SineND(layout=...)` exactly; training may then mix axes.
-  `coords_mode='index'`: 003 feeds raw integer patch coordinates.
+  `coords_mode='index'`: 003 feeds raw integer patch coordinates. Like `sine_nd`, its
+  `grid` reads lfpe's (row, col) coordinates, so the row (y) block comes first where Eq. 6
+  puts x first (the halves swapped; pass `coords[..., ::-1]` for Eq. 6's channel order).
   """
 
   dim: int

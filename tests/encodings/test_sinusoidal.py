@@ -183,6 +183,36 @@ def test_learnable_sine_equals_sine_nd_at_init(layout, ndim):
   np.testing.assert_allclose(jax.jit(module.apply)(variables, x), expected, atol=1e-6)
 
 
+def test_learnable_sine_grid_is_003_eq1_with_its_halves_swapped():
+  """003 Eq. 1 / Eq. 6 put the horizontal x first; lfpe's grid reads (row, col): the row
+  block first (the docstring), and reversed coordinates give the paper's channel order."""
+  d, (h, w) = 8, (3, 4)
+  module = encodings.create("learnable_sine", dim=d)
+  variables = module.init(jax.random.key(0), jnp.zeros((1, 2)))
+  rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+  x, y = cols.reshape(-1), rows.reshape(-1)
+  eq1 = np.zeros((h * w, d))  # PE(2i) = sin(x / T^(4i/D)), PE(2j + D/2) = sin(y / T^(4j/D))
+  for i in range(d // 4):
+    for half, p in ((0, x), (d // 2, y)):
+      eq1[:, half + 2 * i] = np.sin(p / 10000.0 ** (4 * i / d))
+      eq1[:, half + 2 * i + 1] = np.cos(p / 10000.0 ** (4 * i / d))
+  grid = module.apply(variables, (h, w), method="grid")
+  swapped = np.concatenate([eq1[:, d // 2 :], eq1[:, : d // 2]], axis=-1)
+  np.testing.assert_allclose(grid, swapped, atol=1e-6)
+  xy = coords.grid((h, w))[:, ::-1]
+  np.testing.assert_allclose(module.apply(variables, xy), eq1, atol=1e-6)
+
+
+def test_sine_1d_temperature_100_is_001_section_2_2_as_written():
+  """001 Sec. 2.2 writes w_i = 1/10000^(i/D) (its code: 2i/D, lfpe's default)."""
+  d, pos = 8, np.arange(5.0)
+  written = np.zeros((5, d))
+  for i in range(d // 2):
+    written[:, 2 * i] = np.sin(pos / 10000.0 ** (i / d))
+    written[:, 2 * i + 1] = np.cos(pos / 10000.0 ** (i / d))
+  np.testing.assert_allclose(sincos_1d(jnp.float32(pos), d, temperature=100.0), written, atol=1e-6)
+
+
 def test_learnable_sine_init_is_003_eq6_and_trains():
   d = 8
   module = encodings.create("learnable_sine", dim=d)
