@@ -34,7 +34,8 @@ Two paths compute the same attention (`Attention.implementation`):
 
 Logits are `q·k / sqrt(d)` with `d` the length of the vectors being multiplied, so with
 concatenated channels `d = head_dim + c` (Eq. 13 makes `[q¹, pos_q²]` the query).
-The softmax runs in float32 whatever the compute dtype.
+The logits (accumulated in float32, not rounded to the compute dtype) and the softmax are
+float32 whatever the compute dtype.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def attention_logits(
 
   `q`: `[B, Nq, h, d]`, `k`: `[B, Nk, h, d]`; `bias` broadcasts to the logits.
   """
-  logits = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32) * q.shape[-1] ** -0.5
+  logits = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
+  logits = logits * q.shape[-1] ** -0.5  # float32 (accumulated, never rounded to bfloat16)
   if bias is not None:
     logits = logits + bias.astype(jnp.float32)
   if mask is not None:

@@ -69,7 +69,8 @@ def _attend(
   `allowed`, `is_self`, `bias` broadcast to the logits `[..., q, k]`; disallowed keys get
   `MASK_VALUE`, the query's own key `SELF_VALUE`; then `bias` is added.
   """
-  logits = jnp.einsum("...qd,...kd->...qk", q, k).astype(jnp.float32) * q.shape[-1] ** -0.5
+  logits = jnp.einsum("...qd,...kd->...qk", q, k, preferred_element_type=jnp.float32)
+  logits = logits * q.shape[-1] ** -0.5  # float32 (accumulated, never rounded to bfloat16)
   logits = jnp.where(allowed, logits, MASK_VALUE)
   if is_self is not None:
     logits = jnp.where(is_self, SELF_VALUE, logits)

@@ -353,3 +353,13 @@ def test_path_choice_explicit_only_where_weights_are_needed(monkeypatch):
 def test_unknown_implementation_is_rejected():
   with pytest.raises(ValueError, match="implementation='flash' is unknown"):
     Attention(num_heads=H, implementation="flash").init(jax.random.key(0), _inputs())
+
+
+def test_bfloat16_logits_are_accumulated_in_float32():
+  """bfloat16 q and k give the float32 logits of those same values (not bf16-rounded ones)."""
+  q, k = (
+    jnp.asarray(np.random.default_rng(i).normal(scale=3, size=(1, 64, 2, 16)), jnp.bfloat16)
+    for i in range(2)
+  )
+  exact = jnp.einsum("bqhd,bkhd->bhqk", q.astype(jnp.float32), k.astype(jnp.float32)) / 4.0
+  np.testing.assert_allclose(attn_lib.attention_logits(q, k), exact, atol=1e-5)

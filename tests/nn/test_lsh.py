@@ -328,3 +328,12 @@ def test_full_attention_fused_equals_explicit_forward_and_gradients(causal, mask
   np.testing.assert_allclose(out_fused[valid], out_ref[valid], atol=1e-5)
   np.testing.assert_allclose(l_fused, l_ref, rtol=1e-5)
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5), g_fused, g_ref)
+
+
+def test_bfloat16_logits_are_accumulated_in_float32():
+  """The module docstring's float32 logits: bfloat16 q and k, not bf16-rounded products."""
+  q = jnp.asarray(np.random.default_rng(0).normal(scale=3, size=(64, 16)), jnp.bfloat16)
+  k = lsh_lib._unit(q)
+  _, lse = lsh_lib._attend(q, k, q, jnp.ones((64, 64), bool), None)
+  exact = jnp.einsum("qd,kd->qk", q.astype(jnp.float32), k.astype(jnp.float32)) / 4.0
+  np.testing.assert_allclose(lse, jax.nn.logsumexp(exact, -1), atol=1e-5)
