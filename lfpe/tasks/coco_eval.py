@@ -112,8 +112,11 @@ def coco_evaluate(
   for images of `reference_size` a side: each image's boxes, detections and targets alike,
   are scaled to that side from its own (`image_size`, one for all or `[N]`: images of
   several sizes scored together are each bucketed by their own size, not by the largest),
-  which leaves every IoU, so AP, AP50 and AP75, as it is. A metric with no target in its
-  area range is NaN (COCOeval's -1). pycocotools' printing is swallowed.
+  which leaves every IoU, so AP, AP50 and AP75, as it is. A target's area is its box's
+  (the official COCO evaluation reads its segmentation's, usually smaller: objects land in
+  larger buckets here, so AP_small / medium / large are not published COCO's). A metric
+  with no target in its area range is NaN (COCOeval's -1). pycocotools' printing is
+  swallowed.
   """
   scores, labels, boxes = np.asarray(scores), np.asarray(labels), np.asarray(boxes)
   if detection_valid is None:

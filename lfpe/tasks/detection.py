@@ -15,8 +15,10 @@ returns G groups of queries in training: `forward` moves them to the batch axis
 (`split_groups`), so each group is matched one-to-one to its image's targets on its own,
 and the loss is the mean over groups (targets counted G times, as Group DETR's code).
 Evaluation: COCO AP of the last layer's scored boxes in pixels (`lfpe.tasks.coco_eval`),
-with COCO's small / medium / large area ranges scaled from 640-pixel images to the largest
-evaluated image side.
+with COCO's small / medium / large area ranges scaled from 640-pixel images to each image's
+own longer side. A target's area is its box's (COCO's official evaluation reads the
+segmentation's, usually smaller), so AP_small / medium / large are not comparable with
+published COCO figures; AP, AP50 and AP75 do not read areas.
 """
 
 from __future__ import annotations
