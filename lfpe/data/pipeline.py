@@ -207,9 +207,11 @@ class TrainIterator:
     naflex: config.NaFlex | None = None,
     first_row: int = 0,
     redraw: Callable[[int], dict] | None = None,
+    size_seed: int | None = None,
   ):
     self._local, self._sharding, self._batch = local, sharding, global_batch_size
     self._sizes, self._seed, self._index = sizes, seed, 0
+    self._size_seed = seed if size_seed is None else size_seed
     self._naflex, self._first_row, self._redraw = naflex, first_row, redraw
 
   def __iter__(self) -> TrainIterator:
@@ -218,7 +220,7 @@ class TrainIterator:
   def __next__(self) -> dict[str, jax.Array]:
     batch = next(self._local)
     if self._sizes:
-      size = resolution.draw_size(self._sizes, self._seed, self._index)
+      size = resolution.draw_size(self._sizes, self._size_seed, self._index)
       self._index += 1
       if batch["image"].shape[1:3] != (size, size) and self._redraw:
         batch = self._redraw(size)
@@ -304,11 +306,14 @@ def make_loader(
   mesh: jax.sharding.Mesh | jax.sharding.Sharding,
   split: str | None = None,
   num_epochs: int | None = None,
+  size_seed: int | None = None,
 ) -> TrainIterator | EvalLoader:
   """The input pipeline of `config.data` for training (`TrainIterator`) or eval (`EvalLoader`).
 
   `split` overrides `data.train_split` / `data.eval_split`; `num_epochs` (training) stops
-  after that many passes (None: forever). Raises ValueError for a bad config and
+  after that many passes (None: forever); `size_seed` (default `seed`) draws each batch's
+  size of `data.train_sizes` (`config.seeds` gives every seed's loader the first seed's, so
+  that their batches stack). Raises ValueError for a bad config and
   FileNotFoundError, with the preparation commands, for a missing catalog dataset.
   """
   resolved = config.resolve(data)
@@ -362,6 +367,7 @@ def make_loader(
       naflex=resolved.naflex,
       first_row=shard_index * kwargs["batch_size"],
       redraw=local.drawn if draws else None,
+      size_seed=size_seed,
     )
   valid_key = "valid" if resolved.detection else "mask"  # Detection: `mask` is the pixels'.
   local = EvalBatches(source, transforms, valid_key=valid_key, **kwargs)

@@ -94,9 +94,12 @@ def close(loader: Any) -> None:
 
 
 def train_loader(make_loader: Callable, config: Any, sharding: NamedSharding) -> Any:
-  """The training batches of `config`: one loader, or with `config.seeds` one per seed."""
+  """The training batches of `config`: one loader, or with `config.seeds` one per seed (each
+  seed's own order and augmentation; the batch sizes of `data.train_sizes` drawn from
+  `config.seed` for all, so that the seeds' batches stack)."""
+  shared = {"size_seed": config.seed} if count(config) and config.data.get("train_sizes") else {}
   make = lambda seed: make_loader(
-    config.data, global_batch_size=config.batch_size, seed=seed, train=True, mesh=sharding
+    config.data, global_batch_size=config.batch_size, seed=seed, train=True, mesh=sharding, **shared
   )
   if not count(config):
     return make(config.seed)

@@ -2,12 +2,14 @@
 
 import grain
 import jax
+import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
 from lfpe import resolution
 from lfpe.data import builders, config, pipeline
+from lfpe.train import seeds
 
 
 def _labels(it, n):
@@ -206,6 +208,21 @@ def test_mixed_resolution_draws_one_size_per_batch_and_resumes_exactly(digits_co
     want = np.asarray(next(plain)["image"])
     idx = np.floor((np.arange(size) + 0.5) * 16 / size).astype(int)
     np.testing.assert_array_equal(np.asarray(batch["image"]), want[:, idx][:, :, idx])
+
+
+def test_seeds_share_their_batch_sizes_and_keep_their_own_orders(digits_config, mesh):
+  """`config.seeds` with data.train_sizes: every seed's batch i at the size the first seed
+  draws (they stack into one vmapped step), each seed its own examples."""
+  digits_config.image_size, digits_config.train_sizes = 16, (8, 16, 32)
+  config = ml_collections.ConfigDict({"seed": 5, "seeds": 2, "batch_size": 8})
+  config.data = digits_config
+  loader = seeds.train_loader(pipeline.make_loader, config, pipeline.batch_sharding(mesh))
+  batches = [next(loader) for _ in range(6)]
+  sizes = [resolution.draw_size((8, 16, 32), 5, i) for i in range(6)]
+  assert [b["image"].shape[:4] for b in batches] == [(2, 8, s, s) for s in sizes]
+  assert len(set(sizes)) > 1
+  labels = np.asarray(batches[0]["label"])
+  assert not np.array_equal(labels[0], labels[1])  # seed 5's and seed 6's own orders
 
 
 @pytest.mark.parametrize("sizes", [(0, 16), ("16",), ()])
