@@ -148,14 +148,18 @@ def test_a_record_older_than_a_new_field_resumes_at_the_fields_neutral_value(cop
   leaves them at the value that does what the older code did; any other value is refused."""
   record = json.loads((copy / "config.json").read_text())
   del record["seeds"], record["optim"]["trainable"], record["data"]["eval_preprocess"]
+  del record["data"]["epoch_orders"]
   (copy / "config.json").write_text(json.dumps(record))
   result = run_main(SMALL, f"--workdir={copy}", "--config.total_steps=7")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "seeds" not in result.stderr and "eval_preprocess" not in result.stderr
   (copy / "config.json").write_text(json.dumps(record))
-  assert_one_line_error(
-    run_main(SMALL, f"--workdir={copy}", "--config.total_steps=8", "--config.seeds=2"),
-    "config.seeds: '<absent>' -> 2",
+  flag = "--config.data.epoch_orders=independent"
+  assert_one_line_error(  # the record predates both fields: the values the older code had
+    run_main(SMALL, f"--workdir={copy}", "--config.total_steps=8", "--config.seeds=2", flag),
+    "config.seeds: 0 -> 2",
+    "config.data.epoch_orders: 'grain' -> 'independent'",
+    "--config.data.epoch_orders=grain",
   )
 
 

@@ -13,7 +13,13 @@ Fields of `default_config()`:
   eval_preprocess: ops run on evaluation examples only, before `preprocess`; deterministic
     (e.g. `"resize_small(256)|central_crop(224)"`, the standard ImageNet evaluation; a named
     evaluation may set its own, `config.evals.NAME.data.eval_preprocess`).
-  worker_count: grain worker processes for training (0: in the main process).
+  worker_count: grain worker processes for training (0: in the main process). With workers,
+    grain batches inside each worker (worker w the records w, w + W, ... of the order), so
+    the batches depend on the count, which a workdir therefore keeps.
+  epoch_orders: how a run's seed seeds grain's shuffle (`memory.sampler_seed`): 'grain'
+    (the default, what every run so far trained with: grain shuffles epoch e with seed + e,
+    so seed s + 1 sees seed s's epoch orders one epoch later) or 'independent' (the seed
+    hashed first: no two seeds share an order; the choice for new seed studies).
   train_sizes: None, or mixed-resolution training: each training batch is resized (nearest)
     to a size drawn uniformly from these (one size per batch, the same on every process),
     or, for a dataset that draws itself (`DatasetSpec.draw`: `shape_layout`; needs
@@ -48,7 +54,7 @@ import jax
 import ml_collections
 from ml_collections import config_dict
 
-from lfpe.data import base, builders, detection_ops, ops
+from lfpe.data import base, builders, detection_ops, memory, ops
 
 
 def default_data_dir() -> str:
@@ -68,6 +74,7 @@ def default_config(name: str = "digits") -> ml_collections.ConfigDict:
       "augment": "",
       "eval_preprocess": "",
       "worker_count": 0,
+      "epoch_orders": "grain",
       "cache": False,
       "train_sizes": config_dict.placeholder(tuple),
       "naflex": None,
@@ -125,6 +132,7 @@ class Resolved:
   augment: list
   worker_count: int
   eval_preprocess: list = dataclasses.field(default_factory=list)
+  epoch_orders: str = "grain"
   cache: bool = False
   detection: detection_ops.Detection | None = None
   train_sizes: tuple[int, ...] | None = None
@@ -162,6 +170,11 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
   worker_count = data.get("worker_count", 0)
   if not isinstance(worker_count, int) or worker_count < 0:
     raise ValueError(f"`data.worker_count`={worker_count!r} must be an int >= 0 (0: no workers).")
+  epoch_orders = data.get("epoch_orders", "grain")
+  if epoch_orders not in memory.EPOCH_ORDERS:
+    raise ValueError(
+      f"`data.epoch_orders`={epoch_orders!r} is unknown; use one of {memory.EPOCH_ORDERS}."
+    )
   detection = _detection(data, spec)
   default = "value_range(0, 1)" if detection else spec.preprocess
   preprocess = _parse("preprocess", data.preprocess or default, size)
@@ -183,6 +196,7 @@ def resolve(data: ml_collections.ConfigDict) -> Resolved:
     augment=_parse("augment", data.get("augment", ""), size),
     worker_count=worker_count,
     eval_preprocess=eval_preprocess,
+    epoch_orders=epoch_orders,
     cache=bool(data.get("cache", False)),
     detection=detection,
     train_sizes=_train_sizes(data, detection),

@@ -29,6 +29,21 @@ def applies(transforms: Sequence, cached: bool, worker_count: int) -> bool:
   )
 
 
+EPOCH_ORDERS = ("grain", "independent")  # `data.epoch_orders`
+_ORDER_TAG = 0x6C667065  # mixed with the seed under 'independent' ("lfpe")
+
+
+def sampler_seed(seed: int, epoch_orders: str = "grain") -> int:
+  """grain's sampler seed for a run's `seed`. grain shuffles epoch e with seed + e, so with
+  the seed as it is ('grain', the default: every record so far trained so) seed s + 1's
+  epoch e is seed s's epoch e + 1: consecutive seeds see the same orders one epoch apart
+  (their initialisations and augmentations still differ). 'independent' hashes the seed
+  first (numpy's SeedSequence), so that no two seeds share an epoch's order."""
+  if epoch_orders == "grain":
+    return seed
+  return int(np.random.SeedSequence([seed, _ORDER_TAG]).generate_state(1)[0] % 2**31)
+
+
 def train_sampler(
   num_records: int, *, seed: int, shard_index: int, shard_count: int, num_epochs: int | None
 ) -> tuple[grain.sharding.ShardOptions, grain.samplers.IndexSampler]:

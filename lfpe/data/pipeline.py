@@ -337,6 +337,7 @@ def make_loader(
     batch_size=global_batch_size // shard_count, shard_index=shard_index, shard_count=shard_count
   )
   if train:
+    order = memory.sampler_seed(seed, resolved.epoch_orders)  # grain's: orders, augmentation
     in_memory = memory.applies(transforms, resolved.cache, resolved.worker_count)
     draws = resolved.spec.draw if resolved.train_sizes else None
     if draws and not in_memory:
@@ -347,13 +348,13 @@ def make_loader(
       )
     if in_memory:
       local = memory.MemoryBatches(
-        source, transforms, seed=seed, num_epochs=num_epochs, draw=draws, **kwargs
+        source, transforms, seed=order, num_epochs=num_epochs, draw=draws, **kwargs
       )
     else:
       local = train_batches(
         source,
         transforms,
-        seed=seed,
+        seed=order,
         num_epochs=num_epochs,
         worker_count=resolved.worker_count,
         **kwargs,

@@ -61,6 +61,7 @@ ADDED_FIELDS = {
   "optim.no_decay": [],
   "optim.ema_decay": 0.0,
   "data.eval_preprocess": "",
+  "data.epoch_orders": "grain",
   "task.mixup_alpha": 0.0,
   "task.cutmix_alpha": 0.0,
   "task.mix_prob": 1.0,
@@ -160,11 +161,11 @@ def check_compatible(config: Any, workdir: str) -> None:
       f"{path} cannot be read ({e}); it records the config of this workdir's checkpoints. "
       "Restore it, or start a new --workdir."
     ) from None
-  changed = {
-    p: (o, n)
+  changed = {  # a field the record predates had the value ADDED_FIELDS names
+    p: (ADDED_FIELDS[p] if o == _ABSENT and p in ADDED_FIELDS else o, n)
     for p, (o, n) in differences(old, config).items()
-    if not (o == _ABSENT and p in ADDED_FIELDS and n == ADDED_FIELDS[p])
   }
+  changed = {p: (o, n) for p, (o, n) in changed.items() if o != n}
   refused = {
     p: v for p, v in changed.items() if p not in SAFE_TO_CHANGE and p.split(".")[0] != "evals"
   }

@@ -8,7 +8,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from lfpe import resolution
-from lfpe.data import builders, config, pipeline
+from lfpe.data import builders, config, memory, pipeline
 from lfpe.train import seeds
 
 
@@ -208,6 +208,37 @@ def test_mixed_resolution_draws_one_size_per_batch_and_resumes_exactly(digits_co
     want = np.asarray(next(plain)["image"])
     idx = np.floor((np.arange(size) + 0.5) * 16 / size).astype(int)
     np.testing.assert_array_equal(np.asarray(batch["image"]), want[:, idx][:, :, idx])
+
+
+@pytest.mark.parametrize("orders", memory.EPOCH_ORDERS)
+def test_consecutive_seeds_share_epoch_orders_only_under_grains_rule(orders):
+  """grain shuffles epoch e with seed + e: with the seed as it is, seed 1's first epoch is
+  seed 0's second; `data.epoch_orders='independent'` hashes the seed first."""
+  source = pipeline.NamedSource(_records(20), "records")
+
+  def epochs(seed):
+    it = pipeline.train_batches(source, [], batch_size=4, seed=memory.sampler_seed(seed, orders))
+    flat = np.concatenate([next(it)["label"] for _ in range(10)]).tolist()
+    return flat[:20], flat[20:]
+
+  (first, second), (other_first, _) = epochs(0), epochs(1)
+  assert sorted(first) == sorted(second) == sorted(other_first) == list(range(20))
+  assert (other_first == second) == (orders == "grain")
+
+
+def test_independent_orders_reach_both_training_paths(digits_config, mesh):
+  """`data.epoch_orders` through make_loader: another order than grain's rule at the same
+  seed, the same batches from memory (`cache`) as from grain; a typo names the field."""
+  digits_config.image_size = 16
+  grains = _labels(_train(digits_config, mesh, seed=3), 4)
+  digits_config.epoch_orders = "independent"
+  independent = _labels(_train(digits_config, mesh, seed=3), 4)
+  assert independent != grains
+  digits_config.cache = True
+  assert _labels(_train(digits_config, mesh, seed=3), 4) == independent
+  digits_config.epoch_orders = "shuffled"
+  with pytest.raises(ValueError, match="data.epoch_orders"):
+    _train(digits_config, mesh)
 
 
 def test_seeds_share_their_batch_sizes_and_keep_their_own_orders(digits_config, mesh):
