@@ -19,11 +19,14 @@ config.schedule: name ('warmup_cosine' | 'warmup_rsqrt' | 'constant' | 'warmup_s
                  (rsqrt), decay_steps and decay_factor (step: multiply the rate by
                  decay_factor at each of the decay_steps, DETR's drop at epoch 200).
 
-Weight decay applies to matrices only (ndim > 1): biases, norm scales and other
-vectors are not decayed, nor the parameters `no_decay` names (none by default, so position
-tables, class tokens and RoPE-Mixed's frequencies are decayed: big_vision's rule, which the
-records trained with). AdamW's decay is decoupled (Loshchilov & Hutter: `lr * wd * p`
-added to the Adam update); SGD's is the classic L2 term added to the gradient.
+Weight decay applies to parameters of two or more dimensions (ndim > 1), the rule the
+records trained with: vectors (Dense biases, norm scales) are not decayed, nor the parameters
+`no_decay` names (none by default), but position tables, class tokens, RoPE-Mixed's
+frequencies and the attention's `[heads, head_dim]` q/k/v biases are. timm skips biases and
+vectors, big_vision decays only `/kernel$`: `no_decay=('/bias$',)` spares the q/k/v biases,
+`('^(?!.*/kernel$)',)` is big_vision's rule (docs/training.md). AdamW's decay is decoupled
+(Loshchilov & Hutter: `lr * wd * p` added to the Adam update); SGD's is the classic L2 term
+added to the gradient.
 """
 
 from __future__ import annotations

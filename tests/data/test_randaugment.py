@@ -77,3 +77,34 @@ def test_bad_arguments_and_float_images_are_refused():
     randaugment.RandAugment(magnitude=11)
   with pytest.raises(ValueError, match="uint8 images"):
     randaugment.RandAugment().random_map({"image": IMAGE / 255.0}, RNG)
+
+
+def test_each_op_applies_with_prob_as_timms_augment_op():
+  """timm applies each drawn op with probability 0.5: about a quarter of the images (both
+  ops skipped, plus ops that leave this image as it is) come out untouched; prob=1: almost
+  none."""
+
+  def untouched(spec):
+    op = ops.parse(spec)[0]
+    rng = np.random.default_rng(3)
+    return np.mean(
+      [np.array_equal(op.random_map({"image": IMAGE}, rng)["image"], IMAGE) for _ in range(400)]
+    )
+
+  assert 0.18 < untouched("rand_augment(2, 9)") < 0.40
+  assert untouched("rand_augment(2, 9, prob=1.0)") < 0.05
+
+
+def test_geometric_ops_resample_with_the_interpolation(monkeypatch):
+  """DeiT's bicubic by default (PIL's own rotate is nearest)."""
+  monkeypatch.setattr(randaugment, "OPS", ("rotate",))
+  for interpolation, resample in (("bicubic", PIL.Image.BICUBIC), ("nearest", PIL.Image.NEAREST)):
+    op = randaugment.RandAugment(num_ops=1, prob=1.0, interpolation=interpolation)
+    out = op.random_map({"image": IMAGE}, np.random.default_rng(0))["image"]
+    rng = np.random.default_rng(0)
+    rng.choice(("rotate",), 1), rng.uniform()  # the op's draw, then its prob's
+    angle = (-1.0 if rng.uniform() < 0.5 else 1.0) * 0.9 * 30
+    want = PIL.Image.fromarray(IMAGE).rotate(angle, resample, fillcolor=randaugment.FILL)
+    np.testing.assert_array_equal(out, np.asarray(want))
+  with pytest.raises(ValueError, match="interpolation"):
+    randaugment.RandAugment(interpolation="lanczos")

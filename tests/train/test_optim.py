@@ -80,6 +80,29 @@ def test_no_decay_keeps_named_matrices_out_of_weight_decay():
     optim.check_patterns(_config(no_decay=("/freq$",)), params)
 
 
+@pytest.mark.parametrize(
+  "no_decay, decayed",
+  [
+    ((), {"query/kernel", "query/bias", "pos/table"}),  # ndim > 1: the records' rule
+    (("/bias$",), {"query/kernel", "pos/table"}),  # the q/k/v biases spared
+    (("^(?!.*/kernel$)",), {"query/kernel"}),  # big_vision's: kernels only
+  ],
+)
+def test_the_documented_decay_rules(no_decay, decayed):
+  """docs/training.md's patterns: which of an attention's kernel, its `[heads, head_dim]`
+  bias, a position table and a norm scale decay."""
+  params = {
+    "query": {"kernel": jnp.ones((4, 2, 2)), "bias": jnp.ones((2, 2))},
+    "pos": {"table": jnp.ones((3, 4))},
+    "norm": {"scale": jnp.ones((4,))},
+  }
+  zeros = jax.tree.map(jnp.zeros_like, params)
+  tx, _ = optim.make_optimizer(_config(weight_decay=0.5, no_decay=no_decay))
+  updates, _ = tx.update(zeros, tx.init(params), params)
+  moved = {f"{a}/{b}" for a in updates for b in updates[a] if np.any(updates[a][b] != 0)}
+  assert moved == decayed
+
+
 def test_grad_clipping_rescales_to_max_norm():
   params = {"w": jnp.zeros((2,))}
   grads = {"w": jnp.array([6.0, 8.0])}  # norm 10
