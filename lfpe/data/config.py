@@ -18,7 +18,7 @@ Fields of `default_config()`:
     the batches depend on the count, which a workdir therefore keeps.
   epoch_orders: how a run's seed seeds grain's shuffle (`memory.sampler_seed`): 'grain'
     (the default, what every run so far trained with: grain shuffles epoch e with seed + e,
-    so seed s + 1 sees seed s's epoch orders one epoch later) or 'independent' (the seed
+    so seed s + 1's epoch e is seed s's epoch e + 1) or 'independent' (the seed
     hashed first: no two seeds share an order; the choice for new seed studies).
   train_sizes: None, or mixed-resolution training: each training batch is resized (nearest)
     to a size drawn uniformly from these (one size per batch, the same on every process),

@@ -129,6 +129,8 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   boxed = jax.eval_shape(init, keys[0][0])  # one seed's layout
   state_shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(config.mesh.fsdp))
   abstract = sharding.unbox(boxed)
+  if config.mesh.fsdp:
+    state_shardings = sharding.fit_fsdp(abstract, state_shardings)
   sharding.check_divisible(abstract, state_shardings)
   optim.check_patterns(config, abstract.params)
   data_sharding = sharding.batch_sharding(mesh)

@@ -15,6 +15,7 @@ over seeds, and every line and summary.json split also holds `seeds`: {metric: [
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -93,11 +94,18 @@ def close(loader: Any) -> None:
     loader.close()
 
 
+def _takes(fn: Callable, name: str) -> bool:
+  """Whether `fn` accepts the keyword `name` (a user's loader may not know `size_seed`)."""
+  parameters = inspect.signature(fn).parameters.values()
+  return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
 def train_loader(make_loader: Callable, config: Any, sharding: NamedSharding) -> Any:
   """The training batches of `config`: one loader, or with `config.seeds` one per seed (each
   seed's own order and augmentation; the batch sizes of `data.train_sizes` drawn from
   `config.seed` for all, so that the seeds' batches stack)."""
-  shared = {"size_seed": config.seed} if count(config) and config.data.get("train_sizes") else {}
+  sizes = count(config) and config.data.get("train_sizes") and _takes(make_loader, "size_seed")
+  shared = {"size_seed": config.seed} if sizes else {}
   make = lambda seed: make_loader(
     config.data, global_batch_size=config.batch_size, seed=seed, train=True, mesh=sharding, **shared
   )

@@ -7,11 +7,13 @@ Parameters carry logical axis names (flax `nn.with_logical_partitioning`:
 channels), ...); `logical_rules` maps them onto mesh axes. With `fsdp=True` the 'embed' and
 'channels' axes are also split over `data`, so every parameter with one of them, and its
 optimizer slots, is sharded, not replicated, across data replicas (ZeRO-3 / FSDP); XLA
-inserts the all-gathers. Every model family names its parameters but a position encoding's
-own (a Fourier encoding's MLP, learned tables: modules users import into their own models,
-kept free of sharding metadata; under 0.1 % of ViT-B/16's state): with FSDP over 8 devices
-the replicated share of the full-scale configs' state is under 0.1 % (ViT-B/16, DETR-R50,
-the Reformer) and a few % for the small layout captioners (`tests/train/test_sharding.py`).
+inserts the all-gathers. A dimension that `data` does not divide (a 64-channel stem over 128
+devices) stays whole (`fit_fsdp`); the `model` axis must divide (`check_divisible`). Every
+model family names its parameters but a position encoding's own (a Fourier encoding's MLP,
+learned tables: modules users import into their own models, kept free of sharding metadata):
+with FSDP over 8 devices the replicated share of the full-scale configs' state is under 0.2 %
+(ViT-B/16, DETR-R50, the Reformer) and a few % for the small layout captioners
+(`tests/train/test_fsdp.py`).
 
 On several processes the mesh puts each process's devices on consecutive rows of `data`
 (`make_mesh`), since each process feeds one contiguous slice of the batch.
@@ -140,6 +142,22 @@ def unbox(tree: Any) -> Any:
   return jax.tree.map(strip, tree, is_leaf=lambda x: isinstance(x, nn.meta.AxisMetadata))
 
 
+def fit_fsdp(abstract: Any, shardings: Any) -> Any:
+  """`shardings` with `data` dropped from every dimension it does not divide: FSDP splits
+  what it can and leaves the rest whole, as big_vision's `fsdp` rule does, where the
+  `model` axis (tensor parallelism) stays a requirement."""
+
+  def fit(leaf, sharding):
+    size = sharding.mesh.shape.get("data", 1)
+    spec = [
+      None if axes == "data" and dim % size else axes
+      for dim, axes in zip(leaf.shape, sharding.spec, strict=False)
+    ]
+    return NamedSharding(sharding.mesh, P(*spec))
+
+  return jax.tree.map(fit, abstract, shardings)
+
+
 def check_divisible(abstract: Any, shardings: Any) -> None:
   """Every sharded dimension must split evenly; names the parameter and mesh axis if not."""
   flat_abstract = jax.tree_util.tree_flatten_with_path(abstract)[0]
@@ -152,8 +170,8 @@ def check_divisible(abstract: Any, shardings: Any) -> None:
         name = jax.tree_util.keystr(path)
         raise ConfigError(
           f"config.mesh: parameter {name} of shape {leaf.shape} has a dimension of size {dim} "
-          f"sharded over mesh axes {axes} of size {size}; change config.mesh.model / "
-          f"config.mesh.fsdp or the model size so that it divides."
+          f"sharded over mesh axes {axes} of size {size}; change config.mesh.model or the "
+          f"model size so that it divides."
         )
 
 

@@ -256,6 +256,22 @@ def test_seeds_share_their_batch_sizes_and_keep_their_own_orders(digits_config, 
   assert not np.array_equal(labels[0], labels[1])  # seed 5's and seed 6's own orders
 
 
+def test_a_loader_without_size_seed_keeps_the_documented_contract(digits_config, mesh):
+  """A user's `make_loader(data_config, *, global_batch_size, seed, train, mesh)` is not
+  given `size_seed` (the trainer's documented signature)."""
+  seeds_seen = []
+
+  def user_loader(data_config, *, global_batch_size, seed, train, mesh):
+    seeds_seen.append(seed)
+    return iter(())
+
+  digits_config.train_sizes = (8, 16)
+  config = ml_collections.ConfigDict({"seed": 5, "seeds": 2, "batch_size": 8})
+  config.data = digits_config
+  seeds.train_loader(user_loader, config, pipeline.batch_sharding(mesh))
+  assert seeds_seen == [5, 6]
+
+
 @pytest.mark.parametrize("sizes", [(0, 16), ("16",), ()])
 def test_bad_train_sizes_name_the_field(digits_config, sizes):
   digits_config.train_sizes = sizes

@@ -82,6 +82,31 @@ def test_check_divisible_names_the_parameter():
     sharding.check_divisible(sharding.unbox(boxed), shardings)
 
 
+def test_fsdp_leaves_whole_what_data_does_not_divide():
+  """embed 4 over data 8 stays whole (it used to refuse the mesh); what divides still splits,
+  and the `model` axis stays a requirement (check_divisible)."""
+  mesh = sharding.make_mesh(_mesh_config(8, 1))
+  model = TinyModel(num_classes=4, width=4)  # embed 4, mlp 8
+  boxed = jax.eval_shape(lambda: model.init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
+  abstract = sharding.unbox(boxed)
+  shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(True))
+  with pytest.raises(ValueError, match="embed"):
+    sharding.check_divisible(abstract, shardings)
+  fitted = sharding.fit_fsdp(abstract, shardings)
+  sharding.check_divisible(abstract, fitted)
+  specs = {name: p["kernel"].spec for name, p in fitted["params"].items()}
+  assert specs == {  # every embed dimension (4) whole; the model axis kept
+    "embed": P(None, None),
+    "head": P(None, None),
+    "mlp_in": P(None, "model"),
+    "mlp_out": P("model", None),
+  }
+  wide = TinyModel(num_classes=4, width=8)  # embed 8: split as before
+  boxed = jax.eval_shape(lambda: wide.init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False))
+  shardings = sharding.tree_shardings(boxed, mesh, sharding.logical_rules(True))
+  assert sharding.fit_fsdp(sharding.unbox(boxed), shardings) == shardings
+
+
 def test_unbox_strips_boxes():
   boxed = jax.eval_shape(
     lambda: TinyModel(num_classes=4).init(jax.random.key(0), np.zeros((1, 4, 4, 1)), train=False)
