@@ -64,10 +64,9 @@ def train_and_evaluate(
 ) -> dict[str, Any]:
   """Trains `config`'s model in `workdir` (resuming if it holds checkpoints).
 
-  `make_loader(data_config, *, global_batch_size, seed, train, mesh)` makes the
-  global batches (default: lfpe.data.make_loader; with `config.seeds` and
-  `data.train_sizes`, a loader that takes `size_seed` gets it: the seed of every seed's
-  batch sizes): for training
+  `make_loader(data_config, *, global_batch_size, seed, train, mesh)` makes the global
+  batches (default: lfpe.data.make_loader; with `config.seeds` and `data.train_sizes`, a
+  loader that takes `size_seed` gets it: the seed of every seed's batch sizes): for training
   an endless iterator with get_state/set_state, for eval an iterable of one pass with 'mask';
   `devices` restricts the mesh (default: all). Returns the final summary
   ({"step", "train": {...}, "eval": {...}}), also written to WORKDIR/summary.json.

@@ -14,6 +14,7 @@ from configs import (
   vit_b16_imagenet,
   widget_caption,
 )
+from lfpe import tasks
 from lfpe.train import program as program_lib
 from lfpe.train import sharding
 
@@ -78,7 +79,7 @@ def _detection_batch(config, size=8):
   rng = np.random.default_rng(0)
   batch = {
     k: np.repeat(v, size, axis=0)
-    for k, v in program_lib.tasks.get(config.task).example_batch(config).items()
+    for k, v in tasks.get(config.task).example_batch(config).items()
   }
   batch["image"] = rng.normal(size=batch["image"].shape).astype(np.float32)
   batch["target_valid"][:, :2] = True
