@@ -78,8 +78,7 @@ def _detection_batch(config, size=8):
   """A batch of `size` random images, each with two random boxes of random classes."""
   rng = np.random.default_rng(0)
   batch = {
-    k: np.repeat(v, size, axis=0)
-    for k, v in tasks.get(config.task).example_batch(config).items()
+    k: np.repeat(v, size, axis=0) for k, v in tasks.get(config.task).example_batch(config).items()
   }
   batch["image"] = rng.normal(size=batch["image"].shape).astype(np.float32)
   batch["target_valid"][:, :2] = True
