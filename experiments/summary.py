@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parent
 README = ROOT.parent / "README.md"
 START, END = "<!-- claims-summary:start -->", "<!-- claims-summary:end -->"
 FAIR = "fair-tuning"  # the README block of the before/after-fair-tuning table
-CONTROL = "control"  # claims whose text names the control are the no-position checks
+CONTROL = "control"  # the no-position checks: item "control", or (older records) named so
 TUNINGS = ("defaults", "some tuned", "each tuned")
 RESOLVED = ("reproduced", "contradicted")
 
@@ -46,6 +46,12 @@ def _records() -> list[tuple[str, list[dict]]]:
   return [(found[-1], _claims(found[-1])) for found in editions.finished(ROOT).values()]
 
 
+def is_control(entry: dict) -> bool:
+  """Whether a claim is a no-position check: its item says so (detection, generation, layout,
+  resolution), or its text does (digits, the position study)."""
+  return entry.get("item") == CONTROL or CONTROL in entry["claim"]
+
+
 def holm_verdict(entry: dict) -> str | None:
   """A claim's verdict after Holm's adjustment, a kept plain one ("... (not adjusted)":
   equivalence claims, a failing arm at the ceiling) counted as it reads."""
@@ -58,7 +64,7 @@ def rows() -> list[dict]:
   out = []
   for name, entries in _records():
     verdicts = [e["verdict"] for e in entries]
-    controls = [e for e in entries if CONTROL in e["claim"]]
+    controls = [e for e in entries if is_control(e)]
     out.append(
       {
         "experiment": name,
@@ -117,7 +123,7 @@ def fair_rows() -> tuple[list[dict], list[str]]:
   for found in editions.finished(ROOT).values():
     by_kind: dict[str, tuple[str, list[dict]]] = {}
     for name in found:  # oldest first: a later edition's reading replaces an earlier one's
-      claims = [e for e in _claims(name) if e["paper"] == "002" and CONTROL not in e["claim"]]
+      claims = [e for e in _claims(name) if e["paper"] == "002" and not is_control(e)]
       for kind in TUNINGS:
         if any(tuning(e) == kind for e in claims):
           by_kind[kind] = (name, [e for e in claims if tuning(e) == kind])

@@ -284,13 +284,16 @@ def _decided(
 ) -> str:
   """One line: the chosen value against the runner-up (by mean), and an edge warning."""
   line = f"- {name}: {knob} = {best:g} chosen"
-  others = {g: v for g, v in by_gamma.items() if g != best}
+  diverged = sorted(g for g, v in by_gamma.items() if not np.all(np.isfinite(v)))
+  others = {g: v for g, v in by_gamma.items() if g != best and g not in diverged}
   if others:
     mean = lambda g: abs(np.mean(by_gamma[g]) - np.mean(by_gamma[best]))
     runner_up = min(others, key=mean)
     d, h = stats.difference(by_gamma[best], others[runner_up], scale=scale)
     spread = f"± {h:.3g} (Welch 95 %)" if np.isfinite(h) else "(one seed: no interval)"
     line += f"; minus {knob} = {runner_up:g} (the nearest mean): {d:+.3g} {spread}"
+  if diverged:
+    line += f"; diverged (a non-finite score) at {knob} = {', '.join(f'{g:g}' for g in diverged)}"
   if len(by_gamma) > 1 and best in (min(by_gamma), max(by_gamma)):
     line += "; **at the edge of the swept grid**: the optimum may lie beyond it"
   return line + "."

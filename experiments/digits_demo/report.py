@@ -61,11 +61,12 @@ def chosen(results: dict) -> dict[str, float]:
 
 
 def groups(results: dict) -> dict[tuple[int, str], dict]:
-  """`{(steps, setting): {"entries": [defaults runs], "accuracy": {encoding: [per seed]},
-  "tuned": {encoding: [per seed, at the sweep's choice]}, "sweep": {encoding: {value: [...]}},
-  "length": {encoding: [the length check's test accuracy curves], "encoding (tuned)": [...]}}}`,
-  accuracies in seed order (seed s of every arm paired). A run is in `tuned` when its knob has
-  the value the sweep chose for its arm (the defaults run, when that is the default)."""
+  """`{(steps, setting): {"entries": [defaults runs], "accuracy": {encoding: {seed: accuracy}},
+  "tuned": {encoding: {seed: accuracy at the sweep's choice}}, "sweep": {encoding: {value:
+  [...]}}, "length": {encoding: [the length check's test accuracy curves], "encoding (tuned)":
+  [...]}}}`, seeds in order (claims pair arms on their common seeds). A run is in `tuned` when
+  its knob has the value the sweep chose for its arm (the defaults run, when that is the
+  default)."""
   picks, swept, out = chosen(results), sweep(results), {}
   records = [(k, e) for k, e in results.items() if k != "provenance" and not k.startswith("sweep/")]
   for key, entry in sorted(records, key=lambda item: item[1]["seed"]):
@@ -86,9 +87,9 @@ def groups(results: dict) -> dict[tuple[int, str], dict]:
       group["sweep"][name] = swept[arm]
     if not sweeps.is_tuned_key(key):  # `<setting>/<steps>_steps/<encoding>/<seed>`: defaults
       group["entries"].append(entry)
-      group["accuracy"].setdefault(name, []).append(entry["accuracy"])
+      group["accuracy"].setdefault(name, {})[entry["seed"]] = entry["accuracy"]
     if arm in picks and knob and sweeps.is_own(entry["posemb"], picks[arm]):
-      group["tuned"].setdefault(name, []).append(entry["accuracy"])
+      group["tuned"].setdefault(name, {})[entry["seed"]] = entry["accuracy"]
   return out
 
 
@@ -110,9 +111,11 @@ def claims(group: dict) -> list[dict]:
 
 
 def _claim(item, text, a, b, paper, accuracy: dict, tuned: str) -> dict | None:
-  """One claim on test accuracy (points), paired by seed; None without two pairs."""
-  if a not in accuracy or b not in accuracy or not len(accuracy[a]) == len(accuracy[b]) >= 2:
+  """One claim on test accuracy (points), paired on the seeds both arms ran (`seed_paired`);
+  None without two runs of each."""
+  if a not in accuracy or b not in accuracy or min(len(accuracy[a]), len(accuracy[b])) < 2:
     return None
+  a_values, b_values, paired = stats.seed_paired(accuracy[a], accuracy[b])
   return stats.claim(
     paper="002",
     item=item,
@@ -120,21 +123,21 @@ def _claim(item, text, a, b, paper, accuracy: dict, tuned: str) -> dict | None:
     metric="test accuracy (points)",
     a=a,
     b=b,
-    a_values=accuracy[a],
-    b_values=accuracy[b],
-    paired=True,
+    a_values=a_values,
+    b_values=b_values,
+    paired=paired,
     scale=100,
     tuned=tuned,
     paper_value=paper,
   )
 
 
-def verdict(accuracy: dict[str, list[float]]) -> str:
+def verdict(accuracy: dict[str, dict[int, float]]) -> str:
   """`fourier` against `sine_2d`: the difference of means with its interval, in words."""
   if not {"fourier", "sine_2d"} <= set(accuracy) or min(map(len, accuracy.values())) < 2:
     return ""
-  a, b = accuracy["fourier"], accuracy["sine_2d"]
-  paired = len(a) == len(b)  # seed s of both: the same data order and init stream
+  # seed s of both: the same data order and init stream
+  a, b, paired = stats.seed_paired(accuracy["fourier"], accuracy["sine_2d"])
   diff, half = (stats.paired_difference if paired else stats.difference)(a, b, scale=100)
   head = (
     f"`fourier` − `sine_2d`: {diff:+.2f} ± {half:.2f} points (95 % CI, "
@@ -145,7 +148,7 @@ def verdict(accuracy: dict[str, list[float]]) -> str:
   return head + f"`fourier` {'beats' if diff > 0 else 'trails'} `sine_2d`."
 
 
-def table(accuracy: dict[str, list[float]], seconds: dict[str, float] | None = None) -> str:
+def table(accuracy: dict[str, dict[int, float]], seconds: dict[str, float] | None = None) -> str:
   """Markdown per encoding: mean ± 95 % CI, where one more run lands (95 % prediction
   interval), the runs' range and count (and seconds of training)."""
   lines = [
@@ -153,7 +156,8 @@ def table(accuracy: dict[str, list[float]], seconds: dict[str, float] | None = N
     + " s |" * bool(seconds),
     "|---|---|---|---|---|" + "---|" * bool(seconds),
   ]
-  for name, acc in accuracy.items():
+  for name, by_seed in accuracy.items():
+    acc = list(by_seed.values())
     (mean, half), (_, one) = interval(acc, scale=100), interval(acc, scale=100, one_run=True)
     lines.append(
       f"| `{name}` | {mean:.2f} ± {half:.2f} % | {mean - one:.1f} – {mean + one:.1f} % "
@@ -248,7 +252,7 @@ def plot(results: dict, current: tuple[int, str], path: str) -> None:
   fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4))
   for j, (setting, g) in enumerate(group):
     for i, name in enumerate(names):
-      acc = 100 * np.asarray(g["accuracy"].get(name, []))
+      acc = 100 * np.asarray(list(g["accuracy"].get(name, {}).values()))
       if not len(acc):
         continue
       x = i + (j - (len(group) - 1) / 2) * 0.7 / len(group)

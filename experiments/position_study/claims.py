@@ -228,6 +228,11 @@ def metric(key: str, part: str) -> tuple[str, float, float]:
   return ("test R²", 1.0, 1.0) if regression else ("test accuracy (points)", 100.0, 100.0)
 
 
+def _by_seed(cell: dict) -> dict[int, float]:
+  """A cell's `{seed: test score}` (seeds 0, 1, ... where a cell does not list them)."""
+  return dict(zip(cell.get("seeds", range(len(cell["test"]))), cell["test"], strict=True))
+
+
 def claims(results: dict) -> list[dict]:
   """claims.json of a study's results: every tested claim whose two cells were run."""
   out = []
@@ -235,10 +240,8 @@ def claims(results: dict) -> list[dict]:
     cells = results.get(t.part, {})
     if t.a not in cells or t.b not in cells:
       continue
-    a, b = cells[t.a], cells[t.b]
-    paired = a.get("seeds", list(range(len(a["test"])))) == b.get(
-      "seeds", list(range(len(b["test"])))
-    )
+    # paired on the seeds both cells ran (seed s of both shares its data and init stream)
+    a_values, b_values, paired = stats.seed_paired(*(_by_seed(cells[x]) for x in (t.a, t.b)))
     name, scale, ceiling = metric(t.a, t.part)
     out.append(
       stats.claim(
@@ -248,11 +251,11 @@ def claims(results: dict) -> list[dict]:
         metric=name,
         a=t.a,
         b=t.b,
-        a_values=a["test"],
-        b_values=b["test"],
+        a_values=a_values,
+        b_values=b_values,
         direction=t.direction,
         control_gap=_gap(cells, t.control),
-        paired=paired and len(a["test"]) == len(b["test"]),
+        paired=paired,
         scale=scale,
         ceiling=ceiling,
         tuned=TUNED,

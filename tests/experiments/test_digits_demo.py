@@ -22,11 +22,12 @@ def test_demo_config_keeps_the_recipe_but_the_length():
 
 
 def test_verdict_says_beats_trails_or_unresolved():
-  low, high = [0.90, 0.91, 0.92], [0.95, 0.96, 0.97]
+  by_seed = lambda *values: dict(enumerate(values))
+  low, high = by_seed(0.90, 0.91, 0.92), by_seed(0.95, 0.96, 0.97)
   assert "`fourier` beats" in report.verdict({"fourier": high, "sine_2d": low})
   assert "`fourier` trails" in report.verdict({"fourier": low, "sine_2d": high})
   assert "unresolved (the interval holds 0" in report.verdict(
-    {"fourier": low, "sine_2d": [0.89, 0.91, 0.93]}
+    {"fourier": low, "sine_2d": by_seed(0.89, 0.91, 0.93)}
   )
 
 
@@ -75,7 +76,11 @@ def test_quick_run_adds_its_setting_without_pooling(tmp_path, capsys):
 
 
 def test_claims_pair_seeds_of_one_setting():
-  accuracy = {"fourier": [0.95, 0.96, 0.97], "embed_1d": [0.90, 0.92, 0.91], "none": [0.2] * 3}
+  accuracy = {
+    "fourier": {0: 0.95, 1: 0.96, 2: 0.97},
+    "embed_1d": {0: 0.90, 1: 0.92, 2: 0.91},
+    "none": {0: 0.2, 1: 0.2, 2: 0.2},
+  }
   claims = report.claims({"accuracy": accuracy, "tuned": {}, "sweep": {}})
   assert [(c["a"], c["b"], c["paired"], c["n"]) for c in claims] == [
     ("fourier", "embed_1d", True, 3),
@@ -144,8 +149,8 @@ def test_tuned_arms_are_the_runs_at_the_sweeps_choice_or_the_defaults_run():
     results[f"s/600_steps/sine_2d/{seed}"] = _entry("sine_2d", "sine_2d", seed, 0.95)
   assert report.chosen(results) == {"s/600_steps/fourier": 1.0, "s/600_steps/sine_2d": 10000.0}
   group = report.groups(results)[(600, "s")]
-  assert group["accuracy"] == {"fourier": [0.8, 0.8], "sine_2d": [0.95, 0.95]}
-  assert group["tuned"] == {"fourier": [0.85, 0.85], "sine_2d": [0.95, 0.95]}
+  assert group["accuracy"] == {"fourier": {0: 0.8, 1: 0.8}, "sine_2d": {0: 0.95, 1: 0.95}}
+  assert group["tuned"] == {"fourier": {0: 0.85, 1: 0.85}, "sine_2d": {0: 0.95, 1: 0.95}}
   assert set(group["sweep"]) == {"fourier", "sine_2d"}
 
 
@@ -168,3 +173,23 @@ def test_quick_tuned_record_sweeps_every_encoding_with_a_knob(tmp_path):
     c["tuned"].startswith("none: every arm at its defaults") for c in claims if c not in tuned
   )
   assert "**Each encoding tuned**" in (tmp_path / "results.md").read_text()
+
+
+def test_claims_pair_arms_on_the_seeds_both_ran():
+  """Each arm lacks a different seed: the claim pairs seeds 0-2 (fourier 1.0, 1.1 and 1.2
+  points ahead), not the lists by position (which would pair fourier's seed 4 with embed_1d's
+  3)."""
+  results = {}
+  for seed in (0, 1, 2, 4):
+    acc = 0.5 + 0.1 * seed
+    results[f"s/600_steps/fourier/{seed}"] = _entry(
+      "fourier", "fourier", seed, acc + 0.01 + 0.001 * seed
+    )
+  for seed in (0, 1, 2, 3):
+    acc = 0.5 + 0.1 * seed
+    results[f"s/600_steps/embed_1d/{seed}"] = _entry("embed_1d", "embed_1d", seed, acc)
+  (claim,) = report.claims(report.groups(results)[(600, "s")])
+  assert claim["paired"] and claim["n"] == 3
+  assert claim["difference"] == pytest.approx(1.1)
+  half = 0.1 * 4.302653 / 3**0.5  # t(0.975, 2) x sd / sqrt(n)
+  assert claim["ci_high"] - claim["difference"] == pytest.approx(half)

@@ -32,6 +32,21 @@ def test_claims_score_the_named_cells_in_the_papers_direction():
   assert fourier["verdict"] == "contradicted"
 
 
+def test_cells_pair_on_the_seeds_both_ran():
+  """sine_2d ran seeds 0-2, embed_1d seeds 1-3: paired on 1 and 2 (0.05 and 0.07 apart), not
+  unpaired over all six runs."""
+  sine, embed = [0.96, 0.95, 0.97], [0.90, 0.90, 0.40]
+  results = {
+    "tables": {
+      "distance/sine_2d": {"test": sine, "seeds": [0, 1, 2]},
+      "distance/embed_1d": {"test": embed, "seeds": [1, 2, 3]},
+    }
+  }
+  (entry,) = claims.claims(results)
+  assert entry["paired"] and entry["n"] == 2
+  assert entry["difference"] == pytest.approx(0.06)
+
+
 def test_both_arms_at_the_ceiling_are_flagged_and_unresolved():
   results = {
     "tables": {"direction/rel_attn_2d": _cell([1.0] * 3), "direction/embed_1d": _cell([1.0] * 3)}

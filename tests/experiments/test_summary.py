@@ -24,22 +24,24 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
     {"claim": "c beats d", "verdict": "unresolved", "at_ceiling": True},
     {"claim": "e beats f", "verdict": "contradicted"},
     {"claim": "g like h", "verdict": "reproduced", "holm_verdict": "reproduced (not adjusted)"},
+    # resolution's control: its item says so, its text does not
+    {"item": "control", "claim": "the best arm beats `none`", "verdict": "unresolved"},
   ]
   (folder / "claims.json").write_text(json.dumps(entries))
   monkeypatch.setattr(summary, "ROOT", tmp_path)
   (row,) = summary.rows()
   assert row == {
     "experiment": "toy",
-    "claims": 5,
+    "claims": 6,
     "reproduced": 3,
     "contradicted": 1,
-    "unresolved": 1,
+    "unresolved": 2,
     "at_ceiling": 1,
     "holm": 2,  # an equivalence claim keeps its plain verdict: counted as it reads
     "before_settling": "not checked",  # no entry says whether its arms settled
-    "controls": "1 of 1",
+    "controls": "1 of 2",
   }
-  settled = [True, None, False, False, False]  # unresolved: not counted; None: not checked
+  settled = [True, None, False, False, False, None]  # unresolved: not counted; None: not checked
   marked = [{**e, "settled": s} for e, s in zip(entries, settled, strict=True)]
   (folder / "claims.json").write_text(json.dumps(marked))
   (row,) = summary.rows()
@@ -73,6 +75,7 @@ def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypat
     entry("none: every arm at its defaults", "contradicted", a="mlp"),
     entry(each, "contradicted", a="mlp", holm="contradicted (not adjusted)"),  # unchanged
     entry("none: every arm at its defaults", "reproduced", paper="003"),  # not 002's
+    {**entry("none: every arm at its defaults", "reproduced"), "item": "control"},  # a control
   ]
   (folder / "claims.json").write_text(json.dumps(entries))
   monkeypatch.setattr(summary, "ROOT", tmp_path)

@@ -164,6 +164,15 @@ def test_table_notes_how_far_the_choice_is_decided_and_an_edge():
   assert "at the edge of the swept grid" in y and "edge" not in x
 
 
+def test_table_never_names_a_diverged_value_the_runner_up():
+  by_gamma = {1.0: [0.5, 0.6], 4.0: [float("nan"), 0.7], 16.0: [0.4, 0.45]}
+  (_, line) = sweeps.table(
+    {"x": by_gamma}, {"x": 1.0}, columns=("a", "s"), name=str, cell=str, scale=100
+  )[-2:]
+  assert "minus γ = 16 (the nearest mean)" in line and "nan" not in line
+  assert "diverged (a non-finite score) at γ = 4" in line
+
+
 @pytest.mark.parametrize(
   "spec, expected",
   [
