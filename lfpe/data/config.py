@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 import jax
 import ml_collections
@@ -218,11 +219,21 @@ def _naflex(data: ml_collections.ConfigDict, detection) -> NaFlex | None:
   given = data.get("naflex")
   if given is None:
     return None
-  example = "e.g. data.naflex = dict(patch=8, max_tokens=24, sizes=((32, 32), (16, 48)))"
   if detection is not None or data.get("train_sizes"):
     raise ValueError(
       "`data.naflex` packs classification batches of mixed sizes by itself; unset "
       "`data.train_sizes` (and use no `data.detection`)."
+    )
+  return naflex(given)
+
+
+def naflex(given: Any, field: str = "data.naflex") -> NaFlex:
+  """A `data.naflex` value (at `field`) checked: ValueError naming the field and the fix."""
+  example = f"e.g. {field} = dict(patch=8, max_tokens=24, sizes=((32, 32), (16, 48)))"
+  if not hasattr(given, "keys"):
+    raise ValueError(
+      f"`{field}`={given!r} must be a dict, {example} (on the command line "
+      f'--config.{field}="dict(patch=8, max_tokens=24, sizes=((32, 32),))").'
     )
   given = dict(given)
   positive = lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0
@@ -230,12 +241,12 @@ def _naflex(data: ml_collections.ConfigDict, detection) -> NaFlex | None:
   unknown, missing = sorted(set(given) - fields), sorted(fields - set(given))
   if unknown or missing:
     wrong = f"unknown {unknown}" if unknown else f"missing {missing}"
-    raise ValueError(f"`data.naflex`={given!r}: {wrong}; it takes {sorted(fields)}, {example}.")
+    raise ValueError(f"`{field}`={given!r}: {wrong}; it takes {sorted(fields)}, {example}.")
   if not (positive(given["patch"]) and positive(given["max_tokens"])):
-    raise ValueError(f"`data.naflex`={given!r} needs positive ints patch, max_tokens; {example}.")
+    raise ValueError(f"`{field}`={given!r} needs positive ints patch, max_tokens; {example}.")
   sizes = tuple(tuple(s) for s in given["sizes"])
   if not sizes or any(len(s) != 2 or not all(map(positive, s)) for s in sizes):
-    raise ValueError(f"`data.naflex.sizes`={given['sizes']!r} must be (h, w) pairs; {example}.")
+    raise ValueError(f"`{field}.sizes`={given['sizes']!r} must be (h, w) pairs; {example}.")
   return NaFlex(given["patch"], given["max_tokens"], sizes)
 
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe import encodings, resolution
+from lfpe.data import config as data_config
 from lfpe.data import get_spec
 from lfpe.tasks import mixing
 from lfpe.tasks.base import model_family
@@ -201,9 +202,10 @@ def _check_packed(config: Any) -> None:
   for field, spec, where, naflex in _encodings(config):
     if naflex is None:
       continue
-    if (naflex.get("patch"),) * 2 != patch:
+    packing = data_config.naflex(naflex, where.removeprefix("config."))
+    if (packing.patch,) * 2 != patch:
       raise ValueError(
-        f"{where}.patch={naflex.get('patch')!r} must be the model's square patch side "
+        f"{where}.patch={packing.patch!r} must be the model's square patch side "
         f"(config.model: {patch!r}, from patch_size or variant): the pipeline cuts the patches."
       )
     refusal = encodings.packed_refusal(spec)

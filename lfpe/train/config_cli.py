@@ -89,8 +89,11 @@ def set_field(config: Any, path: str, text: str) -> str | None:
       parent[key] = _set_spec_option(value, keys[-1], text, flag, spec_path)
       return spec_path
     if not isinstance(value, ml_collections.ConfigDict):
+      whole = f"--config.{'.'.join(keys[: i + 1])}"
       raise ConfigError(
-        f"{flag}: config.{'.'.join(keys[: i + 1])} is a value ({value!r}), not a group of fields."
+        f"{flag}: config.{'.'.join(keys[: i + 1])} is a value ({value!r}), not a group of "
+        f"fields; set it whole, {whole}=VALUE (a dict literal, e.g. \"{{'key': 1}}\", where "
+        "it takes a dict)."
       )
     parent = value
   if keys[:-1] == ["evals"] and keys[-1] not in parent:
@@ -98,12 +101,46 @@ def set_field(config: Any, path: str, text: str) -> str | None:
     return None
   current = _child(parent, keys[-1], flag, keys)
   if isinstance(current, ml_collections.ConfigDict):
+    if keys == ["evals"]:
+      raise ConfigError(
+        f"{flag}: named evaluations are set one at a time, "
+        f"{flag}.NAME=\"{{'data': {{'image_size': 32}}}}\" (lfpe/train/evaluation.py)."
+      )
     fields = ", ".join(sorted(current.keys()))
     raise ConfigError(
       f"{flag}: a group of fields; set one of them, {flag}.FIELD (FIELD: {fields})."
     )
-  parent[keys[-1]] = _convert(current, text, flag)
+  if current is None:  # a placeholder: its declared type, if it has one
+    parent[keys[-1]] = _typed(parent.get_type(keys[-1]), text, flag)
+  else:
+    parent[keys[-1]] = _convert(current, text, flag)
   return None
+
+
+EXAMPLES = {tuple: "(16, 32)", list: "[16, 32]", int: "64", float: "0.5", bool: "true"}
+
+
+def _typed(kind: type, text: str, flag: str) -> Any:
+  """`text` for a field whose value is None: any literal (else the text) where it was declared
+  None, else a value of the placeholder's type (an int where a float is declared, a list where
+  a tuple is), or ConfigError with an example."""
+  if kind is str:
+    return text
+  value = _convert(None, text, flag)
+  if kind is type(None) or value is None:
+    return value
+  if kind is float and isinstance(value, int) and not isinstance(value, bool):
+    return float(value)
+  if kind is tuple and isinstance(value, list):
+    return tuple(value)
+  if kind is bool and text.lower() in ("true", "false", "yes", "no"):
+    return _convert(False, text, flag)
+  if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+    example = f"({value!r},)" if kind is tuple and isinstance(value, (int, float)) else None
+    raise ConfigError(
+      f"{flag}={text!r} must be a {kind.__name__}, e.g. {example or EXAMPLES.get(kind, '...')}."
+    )
+  return value
 
 
 def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:

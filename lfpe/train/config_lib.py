@@ -21,10 +21,24 @@ from lfpe.errors import did_you_mean
 _TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off", "")
 
 
+def literal(text: str) -> Any:
+  """A Python literal, or a `dict(key=literal, ...)` call (nested too) as its dict."""
+
+  def value(node: ast.AST) -> Any:
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict" and not node.args:
+      if any(k.arg is None for k in node.keywords):
+        raise ValueError("dict(**...) is not a literal")
+      return {k.arg: value(k.value) for k in node.keywords}
+    return ast.literal_eval(node)
+
+  return value(ast.parse(text.strip(), mode="eval").body)
+
+
 def convert(name: str, text: str, default: Any) -> Any:
   """Command-line `text` as a value of `default`'s type (ValueError naming `name` if it is
   not one): bool (1/0, true/false, yes/no), int, float, str; other types (tuples, lists,
-  None) as Python literals, None taking any literal or else the text."""
+  None) as Python literals (`dict(key=literal, ...)` too, as the docs write dicts), None
+  taking any literal or else the text."""
   kind = type(default).__name__
   if isinstance(default, bool):
     if text.lower() in _TRUE + _FALSE:
@@ -41,7 +55,7 @@ def convert(name: str, text: str, default: Any) -> Any:
   if isinstance(default, str):
     return text
   try:
-    value = ast.literal_eval(text)
+    value = literal(text)
   except (ValueError, SyntaxError):
     if default is None:
       return text

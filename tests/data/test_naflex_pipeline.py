@@ -121,15 +121,16 @@ def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir
     ("evals", {"x": {"model": {"posemb": "embed_1d(align_corners=True)"}}}, "config.evals.x."),
     ("model.coord_augment", {"shift": 0.1}, "coord_augment"),
     ("task.mixup_alpha", 0.2, "mixup_alpha"),
+    ("data.naflex", "patch=2", r"must be a dict, e\.g\."),  # was dict()'s own message
   ],
 )
 def test_what_packed_batches_cannot_take_is_refused_before_training(field, value, match):
   cfg = vit_digits.get_config("small=1")
   with cfg.unlocked():
-    cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
+    cfg.data.naflex = value if field == "data.naflex" else ml_collections.ConfigDict(NAFLEX)
     if field == "evals":
       cfg.evals = value
-    else:
+    elif field != "data.naflex":
       section, name = field.split(".")
       cfg[section][name] = value
   with pytest.raises(ValueError, match=match):  # the config's own check: before anything runs

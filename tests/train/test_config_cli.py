@@ -23,6 +23,8 @@ def _config():
       name="a",
       sizes=(1, 2),
       extra=None,
+      shape=ml_collections.config_dict.placeholder(tuple),
+      rate=ml_collections.config_dict.placeholder(float),
       model=dict(posemb="fourier(gamma=0.25)", label="fourier"),
     )
   )
@@ -40,6 +42,11 @@ def _config():
     ("sizes", "[6]", (6,)),
     ("extra", "0.5", 0.5),
     ("extra", "word", "word"),
+    ("extra", "dict(a=1, b=dict(c=(2, 3)))", {"a": 1, "b": {"c": (2, 3)}}),
+    ("shape", "(16, 32)", (16, 32)),  # a placeholder takes its declared type
+    ("shape", "[16]", (16,)),
+    ("shape", "None", None),
+    ("rate", "1", 1.0),
     ("model.posemb", "sine_2d", "sine_2d"),
     ("model.posemb.gamma", "0.5", "fourier(gamma=0.5)"),
     ("model.posemb.hidden_dim", "8", "fourier(gamma=0.25, hidden_dim=8)"),
@@ -52,6 +59,7 @@ def test_override_keeps_the_field_type(path, text, value):
   got = config
   for key in path.split(".")[:2]:
     got = got[key] if not isinstance(got, str) else got
+  got = got.to_dict() if isinstance(got, ml_collections.ConfigDict) else got
   assert got == value and type(got) is type(value)
 
 
@@ -72,6 +80,10 @@ def test_a_string_that_is_no_spec_has_no_options():
     ("sizes", "3", "must be a tuple"),
     ("sizes", "((", "must be a Python literal"),
     ("model", "x", "a group of fields"),
+    ("shape", "32", r"must be a tuple, e.g. \(32,\)"),  # was a TypeError traceback
+    ("shape", "abc", r"must be a tuple, e.g. \(16, 32\)"),
+    ("rate", "fast", "must be a float"),
+    ("extra.x", "1", "set it whole, --config.extra=VALUE"),
     ("modle.posemb", "x", "did you mean 'model'"),
   ],
 )
@@ -97,6 +109,15 @@ def test_a_named_evaluation_can_be_added_then_changed_from_the_command_line():
     config_cli.load(f"{DIGITS}:small=1", [("evals.x", "big")])
   with pytest.raises(ConfigError, match="config.data has no field 'x'"):
     config_cli.load(f"{DIGITS}:small=1", [("data.x", "{'a': 1}")])
+  with pytest.raises(ConfigError, match=r"set one at a time, --config.evals.NAME="):
+    config_cli.load(f"{DIGITS}:small=1", [("evals", "dict(big=dict(data=dict(image_size=32)))")])
+
+
+def test_naflex_is_set_whole_as_the_docs_write_it():
+  """`dict(...)` as README writes it (it was kept as text and failed in `dict(given)`)."""
+  text = "dict(patch=2, max_tokens=64, sizes=((16, 16),))"
+  config = config_cli.load(f"{DIGITS}:small=1", [("data.naflex", text)])
+  assert config.data.naflex.to_dict() == {"patch": 2, "max_tokens": 64, "sizes": ((16, 16),)}
 
 
 def test_split_overrides_takes_both_forms_in_order():
