@@ -103,7 +103,7 @@ def build(
   for name, variant in configs(config).items():
     if not (name or main):
       continue
-    eval_step = prog.eval_step
+    eval_step, model = prog.eval_step, prog.model
     if name and variant.model.to_dict() != config.model.to_dict():
       trained = config.copy_and_resolve_references()
       with trained.unlocked():
@@ -113,6 +113,8 @@ def build(
       eval_step = program.jit_eval_step(
         prog.task, model, prog.state_shardings, data_sharding, prog.num_seeds
       )
+    if name:  # its grid and model, traced: a grid the model refuses fails before training
+      prog.check_forward(model, variant, f"config.evals.{name}")
     key = json.dumps(variant.data.to_dict(), sort_keys=True, default=repr)
     if key not in loaders:
       loaders[key] = make_loader(
@@ -130,8 +132,8 @@ def build(
 def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
   example = prog.task.example_batch(prog.config)
   init = lambda rng: sharding.unbox(prog.task.init_variables(model, rng, example))
-  theirs = jax.tree.map(lambda a: a.shape, jax.eval_shape(init, prog.init_rng))
-  ours = jax.tree.map(lambda a: a.shape, prog.abstract_state.variables())
+  theirs = jax.tree.map(lambda a: a.shape, jax.eval_shape(init, jax.random.key(0)))
+  ours = jax.tree.map(lambda a: a.shape, prog.seed_variables())  # one seed's, as `theirs`
   if jax.tree.structure(ours) != jax.tree.structure(theirs) or ours != theirs:
     raise ConfigError(
       f"config.evals.{name}.model changes the model's parameters; an evaluation scores the "

@@ -62,13 +62,28 @@ def source(path: str) -> tuple[str, Any | None]:
   record = workdir / "config.json"
   if not record.exists():
     return str(state), None
-  return str(state), ml_collections.ConfigDict(json.loads(record.read_text()))
+  try:
+    return str(state), ml_collections.ConfigDict(json.loads(record.read_text()))
+  except (ValueError, TypeError) as e:  # a damaged record: no config to read its grid from
+    raise ConfigError(
+      f"config.init_from={path!r}: its {record} cannot be read ({e}); restore it, or move it "
+      "aside to load parameters by path and shape alone (no table is then resampled)."
+    ) from None
 
 
 def check(config: Any) -> None:
-  """The `init_from` and `init_skip` fields, checked before anything is built."""
+  """The `init_from` and `init_skip` fields, checked before anything is built: the source is
+  there and its recorded config builds a model with this lfpe (it resamples tables by it)."""
   if config.get("init_from"):
-    source(config.init_from)
+    _, source_config = source(config.init_from)
+    try:
+      _source_model(source_config)
+    except (ValueError, KeyError, TypeError) as e:
+      raise ConfigError(
+        f"config.init_from={config.init_from!r}: its config.json does not build a model here "
+        f"({type(e).__name__}: {e}); move that config.json aside to load parameters by path "
+        "and shape alone (no table is then resampled)."
+      ) from None
   for pattern in config.get("init_skip", ()):
     try:
       re.compile(pattern)
@@ -182,8 +197,14 @@ def _modules(task: Any, model: nn.Module, config: Any) -> dict[Path, nn.Module]:
   return found
 
 
-def _source_modules(source_config: Any | None) -> dict[Path, nn.Module]:
+def _source_model(source_config: Any | None) -> tuple[Any, nn.Module] | None:
+  """(task, model) the source's recorded config builds (None without one)."""
   if source_config is None:
-    return {}
+    return None
   task = tasks.get(source_config.task)
-  return _modules(task, task.create_model(source_config), source_config)
+  return task, task.create_model(source_config)
+
+
+def _source_modules(source_config: Any | None) -> dict[Path, nn.Module]:
+  built = _source_model(source_config)
+  return {} if built is None else _modules(*built, source_config)

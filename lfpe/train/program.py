@@ -21,6 +21,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 
 from lfpe import tasks
+from lfpe.errors import ConfigError
 from lfpe.train import init_from, optim, seeds, sharding, steps
 
 
@@ -64,6 +65,15 @@ class Program:
       constants=jax.device_put(loaded, shardings.constants),
     )
 
+  def seed_variables(self) -> Any:
+    """One seed's variables as ShapeDtypeStructs (the state's, without its seed axis)."""
+    strip = lambda a: jax.ShapeDtypeStruct(a.shape[1:] if self.num_seeds else a.shape, a.dtype)
+    return jax.tree.map(strip, self.abstract_state.variables())
+
+  def check_forward(self, model: Any, config: Any, field: str) -> None:
+    """`check_forward` of `model` (the program's or a variant) with this program's variables."""
+    check_forward(self.task, model, self.seed_variables(), config, field)
+
   def abstract_inputs(self, global_batch_size: int) -> tuple[Any, Any, jax.Array]:
     """(state, batch) as sharded ShapeDtypeStructs and the dropout key, for
     `train_step.lower(...)`."""
@@ -84,6 +94,30 @@ class Program:
         (*lead, global_batch_size, *x.shape[1:]), x.dtype, sharding=sharding
       ),
       self.task.example_batch(self.config),
+    )
+
+
+def check_forward(task: Any, model: Any, variables: Any, config: Any, field: str) -> None:
+  """Traces `model`'s evaluation forward pass on `config`'s data with `variables` (abstract:
+  nothing is compiled or allocated). A grid the model refuses only when it meets it
+  (`beit_geometric` asked to shrink a table) is then a ConfigError naming `field` before
+  training, not a traceback at the first step or evaluation that reaches it."""
+  step = functools.partial(steps.eval_step, task=task, model=model)
+  try:
+    jax.eval_shape(step, variables, task.example_batch(config))
+  except ValueError as e:
+    raise ConfigError(f"{field}: {e}") from None
+
+
+def _check_train_sizes(config: Any, task: Any, model: Any, abstract: steps.TrainState) -> None:
+  """Each size of `data.train_sizes` traced through the model with its parameters
+  (`check_forward`): a size the model refuses fails now, naming the field."""
+  for size in config.data.get("train_sizes") or ():
+    at_size = config.copy_and_resolve_references()
+    with at_size.unlocked():
+      at_size.data.image_size = size
+    check_forward(
+      task, model, abstract.variables(), at_size, f"config.data.train_sizes has {size} px"
     )
 
 
@@ -134,6 +168,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   sharding.check_divisible(abstract, state_shardings)
   optim.check_patterns(config, abstract.params)
   data_sharding = sharding.batch_sharding(mesh)
+  _check_train_sizes(config, task, model, abstract)
   step = functools.partial(steps.train_step, task=task, model=model, tx=tx, schedule=schedule)
   if num_seeds:  # every seed's state, batch and dropout key on a leading axis
     init_rng, dropout_rng = (seeds.stack_keys(k) for k in zip(*keys, strict=True))

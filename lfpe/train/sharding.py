@@ -190,6 +190,13 @@ def maybe_initialize_distributed(force: bool = False) -> None:
   """
   if wants_distributed(force) and not jax.distributed.is_initialized():
     count, index = (os.environ.get(k) for k in ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID"))
-    jax.distributed.initialize(
-      num_processes=int(count) if count else None, process_id=int(index) if index else None
-    )
+    try:
+      jax.distributed.initialize(
+        num_processes=int(count) if count else None, process_id=int(index) if index else None
+      )
+    except ValueError as e:  # no cluster found: jax names no field the user set
+      raise ConfigError(
+        f"config.distributed=True, but no cluster was found ({e}); set JAX_COORDINATOR_ADDRESS"
+        " (host:port of process 0), JAX_NUM_PROCESSES and JAX_PROCESS_ID on every process, or "
+        "run under SLURM, Open MPI or a Cloud TPU; on one machine drop config.distributed."
+      ) from None

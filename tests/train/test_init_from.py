@@ -6,6 +6,7 @@ are resampled and by whose policy, and which mistakes are refused, naming the pa
 """
 
 import json
+import re
 
 import jax
 import numpy as np
@@ -118,6 +119,25 @@ def test_init_from_must_name_a_checkpoint_before_anything_is_built(tmp_path, val
   config = _config("fourier", init_from=value.format(tmp=tmp_path))
   with pytest.raises(ConfigError, match="is neither a workdir with checkpoints nor"):
     validate_config(config, num_devices=1)
+
+
+@pytest.mark.parametrize(
+  "damage, message",
+  [
+    (lambda c: '{"a\x01', r"config.json cannot be read \(Invalid control character"),
+    (lambda c: re.sub(r'"posemb": "[^"]*"', '"posemb": "mine"', c), "does not build a model"),
+  ],
+)
+def test_a_source_config_that_cannot_be_used_is_refused_before_anything_is_built(
+  tmp_path, damage, message
+):
+  """A damaged source config.json, or one naming an encoding this lfpe lacks (a traceback
+  from inside the traced init, or json's message with no field)."""
+  path, _ = _source(tmp_path, _config("fourier"))
+  record = path / "config.json"
+  record.write_text(damage(record.read_text()))
+  with pytest.raises(ConfigError, match=rf"^config.init_from='{path}'.*{message}.*move"):
+    validate_config(_config("fourier", init_from=str(path)), num_devices=1)
 
 
 def test_a_source_checkpoint_folder_works_without_its_workdir(tmp_path):

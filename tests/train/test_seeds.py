@@ -103,3 +103,16 @@ def test_a_changed_seed_count_cannot_resume(seeded):
 def test_a_negative_seed_count_is_refused(tmp_path):
   with pytest.raises(ConfigError, match=r"config.seeds"):
     _run(tmp_path, seeds=-1)
+
+
+def test_a_named_evaluation_with_its_own_model_options_scores_every_seed(tmp_path):
+  """An evaluation that changes a model option, not the parameters, under `seeds` (its check
+  compared the seed-stacked state with one model's and fed it the stacked keys: it crashed
+  before training)."""
+  evals = {"no_dropout": {"model": {"dropout": 0.0}}}
+  overrides = {"mesh.data": 1, "total_steps": 4, "model.dropout": 0.1, "evals": evals}
+  summary = _run(tmp_path, jax.devices()[:1], seed=SEEDS[0], seeds=len(SEEDS), **overrides)
+  assert len(summary["eval/no_dropout"]["seeds"]["accuracy"]) == len(SEEDS)
+  np.testing.assert_array_equal(  # dropout is off in evaluation either way
+    summary["eval/no_dropout"]["seeds"]["accuracy"], summary["eval"]["seeds"]["accuracy"]
+  )

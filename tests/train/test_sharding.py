@@ -9,6 +9,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 from train_fixtures import TinyModel
 
+from lfpe.errors import ConfigError
 from lfpe.train import sharding
 
 
@@ -127,19 +128,31 @@ def test_unbox_strips_boxes():
   ],
 )
 def test_wants_distributed_from_env(monkeypatch, env, expected):
+  _no_cluster(monkeypatch)
+  for key, value in env.items():
+    monkeypatch.setenv(key, value)
+  assert sharding.wants_distributed() is expected
+  assert sharding.wants_distributed(force=True)
+
+
+def _no_cluster(monkeypatch):
   for key in (
     "JAX_COORDINATOR_ADDRESS",
     "COORDINATOR_ADDRESS",
     "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
     "OMPI_COMM_WORLD_SIZE",
     "SLURM_NTASKS",
     "WORLD_SIZE",
   ):
     monkeypatch.delenv(key, raising=False)
-  for key, value in env.items():
-    monkeypatch.setenv(key, value)
-  assert sharding.wants_distributed() is expected
-  assert sharding.wants_distributed(force=True)
+
+
+def test_forced_distributed_without_a_cluster_says_what_to_set(monkeypatch):
+  """`config.distributed=True` on one machine (jax's own ValueError named no field)."""
+  _no_cluster(monkeypatch)
+  with pytest.raises(ConfigError, match="config.distributed=True, but no cluster.*JAX_COORDINATOR"):
+    sharding.maybe_initialize_distributed(force=True)
 
 
 @pytest.mark.parametrize("topology", ["v5e:4x4", "v5p:2x2x2"])
