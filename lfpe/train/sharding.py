@@ -28,6 +28,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import numpy as np
+from absl import logging
 from jax.experimental import mesh_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -77,6 +78,15 @@ def make_mesh(mesh_config: Any, devices: Sequence[jax.Device] | None = None) -> 
     raise ValueError(
       f"`mesh` data*model={count} exceeds the {len(devices)} available devices; "
       "lower config.mesh.data or config.mesh.model."
+    )
+  if count < len(devices):  # allowed (e.g. a batch that `data` must divide), never silent
+    logging.warning(
+      "config.mesh (data=%d, model=%d) uses %d of the %d devices; %d stay idle "
+      "(config.mesh.data=-1 takes every device `model` leaves).",
+      *shape,
+      count,
+      len(devices),
+      len(devices) - count,
     )
   axis_types = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
   devices = devices[:count]

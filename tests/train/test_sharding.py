@@ -1,5 +1,6 @@
 """Mesh construction, logical-axis rules and parameter shardings."""
 
+import logging
 import types
 
 import jax
@@ -25,6 +26,14 @@ def test_make_mesh_shapes_and_fill():
   assert one.devices.size == 1
   with pytest.raises(ValueError, match="mesh"):
     sharding.make_mesh(_mesh_config(4, 4))
+
+
+def test_a_mesh_that_leaves_devices_idle_says_so(caplog):
+  with caplog.at_level(logging.WARNING):
+    sharding.make_mesh(_mesh_config(3, 1), jax.devices()[:8])
+    sharding.make_mesh(_mesh_config(-1, 1), jax.devices()[:8])
+  (note,) = [r.getMessage() for r in caplog.records if "idle" in r.getMessage()]
+  assert note.startswith("config.mesh (data=3, model=1) uses 3 of the 8 devices; 5 stay idle")
 
 
 @pytest.mark.parametrize("processes", [2, 4])
