@@ -61,13 +61,23 @@ class Encoding(nnx.Module):
     return jax.tree.map(lambda v: v[...], self.vars, is_leaf=lambda x: isinstance(x, nnx.Variable))
 
   def load(self, variables: dict[str, Any]) -> None:
-    """Sets the variables from linen-style `variables` of the same structure (e.g. weights of
-    the linen module, trained elsewhere)."""
+    """Sets the variables from linen-style `variables` of the same structure and shapes (e.g.
+    weights of the linen module, trained elsewhere); ValueError naming the first that differs
+    (a table of another grid: resample it first, `module.resize_params`)."""
     is_var = lambda x: isinstance(x, nnx.Variable)
+    owner = f"{type(self.module).__name__}.load"
     if jax.tree.structure(jax.tree.map(lambda v: 0, self.vars, is_leaf=is_var)) != (
       jax.tree.structure(jax.tree.map(lambda v: 0, variables))
     ):
-      raise ValueError(f"{type(self).__name__}.load: the variables do not have this module's tree.")
+      raise ValueError(f"{owner}: the variables do not have this module's tree.")
+    ours = jax.tree_util.tree_flatten_with_path(self.variables())[0]
+    for (path, mine), given in zip(ours, jax.tree.leaves(variables), strict=True):
+      if jnp.shape(given) != mine.shape:
+        raise ValueError(
+          f"{owner}: {jax.tree_util.keystr(path)} has shape {jnp.shape(given)}, this module's "
+          f"{mine.shape}; build the module with the options the variables were trained with, "
+          "or resample a table to this grid first (the linen module's `resize_params`)."
+        )
     jax.tree.map(
       lambda var, value: var.set_value(jnp.asarray(value)), self.vars, variables, is_leaf=is_var
     )
@@ -76,7 +86,15 @@ class Encoding(nnx.Module):
     return self.module.apply(self.variables(), *args, **kwargs)
 
   def grid(self, shape: Sequence[int]) -> jnp.ndarray:
-    """`[prod(shape), D]`: the encoding of every cell of a row-major grid (absolute kinds)."""
+    """`[prod(shape), D]`: the encoding of every cell of a row-major grid (absolute kinds;
+    rotary ones rotate q and k, `pos(x, pos.grid_coords(shape), shape)`; bias and logits
+    ones are called on the grid, `pos(shape)`)."""
+    if not hasattr(type(self.module), "grid"):
+      call = "pos(x, pos.grid_coords(shape), shape)" if self.kind == "rotary" else "pos(shape)"
+      raise ValueError(
+        f"{type(self).__name__}.grid: a {self.kind} encoding adds no vector per cell; call it "
+        f"as {call}."
+      )
     return self.module.apply(self.variables(), tuple(shape), method="grid")
 
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:

@@ -91,6 +91,28 @@ def test_relative_encodings_need_a_grid():
   assert rope(x, rope.grid_coords((3, 4))).shape == x.shape  # rotary: any grid
 
 
+def test_grid_of_a_kind_without_one_says_how_to_call_it():
+  """(flax's message spoke of `.setup()`)"""
+  bias = pe.create("rel_bias_2d", num_heads=HEADS, grid_shape=(3, 4), rngs=nnx.Rngs(0))
+  with pytest.raises(ValueError, match=r"a bias encoding adds no vector per cell; .* pos\(shape\)"):
+    bias.grid((3, 4))
+  rope = pe.create("rope_axial", head_dim=HEAD_DIM, rngs=nnx.Rngs(0))
+  with pytest.raises(ValueError, match=r"pos\(x, pos.grid_coords\(shape\), shape\)"):
+    rope.grid((3, 4))
+
+
+def test_load_refuses_variables_of_another_shape_naming_the_first():
+  """A table trained at 6x6 loaded into a 4x4 module (it loaded, and the first call failed)."""
+  small = pe.create("embed_2d", dim=8, grid_shape=(4, 4), rngs=nnx.Rngs(0))
+  other = encodings.build("embed_2d", dim=16, grid_shape=(6, 6))
+  variables = other.init(jax.random.key(0), (6, 6), method="grid")
+  with pytest.raises(
+    ValueError,
+    match=r"\.load: \['params'\]\['table_0'\] has shape \(6, 8\), this module's \(4, 4\)",
+  ):
+    small.load(variables)
+
+
 def test_an_nnx_encoding_inside_an_nnx_model_under_jit():
   class Model(nnx.Module):
     def __init__(self, rngs):
