@@ -17,8 +17,9 @@ EPYC, 2 cores; experiments/digits_demo/results.md, claims.json), mean ± 95 % CI
 fourier 94.17 ± 1.38 %, sine_2d 95.17 ± 0.90 %, embed_1d 92.67 ± 0.72 %, none 20.50 ± 3.36 %
 (no positions: pooled tokens are a bag of pixels).
 
-Arguments: posemb=NAME (any name in lfpe.encodings.NAMES); gamma=G (given to the
-encodings that take it, the Fourier family); small=1 for the CI variant (a few steps of a
+Arguments: posemb=NAME (any name in lfpe.encodings.NAMES, or a whole spec such as
+posemb=fourier(gamma=0.5,hidden_dim=32), its options over the defaults); gamma=G (given to
+the encodings that take it, the Fourier family); small=1 for the CI variant (a few steps of a
 1-block model; plumbing only). The encoding is one value, so it can also be replaced
 whole: --config.model.posemb=embed_1d or --config.model.posemb='fourier(gamma=0.5)'.
 """

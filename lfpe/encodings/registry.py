@@ -221,10 +221,13 @@ def spec(name: str, **opts: Any) -> str:
   """The spec string of `name` with the `opts` it takes (others dropped), e.g. for configs.
 
   `spec("fourier", gamma=0.25)` -> `"fourier(gamma=0.25)"`; `spec("embed_1d", gamma=0.25)`
-  -> `"embed_1d"`: one config can offer an option that only some encodings take.
+  -> `"embed_1d"`: one config can offer an option that only some encodings take. `name` may
+  be a whole spec, whose own options win: `spec("fourier(gamma=0.5)", gamma=0.25)` ->
+  `"fourier(gamma=0.5)"` (a config argument `posemb=fourier(gamma=0.5)` over its default γ).
   """
-  taken = set(options(name))
-  return _format(name, {k: v for k, v in opts.items() if k in taken})
+  base, own = parse(name)
+  taken = set(options(base))
+  return _format(base, {**{k: v for k, v in opts.items() if k in taken}, **own})
 
 
 def _format(head: str, opts: Mapping[str, Any], space: str = "") -> str:

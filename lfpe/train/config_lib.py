@@ -160,10 +160,29 @@ def small_loop(
   config.schedule.warmup_steps = max(1, total_steps // 3)
 
 
+def _top_level_items(text: str) -> list[str]:
+  """`text` split at the commas outside brackets and quotes."""
+  items, depth, start, quote = [], 0, 0, None
+  for i, char in enumerate(text):
+    if quote:
+      quote = None if char == quote else quote
+    elif char in "'\"":
+      quote = char
+    elif char in "([{":
+      depth += 1
+    elif char in ")]}":
+      depth -= 1
+    elif char == "," and depth == 0:
+      items.append(text[start:i])
+      start = i + 1
+  return [*items, text[start:]]
+
+
 def parse_arg(arg: str | None, **defaults: Any) -> ml_collections.ConfigDict:
-  """The config arguments: `defaults` updated from "k1=v1,k2=v2" (a bare "k" means k=1)."""
+  """The config arguments: `defaults` updated from "k1=v1,k2=v2" (a bare "k" means k=1;
+  commas inside brackets or quotes belong to a value: posemb=fourier(gamma=0.5,groups=2))."""
   values = dict(defaults)
-  for item in filter(None, (arg or "").split(",")):
+  for item in filter(None, _top_level_items(arg or "")):
     key, _, text = item.partition("=")
     key = key.strip()
     if key not in defaults:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from configs import vit_digits
 from lfpe.train import config_lib, validate
 
 
@@ -13,6 +14,19 @@ def test_parse_arg_converts_to_the_defaults_types():
   assert config_lib.parse_arg(None, small=False).small is False
   assert config_lib.parse_arg("small", small=False).small is True  # bare key means 1
   assert config_lib.parse_arg("small=no", small=True).small is False
+
+
+def test_a_whole_spec_is_one_config_argument():
+  """Commas inside brackets or quotes belong to the value (they split it: 'unknown config
+  argument hidden_dim'), and a config takes a whole spec, its own options over its defaults."""
+  arg = config_lib.parse_arg(
+    "posemb=fourier(gamma=0.5,hidden_dim=32),small,tag='a,b'", posemb="x", small=False, tag=""
+  )
+  assert arg.to_dict() == {"posemb": "fourier(gamma=0.5,hidden_dim=32)", "small": True,
+                           "tag": "'a,b'"}  # fmt: skip
+  config = vit_digits.get_config("posemb=fourier(gamma=0.5,hidden_dim=32),small=1")
+  assert config.model.posemb == "fourier(gamma=0.5, hidden_dim=32)"
+  assert vit_digits.get_config("posemb=embed_1d").model.posemb == "embed_1d"  # no γ: dropped
 
 
 @pytest.mark.parametrize(
