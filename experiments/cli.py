@@ -23,7 +23,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from experiments import provenance
 from lfpe.errors import ConfigError, Interrupted, UserError, traceback_requested
@@ -44,9 +44,28 @@ def _terminated(signum: int, frame: Any) -> None:
   raise Terminated
 
 
+def _program() -> str:
+  """`python -m experiments.NAME.run`: how the user ran this process."""
+  spec = getattr(sys.modules["__main__"], "__spec__", None)
+  return f"python -m {spec.name}" if spec else os.path.basename(sys.argv[0])
+
+
+class _Parser(argparse.ArgumentParser):
+  """argparse with a flag mistake in one line, as every other user error (not the usage)."""
+
+  def error(self, message: str) -> NoReturn:
+    print(f"{_program()}: {message} (--help lists the flags).", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+  """An experiment's argument parser, described by the first line of its module's `doc`."""
+  return _Parser(description=doc.splitlines()[0])
+
+
 def run(main: Callable[[], Any]) -> None:
   """Calls `main()`; a user error, Ctrl-C or SIGTERM ends the process with one line."""
-  program = f"python -m {sys.modules['__main__'].__spec__.name}"
+  program = _program()
   provenance.run_provenance()  # the commit of the code imported now, whatever is committed later
   with stopping.on_signal(signal.SIGTERM, _terminated):  # the trainer's own, while it trains
     try:
@@ -92,8 +111,12 @@ def settle_mode(args: Any) -> None:
       )
     print(f"(--out={args.out} was made {'with' if made else 'without'} --quick: its plan)")
     args.quick = made
-  elif args.quick and not args.status:
-    os.makedirs(args.out, exist_ok=True)
+  if not args.status:
+    try:
+      os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+      raise ConfigError(f"--out={args.out} cannot be made ({e.strerror}); name a folder.") from None
+  if made is None and args.quick and not args.status:
     with open(mark, "w") as f:
       f.write("Made by --quick: a test of the pipeline, not a record.\n")
   if getattr(args, "jobs", 0) is None:  # `add_jobs_flag` left unset: the record's own

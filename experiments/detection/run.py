@@ -238,13 +238,15 @@ def one_size_each(config, sizes) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="tiny sizes: a test of the pipeline")
   parser.add_argument("--out", default="experiments/detection_v2", help="the second edition's")
   cli.add_seeds_flag(parser, default=5)
-  parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
-  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
-  parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
+  parser.add_argument(
+    "--steps", type=cli.at_least(0), default=0, help="override total_steps (0: config's)"
+  )
+  parser.add_argument("--sweep-seeds", type=cli.at_least(1), default=SWEEP_SEEDS)
+  parser.add_argument("--sweep-steps", type=cli.at_least(1), default=SWEEP_STEPS)
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   parser.add_argument(
     "--choices-from",

@@ -181,16 +181,18 @@ def score(setting: str, this: dict):
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   cli.add_seeds_flag(parser, default=SEEDS)
-  parser.add_argument("--steps", type=int, default=STEPS, help="steps of 64 (recipe: 1000)")
+  parser.add_argument(
+    "--steps", type=cli.at_least(1), default=STEPS, help="steps of 64 (recipe: 1000)"
+  )
   parser.add_argument("--encodings", default=",".join(ENCODINGS))
   parser.add_argument("--quick", action="store_true", help="CI: tiny model, 6 steps, 2 seeds")
   parser.add_argument(
     "--out", default="", help="default workdirs/digits_demo (_quick); the record's: its folder"
   )
   parser.add_argument("--tune", action="store_true", help="sweep every encoding's knob too")
-  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
+  parser.add_argument("--sweep-seeds", type=cli.at_least(1), default=SWEEP_SEEDS)
   parser.add_argument("--length", action="store_true", help="check the recipe's length too")
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   cli.add_jobs_flag(parser)

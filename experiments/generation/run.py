@@ -187,15 +187,15 @@ def draw_samples(run: runs.Run, num: int = 16) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="tiny: a test of the pipeline")
   parser.add_argument("--out", default="experiments/generation_v2", help="the second edition's")
   cli.add_seeds_flag(parser, default=3)
-  parser.add_argument("--steps", type=int, default=3000, help="from the learning curve")
-  parser.add_argument("--eval-every", type=int, default=250)
+  parser.add_argument("--steps", type=cli.at_least(1), default=3000, help="from the learning curve")
+  parser.add_argument("--eval-every", type=cli.at_least(1), default=250)
   parser.add_argument("--attentions", default="lsh", help=f"comma-separated, of {ATTENTIONS}")
-  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
-  parser.add_argument("--sweep-steps", type=int, default=SWEEP_STEPS)
+  parser.add_argument("--sweep-seeds", type=cli.at_least(1), default=SWEEP_SEEDS)
+  parser.add_argument("--sweep-steps", type=cli.at_least(1), default=SWEEP_STEPS)
   parser.add_argument(
     "--encodings",
     default=",".join(ENCODINGS),

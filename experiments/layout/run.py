@@ -213,14 +213,16 @@ def example_caption(args: argparse.Namespace) -> tuple[dict, np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="small data, a few steps: CI")
   parser.add_argument("--out", default="experiments/layout")
   cli.add_seeds_flag(parser, default=5)
-  parser.add_argument("--steps", type=int, default=0, help="override total_steps (0: config's)")
+  parser.add_argument(
+    "--steps", type=cli.at_least(0), default=0, help="override total_steps (0: config's)"
+  )
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   parser.add_argument("--tune", action="store_true", help="sweep every row's knob too")
-  parser.add_argument("--sweep-seeds", type=int, default=SWEEP_SEEDS)
+  parser.add_argument("--sweep-seeds", type=cli.at_least(1), default=SWEEP_SEEDS)
   parser.add_argument("--length", action="store_true", help="check the recipe's length too")
   cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)

@@ -35,7 +35,7 @@ RUNNERS = {
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="tiny sizes: a test of the pipeline")
   parser.add_argument("--out", default="experiments/position_study")
   parser.add_argument("--data_dir", default=os.path.expanduser("~/tensorflow_datasets"))

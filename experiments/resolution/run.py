@@ -151,12 +151,14 @@ def _scored(entry: dict, name: str) -> bool:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="3 arms, a few steps: CI")
   parser.add_argument("--out", default="experiments/resolution")
   cli.add_seeds_flag(parser, default=plan.SEEDS)
-  parser.add_argument("--sweep-seeds", type=int, default=plan.SWEEP_SEEDS)
-  parser.add_argument("--steps", type=int, default=0, help="override the steps (0: the plan's)")
+  parser.add_argument("--sweep-seeds", type=cli.at_least(1), default=plan.SWEEP_SEEDS)
+  parser.add_argument(
+    "--steps", type=cli.at_least(0), default=0, help="override the steps (0: the plan's)"
+  )
   parser.add_argument("--status", action="store_true", help="print what is done and left")
   cli.add_jobs_flag(parser)
   args = parser.parse_args(argv)

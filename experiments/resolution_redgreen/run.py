@@ -73,7 +73,7 @@ def _scored(entry: dict, name: str) -> bool:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="3 arms, a few steps: CI")
   parser.add_argument("--out", default="experiments/resolution_redgreen")
   cli.add_seeds_flag(parser, default=plan.SEEDS)

@@ -19,7 +19,6 @@ of the similarity at 0); Sine-2D is deterministic, measured once. `report.py` wr
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -83,7 +82,7 @@ def figure_maps(dim: int = 768, seed: int = 0) -> dict[str, np.ndarray]:
 
 def main(argv: list[str] | None = None) -> dict:
   argv = sys.argv[1:] if argv is None else argv
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = cli.parser(__doc__)
   parser.add_argument("--quick", action="store_true", help="3 seeds: CI")
   parser.add_argument("--out", default="experiments/similarity")
   cli.add_seeds_flag(parser, default=SEEDS)

@@ -89,9 +89,13 @@ def test_an_experiment_refuses_in_one_line_and_exit_2(tmp_path):
     ("layout", ["--jobs", "0"], "--jobs: must be at least 1, got 0"),
     ("digits_demo", ["--encodings", "fourier,sine2d"], "--encodings='sine2d': Unknown"),
     ("digits_demo", ["--encodings", ""], "--encodings='': "),
+    ("detection", ["--steps", "-5"], "--steps: must be at least 0, got -5"),  # was accepted
+    ("generation", ["--eval-every", "0"], "--eval-every: must be at least 1, got 0"),
+    ("layout", ["--stpes", "3"], "unrecognized arguments: --stpes 3 (--help lists the flags)"),
   ],
 )
 def test_bad_flags_are_refused_in_one_line_before_anything_trains(module, flags, message):
+  """One line, `python -m experiments.NAME.run: <message>` (argparse printed its usage)."""
   result = subprocess.run(
     [sys.executable, "-m", f"experiments.{module}.run", *flags, "--status", "--out=/nonexistent"],
     cwd=os.path.join(os.path.dirname(__file__), "..", ".."),
@@ -100,7 +104,15 @@ def test_bad_flags_are_refused_in_one_line_before_anything_trains(module, flags,
     timeout=300,
   )
   assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
-  assert message in result.stderr.strip().splitlines()[-1], result.stderr
+  (line,) = result.stderr.strip().splitlines()
+  assert line.startswith(f"python -m experiments.{module}.run: ") and message in line, line
+
+
+def test_an_out_that_cannot_be_made_is_refused_in_one_line(tmp_path):
+  (tmp_path / "file").write_text("")
+  args = argparse.Namespace(out=str(tmp_path / "file" / "x"), quick=True, status=False)
+  with pytest.raises(ConfigError, match=r"--out=.*/file/x cannot be made \(Not a directory\)"):
+    cli.settle_mode(args)
 
 
 @pytest.mark.parametrize(
