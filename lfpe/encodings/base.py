@@ -74,6 +74,13 @@ class AbsoluteEncoding(Checked):
   kind: ClassVar[str] = "absolute"
   flatten: ClassVar[bool] = False
 
+  def check(self) -> None:
+    """A `coords_mode` field names a coordinate mode (a user's own encoding gets the check
+    too: README's "How to extend"); a mode the class fixes (DETR's 'detr') is its own."""
+    if "coords_mode" in {f.name for f in dataclasses.fields(self) if f.init}:
+      check_mode(self.coords_mode, type(self).__name__)
+    super().check()
+
   def grid_coords(self, shape: Sequence[int]) -> jnp.ndarray:
     """The coordinates this encoding reads for a grid of `shape`."""
     if self.flatten:  # the raster index of every cell, in `coords_mode`

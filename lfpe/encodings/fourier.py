@@ -41,7 +41,6 @@ from lfpe.encodings.base import (
   Registration,
   check_divisible,
   check_last_dim,
-  check_mode,
   check_positive,
 )
 
@@ -99,7 +98,6 @@ class _Grouped(AbsoluteEncoding):
       f"D/G output channels for each of groups={self.groups}",
       owner,
     )
-    check_mode(self.coords_mode, owner)
     check_positive("gamma", getattr(self, "gamma", 1.0), owner)
     super().check()
 

@@ -46,7 +46,6 @@ from lfpe.encodings.base import (
   Registration,
   check_divisible,
   check_last_dim,
-  check_mode,
   check_positive,
 )
 from lfpe.encodings.resample import (
@@ -134,7 +133,6 @@ class _Sine(AbsoluteEncoding):
     axes = getattr(self, "ndim", 1)
     check_divisible("ndim", axes, 1, "the number of coordinate axes", type(self).__name__)
     _check_sine(self, axes)
-    check_mode(self.coords_mode, type(self).__name__)
     super().check()
 
 

@@ -250,3 +250,21 @@ def test_every_encoding_a_record_compares_has_a_knob():
     "unit",
     "none",
   }
+
+
+class _UsersPE(encodings.AbsoluteEncoding, nn.Module):
+  """README's "How to extend" example: an absolute encoding of a user's own."""
+
+  dim: int
+  coords_mode: str = "unit"
+
+  @nn.compact
+  def __call__(self, coords):
+    return jnp.sin(nn.Dense(self.dim)(coords))
+
+
+def test_a_users_absolute_encoding_gets_the_coords_mode_check():
+  """(it failed inside the traced init, naming no field)"""
+  assert _UsersPE(dim=4).grid_coords((2, 3)).shape == (6, 2)
+  with pytest.raises(ValueError, match=r"_UsersPE: `coords_mode`='bogus' is not a coordinate"):
+    _UsersPE(dim=4, coords_mode="bogus")
