@@ -119,8 +119,9 @@ class MetricWriter:
       path = os.path.join(self._mirror.local, "metrics.jsonl")
       self.splits_at_start = truncate_jsonl(path, start_step)
       self._jsonl = open(path, "a")
-      # Events past the checkpoint, from the interrupted run, are dropped as the JSON's are.
-      purge = start_step + 1 if start_step else None
+      # Events past the checkpoint, from the interrupted run, are dropped as the JSON's are
+      # (all of them when it was killed before its first checkpoint: start_step 0).
+      purge = start_step + 1
       self._tb = SummaryWriter(os.path.join(self._mirror.local, "tb"), purge_step=purge)
     in_job = multiprocessing.parent_process() is not None
     self._prefix = f"lfpe [{workdir}]" if in_job else "lfpe"

@@ -49,7 +49,8 @@ class Program:
   def init_state(self) -> steps.TrainState:
     """A fresh state from `config.seed`, built directly in place on the mesh; with
     `config.init_from`, its parameters and constants then come from that run
-    (lfpe.train.init_from) and the optimizer starts afresh."""
+    (lfpe.train.init_from) and the optimizer starts afresh from them (its moving average,
+    `optim.ema_decay`, from the loaded parameters, not the random ones)."""
     unboxed = lambda rng: sharding.unbox(self.init(rng))
     unboxed = jax.vmap(unboxed) if self.num_seeds else unboxed
     state = jax.jit(unboxed, out_shardings=self.state_shardings)(self.init_rng)
@@ -58,10 +59,12 @@ class Program:
     loaded = init_from.variables(
       self.config, self.task, self.model, state.variables(), self.num_seeds
     )
-    params = loaded.pop("params")
     shardings = self.state_shardings
+    params = jax.device_put(loaded.pop("params"), shardings.params)
+    init = jax.vmap(self.tx.init) if self.num_seeds else self.tx.init
     return state.replace(
-      params=jax.device_put(params, shardings.params),
+      params=params,
+      opt_state=jax.jit(init, out_shardings=shardings.opt_state)(params),
       constants=jax.device_put(loaded, shardings.constants),
     )
 

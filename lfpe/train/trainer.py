@@ -317,8 +317,9 @@ def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:
   kept = "no checkpoint was written yet"
   if last is not None:
     kept = f"the last good checkpoint is step {last} in {manager.directory}"
+  start = f" (--config.init_from={manager.directory.parent} to start from it)" * (last is not None)
   raise NonFiniteLossError(
     f"Training loss is {values['loss']} at step {step}: stopping; {kept}. Lower "
     "config.optim.lr, set config.optim.grad_clip_norm, or lengthen "
-    "config.schedule.warmup_steps, then run again (it resumes from the last checkpoint)."
+    "config.schedule.warmup_steps, in a new --workdir (this one keeps its config)" + start + "."
   )

@@ -3,6 +3,7 @@
 import json
 import os
 import struct
+import time
 
 import numpy as np
 from tensorboardX.proto import event_pb2
@@ -70,13 +71,15 @@ def test_to_python_and_rate(tmp_path):
 def test_resume_drops_a_torn_line_names_the_splits_at_its_step_and_purges_tensorboard(tmp_path):
   """A line a kill cut short is dropped; the splits logged at the resumed step are known (the
   trainer evaluates those a preempted run put off); TensorBoard is told to drop the
-  interrupted run's events past the checkpoint (its `purge_step`, a file_version event)."""
+  interrupted run's events past the checkpoint (its `purge_step`, a file_version event), all
+  of them for a run killed before its first checkpoint (they stayed beside the new ones)."""
   with MetricWriter(str(tmp_path), total_steps=9, progress=False) as writer:
     for step in (3, 6, 9):
       writer.write(step, "train", {"loss": float(step)})
     writer.write(6, "eval", {"accuracy": 0.5})
   with open(tmp_path / "metrics.jsonl", "a") as f:
     f.write('{"step": 9, "split": "ev')
+  time.sleep(1.05)  # an events file is named by the second it was opened in
   with MetricWriter(str(tmp_path), total_steps=9, start_step=6, progress=False) as writer:
     assert writer.splits_at_start == {"train", "eval"}
   assert [(x["step"], x["split"]) for x in _read_jsonl(tmp_path / "metrics.jsonl")] == [
@@ -84,6 +87,9 @@ def test_resume_drops_a_torn_line_names_the_splits_at_its_step_and_purges_tensor
     (6, "train"),
     (6, "eval"),
   ]
+  time.sleep(1.05)
+  with MetricWriter(str(tmp_path), total_steps=9, start_step=0, progress=False):
+    assert not (tmp_path / "metrics.jsonl").read_text()  # a fresh start keeps nothing
   purges = []
   for name in os.listdir(tmp_path / "tb"):
     data = (tmp_path / "tb" / name).read_bytes()
@@ -93,4 +99,4 @@ def test_resume_drops_a_torn_line_names_the_splits_at_its_step_and_purges_tensor
       event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
       purges += [event.step] * bool(event.file_version and event.step)
       pos += 12 + length + 4
-  assert purges == [7]
+  assert sorted(purges) == [1, 1, 7]  # the first run's (nothing before it), the resume's, 0's
