@@ -72,7 +72,19 @@ def source(path: str) -> tuple[str, Any | None]:
 
 
 def check(config: Any) -> None:
-  """The `init_from` and `init_skip` fields, checked before anything is built: the source is
+  """`init_skip`, checked with the config (the source, `check_source`, only where it is read:
+  a run that resumes from its own checkpoints never reads it, so it may be gone by then)."""
+  for pattern in config.get("init_skip", ()):
+    try:
+      re.compile(pattern)
+    except (re.error, TypeError) as e:
+      raise ConfigError(
+        f"config.init_skip has {pattern!r}, not a regular expression: {e}."
+      ) from None
+
+
+def check_source(config: Any) -> None:
+  """`config.init_from` (if set), checked before a fresh run builds anything: the source is
   there and its recorded config builds a model with this lfpe (it resamples tables by it)."""
   if config.get("init_from"):
     _, source_config = source(config.init_from)
@@ -83,13 +95,6 @@ def check(config: Any) -> None:
         f"config.init_from={config.init_from!r}: its config.json does not build a model here "
         f"({type(e).__name__}: {e}); move that config.json aside to load parameters by path "
         "and shape alone (no table is then resampled)."
-      ) from None
-  for pattern in config.get("init_skip", ()):
-    try:
-      re.compile(pattern)
-    except (re.error, TypeError) as e:
-      raise ConfigError(
-        f"config.init_skip has {pattern!r}, not a regular expression: {e}."
       ) from None
 
 

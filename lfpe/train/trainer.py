@@ -41,7 +41,17 @@ from etils import epath
 from jax.experimental import multihost_utils
 
 from lfpe.errors import ConfigError, UserError, WorkdirError
-from lfpe.train import checkpoint, evaluation, optim, program, seeds, sharding, stopping, validate
+from lfpe.train import (
+  checkpoint,
+  evaluation,
+  init_from,
+  optim,
+  program,
+  seeds,
+  sharding,
+  stopping,
+  validate,
+)
 from lfpe.train import workdir as workdir_lib
 from lfpe.train.metrics import MetricWriter, final_line, read_row, report_interval
 
@@ -80,6 +90,8 @@ def train_and_evaluate(
   make_loader = make_loader or default_loader
   workdir_lib.prepare(workdir)
   workdir_lib.check_compatible(config, workdir)
+  if not workdir_lib.has_checkpoints(workdir):  # a resumed run never reads its source again
+    init_from.check_source(config)
   warmup = optim.clipped_warmup(config.schedule, config.total_steps)
   if warmup != config.schedule.warmup_steps:
     logging.warning(

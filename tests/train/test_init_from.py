@@ -7,6 +7,7 @@ are resampled and by whose policy, and which mistakes are refused, naming the pa
 
 import json
 import re
+import shutil
 
 import jax
 import numpy as np
@@ -16,8 +17,7 @@ import pytest
 from configs import vit_digits
 from lfpe.encodings.resample import resample
 from lfpe.errors import ConfigError
-from lfpe.train import optim, program, sharding, workdir
-from lfpe.train.validate import validate_config
+from lfpe.train import init_from, optim, program, sharding, trainer, workdir
 
 DEVICES = jax.devices()[:1]
 
@@ -134,7 +134,8 @@ def test_another_encoding_is_refused_naming_the_missing_parameter(tmp_path):
 def test_init_from_must_name_a_checkpoint_before_anything_is_built(tmp_path, value):
   config = _config("fourier", init_from=value.format(tmp=tmp_path))
   with pytest.raises(ConfigError, match="is neither a workdir with checkpoints nor"):
-    validate_config(config, num_devices=1)
+    trainer.train_and_evaluate(config, str(tmp_path / "run"), devices=DEVICES)
+  assert not (tmp_path / "run" / "config.json").exists()  # refused before the run's record
 
 
 @pytest.mark.parametrize(
@@ -153,7 +154,7 @@ def test_a_source_config_that_cannot_be_used_is_refused_before_anything_is_built
   record = path / "config.json"
   record.write_text(damage(record.read_text()))
   with pytest.raises(ConfigError, match=rf"^config.init_from='{path}'.*{message}.*move"):
-    validate_config(_config("fourier", init_from=str(path)), num_devices=1)
+    init_from.check_source(_config("fourier", init_from=str(path)))
 
 
 def test_a_source_checkpoint_folder_works_without_its_workdir(tmp_path):
@@ -190,3 +191,17 @@ def test_a_source_with_another_seed_count_is_refused(tmp_path):
   path, _ = _source(tmp_path, _config("embed_1d", seeds=2))
   with pytest.raises(ConfigError, match=r"trained with seeds=2, this run has config.seeds=3"):
     _state(_config("embed_1d", seeds=3, init_from=str(path)))
+
+
+def test_a_run_that_resumes_never_reads_its_source_again(tmp_path):
+  """Its source may be gone once the run holds checkpoints of its own (the check of the
+  source on every start refused the resume, and `evaluate`, of a run it no longer touches)."""
+  path, _ = _source(tmp_path, _config("fourier"))
+  config = _config("fourier", init_from=str(path), total_steps=2)
+  run = str(tmp_path / "run")
+  trainer.train_and_evaluate(config, run, devices=DEVICES)
+  shutil.rmtree(path)
+  with config.unlocked():
+    config.total_steps = 4  # trains on from its own step-2 checkpoint
+  summary = trainer.train_and_evaluate(config, run, devices=DEVICES)
+  assert summary["step"] == 4 and trainer.evaluate(config, run, devices=DEVICES)
