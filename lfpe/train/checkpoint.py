@@ -241,7 +241,10 @@ def restore_on_one_device(state_dir: str, *, field: str) -> dict[str, Any]:
 
 
 def _data_to_restore(manager, steps: list[int], data_iter: Any, reset_data: bool) -> Any:
-  """`data_iter` if the newest checkpoint's data position is to be restored, else None."""
+  """`data_iter` if the newest checkpoint's data position is to be restored, else None: only
+  a position written by another number of processes, with `reset_data`, is dropped (a command
+  that keeps the flag resumes exactly after a later interruption: the flag does nothing
+  once the checkpoints are this run's own)."""
   if data_iter is None or not steps:
     return data_iter
   written = {
@@ -250,7 +253,13 @@ def _data_to_restore(manager, steps: list[int], data_iter: Any, reset_data: bool
     if (m := re.search(r"-of-(\d+)\.json$", p.name))
   }
   moved = written and jax.process_count() not in written
-  if reset_data:
+  if reset_data and not moved:
+    logging.info(
+      "config.reset_data_position: checkpoint step %d was written by as many processes as "
+      "this run has; its data position resumes.",
+      steps[0],
+    )
+  if reset_data and moved:
     logging.warning(
       "config.reset_data_position: checkpoint step %d's model and optimizer resume; the data "
       "stream starts afresh from this run's seed (examples may repeat within the epoch).",

@@ -90,9 +90,10 @@ def base_config() -> ml_collections.ConfigDict:
   checkpoint's state folder whose parameters start this run, resampled where the grid
   changed; init_skip: regular expressions of parameter paths it leaves as initialised
   (lfpe/train/init_from.py). reset_data_position: resume a workdir's model and optimizer
-  with a fresh data stream (needed when the number of processes changed: each saved its own
-  position). evals: named evaluations beside the config's own, each
-  `dict(data=..., model=..., every=...)` overrides (lfpe/train/evaluation.py).
+  with a fresh data stream where the number of processes changed (each saved its own
+  position); a checkpoint of as many processes resumes its position as always. evals: named
+  evaluations beside the config's own, each `dict(data=..., model=..., every=...)` overrides
+  (lfpe/train/evaluation.py).
   """
   return ml_collections.ConfigDict(
     dict(

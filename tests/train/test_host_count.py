@@ -57,3 +57,15 @@ def test_reset_data_position_resumes_the_model_with_a_fresh_stream(from_two_host
   assert "the data stream starts afresh" in caplog.text
   record = json.loads((from_two_hosts / "config.json").read_text())
   assert record["reset_data_position"] is True  # allowed in a workdir with checkpoints
+
+
+def test_the_flag_leaves_a_position_of_as_many_processes_alone(tmp_path):
+  """A command that keeps `reset_data_position` after it was needed resumes exactly when it
+  is interrupted again (it restarted the data stream on every resume)."""
+  straight = _run(tmp_path / "straight")
+  with pytest.raises(Interrupted):
+    _run(tmp_path / "w", stop_after=15, reset_data_position=True)
+  resumed = _run(tmp_path / "w", reset_data_position=True)
+  assert resumed["start_step"] == 10
+  assert resumed["eval"] == straight["eval"]
+  assert resumed["train"]["loss"] == straight["train"]["loss"]
