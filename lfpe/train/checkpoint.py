@@ -101,13 +101,19 @@ class DataIteratorRestore(ocp.args.CheckpointArgs):
   item: Any
 
 
-def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.CheckpointManager:
-  """A CheckpointManager over WORKDIR/checkpoints keeping the last `keep` steps."""
+def make_manager(
+  workdir: str, *, keep: int, async_save: bool = True, read_only: bool = False
+) -> ocp.CheckpointManager:
+  """A CheckpointManager over WORKDIR/checkpoints keeping the last `keep` steps; `read_only`
+  (an evaluation) creates, cleans and deletes nothing: a run may be training in that workdir,
+  its next save in flight as a tmp folder."""
   options = ocp.CheckpointManagerOptions(
-    max_to_keep=keep,
-    create=True,
+    max_to_keep=None if read_only else keep,
+    save_interval_steps=0 if read_only else 1,
+    create=not read_only,
+    read_only=read_only,
     enable_async_checkpointing=async_save,
-    cleanup_tmp_directories=True,
+    cleanup_tmp_directories=not read_only,
   )
   manager = ocp.CheckpointManager(
     absolute(workdir) / "checkpoints",
@@ -117,7 +123,8 @@ def make_manager(workdir: str, *, keep: int, async_save: bool = True) -> ocp.Che
   # Orbax removes unfinished (tmp) checkpoints in a background thread, which only a save
   # waits for and `close` does not: a run that stops before saving (no readable
   # checkpoint, an evaluation) could exit under it and print its traceback.
-  manager._maybe_await_cleanup_tmp_directory()
+  if not read_only:
+    manager._maybe_await_cleanup_tmp_directory()
   return manager
 
 
@@ -140,13 +147,19 @@ def with_shardings(abstract: Any, shardings: Any) -> Any:
 
 
 def restore_latest(
-  manager: ocp.CheckpointManager, target: Any, data_iter: Any, *, reset_data: bool = False
+  manager: ocp.CheckpointManager,
+  target: Any,
+  data_iter: Any,
+  *,
+  reset_data: bool = False,
+  read_only: bool = False,
 ) -> tuple[int, Any] | None:
   """(step, state) from the newest readable checkpoint laid out as `target`; sets `data_iter`
   (None: evaluation, no data position is read).
 
   Unreadable steps are logged, tried from the newest down, and (once an older one is
-  read) moved aside so that training can write those steps again. Returns None when
+  read) moved aside so that training can write those steps again (left in place when
+  `read_only`: an evaluation). Returns None when
   there is no checkpoint (a fresh run); raises WorkdirError when none can be read. Each
   process saved its own data position: a checkpoint written by another number of processes
   cannot give this run one, which is refused unless `reset_data` (`config.reset_data_position`)
@@ -155,14 +168,19 @@ def restore_latest(
   failed: dict[int, str] = {}  # step: why it cannot be read
   stop_silencing = _silence_abandoned_reads()  # before any read, the metadata's included
   try:
-    return _restore_newest_readable(manager, target, data_iter, reset_data, failed)
+    return _restore_newest_readable(manager, target, data_iter, reset_data, failed, read_only)
   finally:
     if not failed:
       stop_silencing()
 
 
 def _restore_newest_readable(
-  manager: ocp.CheckpointManager, target: Any, data_iter: Any, reset_data: bool, failed: dict
+  manager: ocp.CheckpointManager,
+  target: Any,
+  data_iter: Any,
+  reset_data: bool,
+  failed: dict,
+  read_only: bool,
 ) -> tuple[int, Any] | None:
   """`restore_latest`'s reads; records each unreadable step in `failed`."""
   steps = sorted(manager.all_steps(), reverse=True)
@@ -190,7 +208,7 @@ def _restore_newest_readable(
       failed.setdefault(step, "another process could not read it")
       continue
     if failed:
-      aside = _set_aside(manager, list(failed))
+      aside = "(left in place: read only)" if read_only else _set_aside(manager, list(failed))
       logging.warning(
         "Resuming from checkpoint step %d, the newest readable one: step(s) %s in %s cannot "
         "be read (step %d: %s) and were moved to %s.",

@@ -117,15 +117,15 @@ def variables(
   # Which module owns a parameter, in both models: traced only when a shape differs.
   modules = functools.cache(lambda: (_modules(task, model, config), _source_modules(source_config)))
   take = functools.partial(_take, skip=skip, modules=modules)
+  source_seeds = int(source_config.get("seeds", 0) or 0) if source_config else 0
+  if source_seeds not in (0, num_seeds):  # a plain run from seeds' state too (0 != S)
+    raise ConfigError(
+      f"config.init_from={config.init_from!r} was trained with seeds={source_seeds}, this "
+      f"run has config.seeds={num_seeds}; start from a run with as many seeds or one seed."
+    )
   if not num_seeds:
     out, resized, skipped = take(traverse_util.flatten_dict(fresh), flat_old)
   else:
-    source_seeds = int(source_config.get("seeds", 0) or 0) if source_config else 0
-    if source_seeds not in (0, num_seeds):
-      raise ConfigError(
-        f"config.init_from={config.init_from!r} was trained with seeds={source_seeds}, this "
-        f"run has config.seeds={num_seeds}; start from a run with as many seeds or one seed."
-      )
     pick = lambda tree, i: {k: np.asarray(v)[i] for k, v in tree.items()}
     flat_fresh = traverse_util.flatten_dict(fresh)
     per_seed = [

@@ -267,8 +267,9 @@ def restore(
   mesh = sharding.make_mesh(config.mesh, devices)
   prog = program.build(config, mesh, task=task, model=model)
   target = checkpoint.with_shardings(prog.abstract_state, prog.state_shardings)
-  with checkpoint.make_manager(workdir, keep=config.keep_checkpoints, async_save=False) as manager:
-    restored = checkpoint.restore_latest(manager, target, None)  # no data position needed
+  keep = config.keep_checkpoints
+  with checkpoint.make_manager(workdir, keep=keep, async_save=False, read_only=True) as manager:
+    restored = checkpoint.restore_latest(manager, target, None, read_only=True)  # no data
   if restored is None:
     raise WorkdirError(f"{workdir} holds no checkpoint to evaluate; train it first.")
   return prog, restored[1].eval_variables()
@@ -295,7 +296,14 @@ def _finished_summary(workdir: str, step: int, total_steps: int) -> dict[str, An
   if summary.get("step") == step:
     return summary
   summary = {"step": step}
-  for line in (epath.Path(workdir) / "metrics.jsonl").read_text().splitlines():
+  metrics = epath.Path(workdir) / "metrics.jsonl"
+  if not metrics.exists():  # e.g. the checkpoints copied without the run's other files
+    raise WorkdirError(
+      f"{workdir} is trained to step {step} but holds neither summary.json nor metrics.jsonl "
+      "to report it; score its checkpoint with `lfpe.train.trainer.evaluate`, or raise "
+      "config.total_steps to train on."
+    )
+  for line in metrics.read_text().splitlines():
     record = read_row(line)
     if record is None:
       continue  # a line a kill cut short

@@ -156,6 +156,8 @@ def check_compatible(config: Any, workdir: str) -> None:
     return
   try:
     old = json.loads(path.read_text())
+    if not isinstance(old, dict):
+      raise ValueError(f"it holds a {type(old).__name__}, not a config")
   except (OSError, ValueError) as e:
     raise WorkdirError(
       f"{path} cannot be read ({e}); it records the config of this workdir's checkpoints. "

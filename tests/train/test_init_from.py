@@ -191,6 +191,9 @@ def test_a_source_with_another_seed_count_is_refused(tmp_path):
   path, _ = _source(tmp_path, _config("embed_1d", seeds=2))
   with pytest.raises(ConfigError, match=r"trained with seeds=2, this run has config.seeds=3"):
     _state(_config("embed_1d", seeds=3, init_from=str(path)))
+  # a plain run: the source's stacked arrays were reported as a LayerNorm it cannot resample
+  with pytest.raises(ConfigError, match=r"trained with seeds=2, this run has config.seeds=0"):
+    _state(_config("embed_1d", init_from=str(path)))
 
 
 def test_a_run_that_resumes_never_reads_its_source_again(tmp_path):

@@ -13,6 +13,7 @@ import jax
 import pytest
 from train_fixtures import make_array_loader, tiny_config
 
+from lfpe.errors import WorkdirError
 from lfpe.train import trainer
 
 
@@ -70,6 +71,26 @@ def test_rerun_rebuilds_a_missing_summary_from_the_metrics(tmp_path, finished):
   on_disk = json.loads((workdir / "summary.json").read_text())
   assert on_disk == summary and summary["step"] == 20
   assert summary["train"] == finished[1]["train"] and summary["eval"] == finished[1]["eval"]
+
+
+@pytest.mark.parametrize("record", ["[1, 2]", "null"])
+def test_a_record_that_is_no_config_is_refused_as_unreadable(tmp_path, finished, record):
+  """Valid JSON but no object (the refusal listed `config.: [1, 2] -> '<absent>'`)."""
+  workdir = tmp_path / "w"
+  shutil.copytree(finished[0], workdir)
+  (workdir / "config.json").write_text(record)
+  with pytest.raises(WorkdirError, match=r"config.json cannot be read \(it holds a .*not a config"):
+    _run(workdir)
+
+
+def test_a_finished_run_without_its_results_says_how_to_score_it(tmp_path, finished):
+  """Checkpoints copied without summary.json and metrics.jsonl (a FileNotFoundError)."""
+  workdir = tmp_path / "w"
+  shutil.copytree(finished[0], workdir)
+  (workdir / "summary.json").unlink()
+  (workdir / "metrics.jsonl").unlink()
+  with pytest.raises(WorkdirError, match="holds neither summary.json nor metrics.jsonl"):
+    _run(workdir)
 
 
 def test_larger_total_steps_trains_on_from_the_last_checkpoint(tmp_path, finished):

@@ -7,6 +7,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import signal
 import time
 
@@ -158,6 +159,24 @@ def test_evaluate_all_scores_every_named_evaluation_with_one_restore(single):
   assert scores["eval"]["count"] == 40 and scores["eval/fewer"]["count"] == 24
   named = trainer.evaluate_all(config, str(workdir), main=False, **kwargs)
   assert named == {"eval/fewer": scores["eval/fewer"]}  # the run's summary holds `eval`
+
+
+def test_evaluate_writes_nothing(tmp_path, single):
+  """A run may be training in the workdir, its next save in flight as a tmp folder, which
+  the evaluation's checkpoint manager deleted; a mistyped workdir was created."""
+  workdir = tmp_path / "copy"
+  shutil.copytree(single[0], workdir)
+  in_flight = workdir / "checkpoints" / "30.orbax-checkpoint-tmp"
+  in_flight.mkdir()
+  config = tiny_config(**{"mesh.data": 1})
+  kwargs = dict(make_loader=make_array_loader, devices=jax.devices()[:1])
+  assert (
+    trainer.evaluate(config, str(workdir), **kwargs)["accuracy"] == single[1]["eval"]["accuracy"]
+  )
+  assert in_flight.is_dir()
+  with pytest.raises(trainer.WorkdirError, match="holds no checkpoint to evaluate"):
+    trainer.evaluate(config, str(tmp_path / "typo"), **kwargs)
+  assert not (tmp_path / "typo").exists()
 
 
 def test_evaluations_of_the_same_data_share_one_loader_and_one_pass(single):
