@@ -85,9 +85,10 @@ def _exit_with(error: Exception) -> None:
     traceback.print_exception(error)
   message = str(error)
   if isinstance(error, flags.UnrecognizedFlagError):
-    message = (
-      f"unknown flag --{error.flagname}{did_you_mean(error.flagname, ['config', 'workdir'])}"
-    )
+    hint = did_you_mean(error.flagname, ["config", "workdir"])
+    if not hint and "." not in error.flagname:  # a config field given as a flag?
+      hint = f"; a config field is set as --config.FIELD=VALUE (e.g. --config.{error.flagname})"
+    message = f"unknown flag --{error.flagname}{hint}"
   print(f"lfpe.main: {message}", file=sys.stderr, flush=True)
   sys.stdout.flush()
   # Not sys.exit: a failed orbax restore leaves tensorstore callbacks that print "Event loop

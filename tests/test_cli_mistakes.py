@@ -20,6 +20,11 @@ FULL = "--config=configs/vit_digits.py"
 MISTAKES = [
   # Flags.
   ("unknown flag", (SMALL, "--workdr={w}"), ("--workdr", "did you mean 'workdir'")),
+  (
+    "config field as a flag",
+    (SMALL, "--workdir={w}", "--total_steps=5"),
+    ("--total_steps", "e.g. --config.total_steps"),
+  ),
   ("no workdir", (SMALL,), ("--workdir is required",)),
   ("no config", ("--workdir={w}",), ("--config is required",)),
   ("positional argument", (SMALL, "--workdir={w}", "extra"), ("unexpected argument 'extra'",)),

@@ -150,7 +150,7 @@ def verdict(accuracy: dict[str, dict[int, float]]) -> str:
 
 def table(accuracy: dict[str, dict[int, float]], seconds: dict[str, float] | None = None) -> str:
   """Markdown per encoding: mean ± 95 % CI, where one more run lands (95 % prediction
-  interval), the runs' range and count (and seconds of training)."""
+  interval, clipped to 0-100 %), the runs' range and count (and seconds of training)."""
   lines = [
     "| encoding | test accuracy (mean ± 95 % CI) | one run (95 % PI) | min – max | runs |"
     + " s |" * bool(seconds),
@@ -160,7 +160,8 @@ def table(accuracy: dict[str, dict[int, float]], seconds: dict[str, float] | Non
     acc = list(by_seed.values())
     (mean, half), (_, one) = interval(acc, scale=100), interval(acc, scale=100, one_run=True)
     lines.append(
-      f"| `{name}` | {mean:.2f} ± {half:.2f} % | {mean - one:.1f} – {mean + one:.1f} % "
+      f"| `{name}` | {mean:.2f} ± {half:.2f} % "
+      f"| {max(mean - one, 0):.1f} – {min(mean + one, 100):.1f} % "  # an accuracy's own range
       f"| {100 * min(acc):.2f} – {100 * max(acc):.2f} % | {len(acc)} |"
       + (f" {seconds[name]:.0f} |" if seconds else "")
     )

@@ -131,7 +131,14 @@ def _parse_op(text: str):
     args = [ast.literal_eval(a) for a in node.args] if isinstance(node, ast.Call) else []
     kwargs = {k.arg: ast.literal_eval(k.value) for k in getattr(node, "keywords", [])}
   except (SyntaxError, ValueError, AttributeError) as e:
-    raise ValueError(f"Op {text!r} is not of the form name(literal, ..., key=literal): {e}.") from e
+    why = (
+      "its arguments must be literals (quote a string: 'bicubic')"
+      if isinstance(e, ValueError)
+      else e
+    )  # literal_eval's own message names an ast node object
+    raise ValueError(
+      f"Op {text!r} is not of the form name(literal, ..., key=literal): {why}."
+    ) from e
   if name not in OPS:
     raise ValueError(f"Unknown op {name!r} in {text!r}; known ops: {sorted(OPS)}.")
   try:

@@ -213,8 +213,9 @@ def _validate_optimizer(config: Any) -> None:
 
 def _validate_mesh(config: Any, num_devices: int) -> None:
   _integer(config, "mesh.model", 1)
-  if _get(config, "mesh.data") != -1:
-    _integer(config, "mesh.data", 1)
+  data = _get(config, "mesh.data")
+  if data != -1 and (not isinstance(data, int) or isinstance(data, bool) or data < 1):
+    _fail("mesh.data", "must be an integer >= 1, or -1 (every device mesh.model leaves)", data)
   data, model = sharding.mesh_shape(config.mesh, num_devices)
   if data * model > num_devices:
     cpu = jax.default_backend() == "cpu"

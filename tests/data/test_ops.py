@@ -187,7 +187,7 @@ def test_parse():
   "spec,match",
   [
     ("rezise(32)", "Unknown op 'rezise'"),
-    ("resize(size=x)", "not of the form"),
+    ("resize(size=x)", r"not of the form .*: its arguments must be literals \(quote a string"),
     ("value_range(0, 1, 2, 3, 4)", "Bad arguments"),
     ("resize(32, 'cubic')|", None),
   ],

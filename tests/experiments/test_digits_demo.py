@@ -193,3 +193,11 @@ def test_claims_pair_arms_on_the_seeds_both_ran():
   assert claim["difference"] == pytest.approx(1.1)
   half = 0.1 * 4.302653 / 3**0.5  # t(0.975, 2) x sd / sqrt(n)
   assert claim["ci_high"] - claim["difference"] == pytest.approx(half)
+
+
+def test_where_one_more_run_lands_stays_within_an_accuracys_range():
+  """Two runs far apart: the prediction interval is clipped to 0-100 % (-33.8 – 57.9 %)."""
+  row = report.table({"fourier": {0: 0.05, 1: 0.2}}).splitlines()[-1]
+  assert "| 0.0 – " in row and "-" not in row.split("|")[3]
+  row = report.table({"fourier": {0: 0.8, 1: 0.99}}).splitlines()[-1]
+  assert " – 100.0 % |" in row

@@ -47,6 +47,7 @@ BAD = [  # (field, bad value, what the message must name)
   ("mesh.model", 16, r"config.mesh .*data\*model=16 devices but only 8"),
   ("mesh.model", 0, "config.mesh.model"),
   ("mesh.data", "four", "config.mesh.data"),
+  ("mesh.data", 0, r"config.mesh.data must be an integer >= 1, or -1 \(every device"),
   ("mesh.fsdp", "yes", "config.mesh.fsdp"),
   ("optim.name", "lamb", "config.optim.name"),
   ("optim.lr", -1e-3, "config.optim.lr"),
