@@ -20,7 +20,7 @@ on `photo_crops/8x8`, a few steps).
 """
 
 from lfpe.data import default_config as data_config
-from lfpe.encodings import spec
+from lfpe.encodings import parse, spec
 from lfpe.train.config_lib import base_config, parse_arg, small_loop
 
 
@@ -41,7 +41,7 @@ def get_config(arg: str | None = None):
   config.data.worker_count = 16
   config.model_name = "reformer"
   # 002: |F| = 384, |H| = 32 for Learnable-Fourier+MLP; other encodings take their defaults.
-  options = dict(fourier_dim=384, hidden_dim=32) if arg.posemb == "fourier" else {}
+  options = dict(fourier_dim=384, hidden_dim=32) if parse(arg.posemb)[0] == "fourier" else {}
   config.model = dict(
     variant="imagenet64", posemb=spec(arg.posemb, **options), attention=arg.attention
   )

@@ -80,8 +80,8 @@ TUNED = (
   stats_lib.AT_DEFAULTS + " (the Fourier rows at the config's γ = 0.05, set by hand, not swept)"
 )
 RULE = "best mean validation CIDEr"  # the sweep's rule (run.py --tune)
-# Each metric's ceiling on the record's test screens (`layout_screens/grid`): a target's first
-# reference scored against all four (`python -m experiments.layout.ceiling`), x 100.
+# Each metric's ceiling on the record's test screens (`layout_screens/grid`): each target's
+# best reference scored against all four (`python -m experiments.layout.ceiling`), x 100.
 CEILINGS = {"CIDEr": 550.4, "BLEU-1": 100.0}
 FAILS = {"MLP"}  # rows 002 says fail ("MLP alone collapses"): `stats.claim`'s b_fails
 # The length rule, declared before its check ran (README, "Recipe"): every encoding row's mean

@@ -208,16 +208,19 @@ def _restore_newest_readable(
       failed.setdefault(step, "another process could not read it")
       continue
     if failed:
-      aside = "(left in place: read only)" if read_only else _set_aside(manager, list(failed))
+      what, where = ("Evaluating", "are left in place") if read_only else ("Resuming from", "")
+      if not read_only:
+        where = f"were moved to {_set_aside(manager, list(failed))}"
       logging.warning(
-        "Resuming from checkpoint step %d, the newest readable one: step(s) %s in %s cannot "
-        "be read (step %d: %s) and were moved to %s.",
+        "%s checkpoint step %d, the newest readable one: step(s) %s in %s cannot be read "
+        "(step %d: %s) and %s.",
+        what,
         step,
         sorted(failed),
         manager.directory,
         max(failed),
         failed[max(failed)],
-        aside,
+        where,
       )
     return step, restored["state"]
   if not failed:

@@ -124,16 +124,18 @@ def _typed(kind: type, text: str, flag: str) -> Any:
   """`text` for a field whose value is None: any literal (else the text) where it was declared
   None, else a value of the placeholder's type (an int where a float is declared, a list where
   a tuple is), or ConfigError with an example."""
+  if text == "None":  # unset again
+    return None
   if kind is str:
     return text
   value = _convert(None, text, flag)
   if kind is type(None) or value is None:
     return value
-  if kind is float and isinstance(value, int) and not isinstance(value, bool):
-    return float(value)
+  if kind is float:  # an int, or nan/inf, as a float field takes them
+    return _convert(0.0, text, flag)
   if kind is tuple and isinstance(value, list):
     return tuple(value)
-  if kind is bool and text.lower() in ("true", "false", "yes", "no"):
+  if kind is bool:  # the words every boolean field takes (1/0, true/false, yes/no)
     return _convert(False, text, flag)
   if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
     example = f"({value!r},)" if kind is tuple and isinstance(value, (int, float)) else None
@@ -146,7 +148,7 @@ def _typed(kind: type, text: str, flag: str) -> Any:
 def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:
   """Adds the named evaluation `name` to `config.evals` from a dict literal."""
   try:
-    value = ast.literal_eval(text)
+    value = config_lib.literal(text)
   except (ValueError, SyntaxError):
     value = None
   if not isinstance(value, dict):

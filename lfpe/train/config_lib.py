@@ -29,6 +29,10 @@ def literal(text: str) -> Any:
       if any(k.arg is None for k in node.keywords):
         raise ValueError("dict(**...) is not a literal")
       return {k.arg: value(k.value) for k in node.keywords}
+    if isinstance(node, ast.Dict) and None not in node.keys:
+      return {value(k): value(v) for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, (ast.List, ast.Tuple)):
+      return (list if isinstance(node, ast.List) else tuple)(map(value, node.elts))
     return ast.literal_eval(node)
 
   return value(ast.parse(text.strip(), mode="eval").body)
@@ -176,6 +180,10 @@ def _top_level_items(text: str) -> list[str]:
     elif char == "," and depth == 0:
       items.append(text[start:i])
       start = i + 1
+    if depth < 0:
+      break
+  if depth or quote:  # a stray bracket or quote would swallow the arguments after it
+    raise ValueError(f"config arguments {text!r} have an unbalanced bracket or quote.")
   return [*items, text[start:]]
 
 

@@ -85,17 +85,19 @@ def check(config: Any) -> None:
 
 def check_source(config: Any) -> None:
   """`config.init_from` (if set), checked before a fresh run builds anything: the source is
-  there and its recorded config builds a model with this lfpe (it resamples tables by it)."""
+  there and its config.json, if any, reads (`source`). One that no longer builds a model here
+  (another lfpe version's fields) is logged: its parameters load by path and shape, and one
+  whose shape differs is refused naming it, as nothing can resample it."""
   if config.get("init_from"):
     _, source_config = source(config.init_from)
-    try:
-      _source_model(source_config)
-    except (ValueError, KeyError, TypeError) as e:
-      raise ConfigError(
-        f"config.init_from={config.init_from!r}: its config.json does not build a model here "
-        f"({type(e).__name__}: {e}); move that config.json aside to load parameters by path "
-        "and shape alone (no table is then resampled)."
-      ) from None
+    problem = _unbuildable(source_config)
+    if problem:
+      logging.warning(
+        "config.init_from=%s: its config.json does not build a model here (%s); parameters "
+        "load by path and shape, and none can be resampled to a new grid.",
+        config.init_from,
+        problem,
+      )
 
 
 def variables(
@@ -153,7 +155,7 @@ def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) ->
   for path, leaf in flat_fresh.items():
     name = "/".join(path)
     if any(p.search(name) for p in skip):
-      out[path], skipped = np.asarray(leaf), skipped + 1
+      out[path], skipped = np.array(leaf), skipped + 1  # a copy: the fresh state is freed
     elif path in flat_old and flat_old[path].shape == leaf.shape:
       out[path] = np.asarray(flat_old[path], dtype=leaf.dtype)
     else:
@@ -203,11 +205,23 @@ def _modules(task: Any, model: nn.Module, config: Any) -> dict[Path, nn.Module]:
 
 
 def _source_model(source_config: Any | None) -> tuple[Any, nn.Module] | None:
-  """(task, model) the source's recorded config builds (None without one)."""
-  if source_config is None:
+  """(task, model) the source's recorded config builds (None without one, or where it
+  builds none here: `_unbuildable`)."""
+  if source_config is None or _unbuildable(source_config):
     return None
   task = tasks.get(source_config.task)
   return task, task.create_model(source_config)
+
+
+def _unbuildable(source_config: Any | None) -> str | None:
+  """Why the source's recorded config builds no model with this lfpe, or None."""
+  if source_config is None:
+    return None
+  try:
+    tasks.get(source_config.task).create_model(source_config)
+  except (ValueError, KeyError, TypeError, AttributeError) as e:
+    return f"{type(e).__name__}: {e}"
+  return None
 
 
 def _source_modules(source_config: Any | None) -> dict[Path, nn.Module]:

@@ -60,6 +60,8 @@ class Program:
       self.config, self.task, self.model, state.variables(), self.num_seeds
     )
     shardings = self.state_shardings
+    for old in jax.tree.leaves((state.params, state.opt_state)):  # replaced: free them first
+      old.delete()
     params = jax.device_put(loaded.pop("params"), shardings.params)
     init = jax.vmap(self.tx.init) if self.num_seeds else self.tx.init
     return state.replace(

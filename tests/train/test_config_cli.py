@@ -25,6 +25,8 @@ def _config():
       extra=None,
       shape=ml_collections.config_dict.placeholder(tuple),
       rate=ml_collections.config_dict.placeholder(float),
+      label=ml_collections.config_dict.placeholder(str),
+      on=ml_collections.config_dict.placeholder(bool),
       model=dict(posemb="fourier(gamma=0.25)", label="fourier"),
     )
   )
@@ -47,6 +49,11 @@ def _config():
     ("shape", "[16]", (16,)),
     ("shape", "None", None),
     ("rate", "1", 1.0),
+    ("rate", "nan", float("nan")),
+    ("label", "None", None),  # a text placeholder unset again (it stored 'None')
+    ("label", "word", "word"),
+    ("on", "1", True),
+    ("extra", "{'k': dict(a=1), 'l': [dict(b=2)]}", {"k": {"a": 1}, "l": [{"b": 2}]}),
     ("model.posemb", "sine_2d", "sine_2d"),
     ("model.posemb.gamma", "0.5", "fourier(gamma=0.5)"),
     ("model.posemb.hidden_dim", "8", "fourier(gamma=0.25, hidden_dim=8)"),
@@ -60,7 +67,8 @@ def test_override_keeps_the_field_type(path, text, value):
   for key in path.split(".")[:2]:
     got = got[key] if not isinstance(got, str) else got
   got = got.to_dict() if isinstance(got, ml_collections.ConfigDict) else got
-  assert got == value and type(got) is type(value)
+  same = got == value or (got != got and value != value)  # nan
+  assert same and type(got) is type(value)
 
 
 def test_a_string_that_is_no_spec_has_no_options():
@@ -82,7 +90,7 @@ def test_a_string_that_is_no_spec_has_no_options():
     ("model", "x", "a group of fields"),
     ("shape", "32", r"must be a tuple, e.g. \(32,\)"),  # was a TypeError traceback
     ("shape", "abc", r"must be a tuple, e.g. \(16, 32\)"),
-    ("rate", "fast", "must be a float"),
+    ("rate", "fast", "must be of type float: it must be a number"),
     ("extra.x", "1", "set it whole, --config.extra=VALUE"),
     ("modle.posemb", "x", "did you mean 'model'"),
   ],
@@ -109,6 +117,8 @@ def test_a_named_evaluation_can_be_added_then_changed_from_the_command_line():
     config_cli.load(f"{DIGITS}:small=1", [("evals.x", "big")])
   with pytest.raises(ConfigError, match="config.data has no field 'x'"):
     config_cli.load(f"{DIGITS}:small=1", [("data.x", "{'a': 1}")])
+  named = config_cli.load(f"{DIGITS}:small=1", [("evals.big", "dict(data=dict(image_size=24))")])
+  assert named.evals.big.to_dict() == {"data": {"image_size": 24}}  # evaluation.py's form
   with pytest.raises(ConfigError, match=r"set one at a time, --config.evals.NAME="):
     config_cli.load(f"{DIGITS}:small=1", [("evals", "dict(big=dict(data=dict(image_size=32)))")])
 

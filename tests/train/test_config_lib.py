@@ -29,6 +29,13 @@ def test_a_whole_spec_is_one_config_argument():
   assert vit_digits.get_config("posemb=embed_1d").model.posemb == "embed_1d"  # no γ: dropped
 
 
+@pytest.mark.parametrize("arg", ["posemb=x),small=1", "posemb=it's,small=1", "posemb=f(a=1"])
+def test_an_unbalanced_bracket_or_quote_is_refused(arg):
+  """(it swallowed the arguments after it: small stayed False)"""
+  with pytest.raises(ValueError, match="unbalanced bracket or quote"):
+    config_lib.parse_arg(arg, posemb="x", small=False)
+
+
 @pytest.mark.parametrize(
   "arg, message",
   [
