@@ -115,11 +115,18 @@ def make_manager(
     enable_async_checkpointing=async_save,
     cleanup_tmp_directories=not read_only,
   )
-  manager = ocp.CheckpointManager(
-    absolute(workdir) / "checkpoints",
-    options=options,
-    item_names=("state", "data"),
-  )
+  # Orbax logs "Given directory is read only" for every read-only manager: the mode asked for.
+  said_read_only = lambda record: "is read only" not in record.getMessage()  # noqa: E731
+  absl_logger = pylogging.getLogger("absl")
+  absl_logger.addFilter(said_read_only)
+  try:
+    manager = ocp.CheckpointManager(
+      absolute(workdir) / "checkpoints",
+      options=options,
+      item_names=("state", "data"),
+    )
+  finally:
+    absl_logger.removeFilter(said_read_only)
   # Orbax removes unfinished (tmp) checkpoints in a background thread, which only a save
   # waits for and `close` does not: a run that stops before saving (no readable
   # checkpoint, an evaluation) could exit under it and print its traceback.

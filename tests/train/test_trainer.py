@@ -161,7 +161,7 @@ def test_evaluate_all_scores_every_named_evaluation_with_one_restore(single):
   assert named == {"eval/fewer": scores["eval/fewer"]}  # the run's summary holds `eval`
 
 
-def test_evaluate_writes_nothing(tmp_path, single):
+def test_evaluate_writes_nothing(tmp_path, single, caplog):
   """A run may be training in the workdir, its next save in flight as a tmp folder, which
   the evaluation's checkpoint manager deleted; a mistyped workdir was created."""
   workdir = tmp_path / "copy"
@@ -174,6 +174,7 @@ def test_evaluate_writes_nothing(tmp_path, single):
     trainer.evaluate(config, str(workdir), **kwargs)["accuracy"] == single[1]["eval"]["accuracy"]
   )
   assert in_flight.is_dir()
+  assert "read only" not in caplog.text  # orbax's note on the mode asked for: not shown
   with pytest.raises(trainer.WorkdirError, match="holds no checkpoint to evaluate"):
     trainer.evaluate(config, str(tmp_path / "typo"), **kwargs)
   assert not (tmp_path / "typo").exists()
