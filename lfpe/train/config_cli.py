@@ -117,32 +117,26 @@ def set_field(config: Any, path: str, text: str) -> str | None:
   return None
 
 
-EXAMPLES = {tuple: "(16, 32)", list: "[16, 32]", int: "64", float: "0.5", bool: "true"}
+EXAMPLES = {tuple: "(16, 32)", list: "[16, 32]"}
 
 
 def _typed(kind: type, text: str, flag: str) -> Any:
   """`text` for a field whose value is None: any literal (else the text) where it was declared
-  None, else a value of the placeholder's type (an int where a float is declared, a list where
-  a tuple is), or ConfigError with an example."""
+  None, else a value of the placeholder's type (`config_lib.convert` against a stand-in of that
+  type; a tuple also from a list), or ConfigError with an example."""
   if text == "None":  # unset again
     return None
-  if kind is str:
-    return text
+  if kind in (bool, int, float, str):
+    return _convert(kind(), text, flag)
   value = _convert(None, text, flag)
-  if kind is type(None) or value is None:
+  if kind is type(None) or isinstance(value, kind):
     return value
-  if kind is float:  # an int, or nan/inf, as a float field takes them
-    return _convert(0.0, text, flag)
-  if kind is tuple and isinstance(value, list):
-    return tuple(value)
-  if kind is bool:  # the words every boolean field takes (1/0, true/false, yes/no)
-    return _convert(False, text, flag)
-  if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-    example = f"({value!r},)" if kind is tuple and isinstance(value, (int, float)) else None
-    raise ConfigError(
-      f"{flag}={text!r} must be a {kind.__name__}, e.g. {example or EXAMPLES.get(kind, '...')}."
-    )
-  return value
+  if kind in EXAMPLES and isinstance(value, (tuple, list)):
+    return kind(value)
+  example = f"({value!r},)" if kind is tuple and isinstance(value, (int, float)) else None
+  raise ConfigError(
+    f"{flag}={text!r} must be a {kind.__name__}, e.g. {example or EXAMPLES.get(kind, '...')}."
+  )
 
 
 def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:

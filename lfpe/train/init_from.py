@@ -90,8 +90,8 @@ def check_source(config: Any) -> None:
   whose shape differs is refused naming it, as nothing can resample it."""
   if config.get("init_from"):
     _, source_config = source(config.init_from)
-    problem = _unbuildable(source_config)
-    if problem:
+    problem = _source_model(source_config)
+    if isinstance(problem, str):
       logging.warning(
         "config.init_from=%s: its config.json does not build a model here (%s); parameters "
         "load by path and shape, and none can be resampled to a new grid.",
@@ -204,26 +204,18 @@ def _modules(task: Any, model: nn.Module, config: Any) -> dict[Path, nn.Module]:
   return found
 
 
-def _source_model(source_config: Any | None) -> tuple[Any, nn.Module] | None:
-  """(task, model) the source's recorded config builds (None without one, or where it
-  builds none here: `_unbuildable`)."""
-  if source_config is None or _unbuildable(source_config):
-    return None
-  task = tasks.get(source_config.task)
-  return task, task.create_model(source_config)
-
-
-def _unbuildable(source_config: Any | None) -> str | None:
-  """Why the source's recorded config builds no model with this lfpe, or None."""
+def _source_model(source_config: Any | None) -> tuple[Any, nn.Module] | str | None:
+  """(task, model) the source's recorded config builds; why it builds none with this lfpe (a
+  string); None without a config."""
   if source_config is None:
     return None
   try:
-    tasks.get(source_config.task).create_model(source_config)
+    task = tasks.get(source_config.task)
+    return task, task.create_model(source_config)
   except (ValueError, KeyError, TypeError, AttributeError) as e:
     return f"{type(e).__name__}: {e}"
-  return None
 
 
 def _source_modules(source_config: Any | None) -> dict[Path, nn.Module]:
   built = _source_model(source_config)
-  return {} if built is None else _modules(*built, source_config)
+  return _modules(*built, source_config) if isinstance(built, tuple) else {}
