@@ -1,6 +1,9 @@
 """Mesh construction, logical-axis rules and parameter shardings."""
 
 import logging
+import re
+import subprocess
+import sys
 import types
 
 import jax
@@ -10,7 +13,6 @@ import pytest
 from jax.sharding import PartitionSpec as P
 from train_fixtures import TinyModel
 
-from lfpe.errors import ConfigError
 from lfpe.train import sharding
 
 
@@ -158,10 +160,23 @@ def _no_cluster(monkeypatch):
 
 
 def test_forced_distributed_without_a_cluster_says_what_to_set(monkeypatch):
-  """`config.distributed=True` on one machine (jax's own ValueError named no field)."""
+  """`config.distributed=True` on one machine (jax's own ValueError named no field).
+
+  In a fresh process: `jax.distributed.initialize` must come before any JAX call, and this
+  test process has made many.
+  """
   _no_cluster(monkeypatch)
-  with pytest.raises(ConfigError, match="config.distributed=True, but no cluster.*JAX_COORDINATOR"):
-    sharding.maybe_initialize_distributed(force=True)
+  code = (
+    "from lfpe.errors import ConfigError\n"
+    "from lfpe.train import sharding\n"
+    "try:\n  sharding.maybe_initialize_distributed(force=True)\n"
+    "except ConfigError as e:\n  print('ConfigError:', e)\n"
+  )
+  done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert done.returncode == 0, done.stderr
+  assert re.search(
+    "ConfigError: config.distributed=True, but no cluster.*JAX_COORDINATOR", done.stdout
+  )
 
 
 @pytest.mark.parametrize("topology", ["v5e:4x4", "v5p:2x2x2"])
