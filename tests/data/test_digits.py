@@ -1,6 +1,7 @@
 """digits builder: TF-free array_record build, split sizes, determinism, pixels vs sklearn."""
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -16,10 +17,18 @@ def _read(data_dir, split):
   return {k: np.stack([r[k] for r in rows]) for k in ("image", "label", "index")}
 
 
-def test_builds_as_array_record_without_tensorflow(digits_dir):
-  files = os.listdir(os.path.join(digits_dir, "digits", "1.0.0"))
+def test_builds_as_array_record_without_tensorflow(tmp_path):
+  """In a fresh process: this one's sys.modules holds whatever earlier tests imported."""
+  code = (
+    "import sys\nfrom lfpe import data\n"
+    f"data.prepare('digits', {str(tmp_path)!r})\n"
+    "print('tensorflow' in sys.modules)\n"
+  )
+  done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.split()[-1] == "False"
+  files = os.listdir(tmp_path / "digits" / "1.0.0")
   assert any(".array_record-" in f for f in files)
-  assert "tensorflow" not in sys.modules
 
 
 def test_split_sizes_disjoint_and_stratified(digits_dir):
