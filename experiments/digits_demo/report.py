@@ -132,6 +132,17 @@ def _claim(item, text, a, b, paper, accuracy: dict, tuned: str) -> dict | None:
   )
 
 
+def claim_line(claim: dict) -> str:
+  """One claim as the run prints it: its text, a − b with its 95 % interval, the test used."""
+  n = claim["n"]
+  test = f"paired, n={n}" if claim["paired"] else f"Welch, n={n[0]} and {n[1]}"
+  difference = stats.signed_interval(claim["difference"], claim["ci_low"], claim["ci_high"])
+  return (
+    f"{claim['claim']}: `{claim['a']}` − `{claim['b']}` {difference} points ({test}): "
+    f"{claim['verdict']}"
+  )
+
+
 def verdict(accuracy: dict[str, dict[int, float]]) -> str:
   """`fourier` against `sine_2d`: the difference of means with its interval, in words."""
   if not {"fourier", "sine_2d"} <= set(accuracy) or min(map(len, accuracy.values())) < 2:

@@ -233,11 +233,8 @@ def main(argv: list[str] | None = None) -> dict:
   results = train(plan + planned_length(args, setting, chosen()))
   current = (int(plan[0].config.total_steps), setting)
   print(f"\n{current[0]} steps\n\n" + report.write(results, args.out, current))
-  for c in report.claims(report.groups(results)[current]):
-    print(
-      f"{c['a']} - {c['b']}: {c['difference']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
-      f" points (paired, n={c['n']}): {c['verdict']}"
-    )
+  for claim in report.claims(report.groups(results)[current]):
+    print(report.claim_line(claim))
   print(f"\nwrote results.json, claims.json, results.md and digits_demo.png to {args.out}")
   return results
 

@@ -195,6 +195,20 @@ def test_claims_pair_arms_on_the_seeds_both_ran():
   assert claim["ci_high"] - claim["difference"] == pytest.approx(half)
 
 
+def test_a_printed_claim_names_its_test_paired_or_welch():
+  """The run printed "(paired, n=3)" for every claim, also one compared unpaired (Welch)."""
+  paired = {"fourier": {0: 0.95, 1: 0.96, 2: 0.97}, "embed_1d": {0: 0.90, 1: 0.92, 2: 0.91}}
+  (claim,) = report.claims({"accuracy": paired, "tuned": {}, "sweep": {}})
+  line = report.claim_line(claim)
+  assert "`fourier` − `embed_1d` +5.00 [" in line and line.endswith(
+    f"(paired, n=3): {claim['verdict']}"
+  )
+  assert line.startswith(claim["claim"])
+  apart = {"fourier": {0: 0.95, 1: 0.96, 2: 0.97}, "embed_1d": {3: 0.90, 4: 0.92}}
+  (claim,) = report.claims({"accuracy": apart, "tuned": {}, "sweep": {}})
+  assert "(Welch, n=3 and 2)" in report.claim_line(claim)
+
+
 def test_where_one_more_run_lands_stays_within_an_accuracys_range():
   """Two runs far apart: the prediction interval is clipped to 0-100 % (-33.8 – 57.9 %)."""
   row = report.table({"fourier": {0: 0.05, 1: 0.2}}).splitlines()[-1]
