@@ -2,6 +2,8 @@
 (arm, policy) cells, and which of them are lfpe's reading of a figure rather than a stated
 claim. `report.claims` tests each at `plan.CLAIM_SIZES`, at defaults and tuned."""
 
+TABLE_2 = "Table 2 (unseen sizes, raw positions; here Embed-2D resized by PyTorch's bicubic)"
+
 # (paper, item, claim, (arm, policy) a, (arm, policy) b): a keeps more accuracy than b.
 PUBLISHED = (
   (
@@ -25,9 +27,10 @@ PUBLISHED = (
     ("rope_axial", "extrapolate"),
     ("embed_1d", "bicubic_pytorch"),
   ),
-  (
+  (  # 002's Embed-2D looks up rows no training size reached (its Sec. 4.2: positions "never
+    # seen during training"); lfpe's resizes its tables, a stronger baseline (said in TABLE_2)
     "002",
-    "Table 2 (unseen sizes, raw positions)",
+    TABLE_2,
     "Learnable-Fourier+MLP generalises to unseen sizes better than Embed-2D",
     ("fourier", "extrapolate"),
     ("embed_2d", "bicubic_pytorch"),
@@ -60,14 +63,15 @@ PUBLISHED = (
     ("rope_axial", "yarn"),
     ("rope_axial", "extrapolate"),
   ),
-  (
-    "DINOv3",
-    "Siméoni et al. 2025, RoPE on normalised coordinates, rescale 2",
+  (  # DINOv3 states what its box jittering is for (adapting to resolution), not a comparison
+    # with RoPE on indices: the recipe against indices and its coordinates alone are lfpe's
+    "lfpe",
+    "DINOv3's recipe against indices",
     "DINOv3's RoPE recipe holds up at other sizes better than RoPE-Axial on indices",
     ("rope_axial dinov3", "extrapolate"),
     ("rope_axial", "extrapolate"),
   ),
-  (  # the recipe ablated (lfpe's): which of its two parts carries a difference
+  (
     "lfpe",
     "DINOv3's recipe, ablated",
     "DINOv3's normalised coordinates alone hold up at other sizes better than indices",
@@ -75,8 +79,8 @@ PUBLISHED = (
     ("rope_axial", "extrapolate"),
   ),
   (
-    "lfpe",
-    "DINOv3's recipe, ablated",
+    "DINOv3",
+    "Siméoni et al. 2025, RoPE box jittering (released rescale 2)",
     "DINOv3's coordinate augmentation helps on top of its normalised coordinates",
     ("rope_axial dinov3", "extrapolate"),
     ("rope_axial dinov3-coords", "extrapolate"),
@@ -123,4 +127,4 @@ PUBLISHED = (
 # Items of `PUBLISHED` that are lfpe's reading of a figure's or table's numbers (`source`
 # 'table'), not an ordering the source states in words: rope-vit's Fig. 3 curves, and 002's
 # detection Table 2 carried over to classification at unseen sizes.
-READ_OFF = ("Heo et al. 2024, Fig. 3", "Table 2 (unseen sizes, raw positions)")
+READ_OFF = ("Heo et al. 2024, Fig. 3", TABLE_2)

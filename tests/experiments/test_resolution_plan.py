@@ -165,9 +165,8 @@ def test_rows_read_off_a_figure_or_table_name_published_items():
   """`READ_OFF` names items of `PUBLISHED` (a typo would leave a row marked 'text')."""
   items = {item for _, item, *_ in comparisons.PUBLISHED}
   assert set(comparisons.READ_OFF) <= items
-  assert {"Heo et al. 2024, Fig. 3", "Table 2 (unseen sizes, raw positions)"} == set(
-    comparisons.READ_OFF
-  )
+  assert {"Heo et al. 2024, Fig. 3", comparisons.TABLE_2} == set(comparisons.READ_OFF)
+  assert comparisons.TABLE_2.startswith("Table 2 (unseen sizes, raw positions")
 
 
 def test_every_compared_cell_is_an_arm_and_a_policy_the_plan_tests():
@@ -176,3 +175,16 @@ def test_every_compared_cell_is_an_arm_and_a_policy_the_plan_tests():
   for *_, text, a, b in comparisons.PUBLISHED:
     for arm, policy in (a, b):
       assert arm in policies and policy in policies[arm], (text, arm, policy)
+
+
+def test_dinov3_is_credited_only_with_what_it_states():
+  """DINOv3 gives its box jittering as what adapts RoPE to resolution; it compares nothing with
+  RoPE on indices, so the recipe against indices and its coordinates alone are lfpe's rows
+  (the recipe's row, carried by the coordinates, was credited to DINOv3 while its own claim,
+  the augmentation, was lfpe's)."""
+  papers = {text: paper for paper, _, text, *_ in comparisons.PUBLISHED}
+  dinov3 = [text for text, paper in papers.items() if paper == "DINOv3"]
+  assert dinov3 == ["DINOv3's coordinate augmentation helps on top of its normalised coordinates"]
+  assert papers[
+    "DINOv3's RoPE recipe holds up at other sizes better than RoPE-Axial on indices"
+  ] == ("lfpe")
