@@ -23,6 +23,11 @@ from experiments.resolution.figure import draw_curves
 from lfpe import encodings
 
 RULE = "the best mean validation accuracy at 64 px (the first 2,000 training scenes)"
+NORMALISED = (
+  "unit",
+  "centered",
+  "dinov3",
+)  # coordinate modes that span one range at every grid size
 READINGS = {"defaults": "every arm at its defaults", "tuned": "every arm at its chosen knob"}
 
 
@@ -89,7 +94,28 @@ def leaderboard(results: dict) -> str:
         ]
         lines.append(f"| {arm} | {policy} | {seeds} | " + " | ".join(values) + " |")
       parts.append("\n".join(lines))
-  return "\n\n".join(parts) + "\n"
+  shown = {arm for at in READINGS for arm, _ in cells(results, at)}
+  return "\n\n".join([*parts, legend(shown)]) + "\n" if parts else "\n"
+
+
+def legend(shown: set[str]) -> str:
+  """What the leaderboard's policy names and marks mean, naming the `shown` arms whose
+  coordinates are normalised (a reader took their `extrapolate` for positions past the
+  trained ones)."""
+  normalised = [
+    f"`{a.name}`"
+    for a in plan.arms()
+    if a.name in shown and a.options.get("coords_mode") in NORMALISED
+  ]
+  them = f"; {', '.join(normalised)} normalise each image's coordinates, so theirs stay in "
+  return (
+    "`extrapolate`: the encoding meets the new grid as it is, past the trained positions for "
+    "arms on index coordinates"
+    + (them + "the trained range at every size" if normalised else "")
+    + ". `-`: the policy does not apply at that size (PI, NTK and YaRN only stretch positions "
+    "to a grid larger than the training one). (trained): a size a mixed-resolution arm "
+    "trained on."
+  )
 
 
 def sweep_table(results: dict) -> str:

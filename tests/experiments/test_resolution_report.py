@@ -4,7 +4,7 @@ recipe check, power table and claims, on hand-made results (nothing trained)."""
 import pytest
 
 from experiments import stats
-from experiments.resolution import report
+from experiments.resolution import plan, report
 
 
 def _entry(arm: str, seed: int, scores: dict) -> dict:
@@ -125,6 +125,15 @@ def test_leaderboard_gives_each_rows_seeds_and_marks_sizes_a_mixed_arm_trained_a
   unaligned = board[board.index("unaligned sizes") :]
   assert "| rope_mixed mixed-res | extrapolate | 1 | 90.0 (trained) |" in unaligned
   assert "| rope_axial | extrapolate | 2 | 81.0 ± 12.7 |" in unaligned
+  assert board.rstrip().endswith(report.legend({"rope_axial", "rope_mixed mixed-res"}))
+  assert "normalise" not in board  # neither arm is on normalised coordinates
+
+
+def test_the_legend_names_the_shown_arms_on_normalised_coordinates_and_only_those():
+  every = {a.name for a in plan.arms()}
+  named = "`fourier unit`, `rope_axial dinov3`, `rope_axial dinov3-coords` normalise"
+  assert named in report.legend(every) and "`-`: the policy does not apply" in report.legend(every)
+  assert "; `fourier unit` normalise" in report.legend({"fourier unit", "fourier"})
 
 
 def test_a_tuned_claims_note_gives_its_own_arms_budget():
