@@ -59,7 +59,8 @@ PUBLISHED = (
   (
     "YaRN",
     "Peng et al. 2023, per axis by lfpe",
-    "NTK-by-parts with YaRN's temperature helps RoPE-Axial",
+    "NTK-by-parts with YaRN's temperature helps RoPE-Axial (on 8 patches a side: PI on every "
+    "pair, with the temperature)",
     ("rope_axial", "yarn"),
     ("rope_axial", "extrapolate"),
   ),

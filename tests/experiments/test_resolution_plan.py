@@ -10,7 +10,7 @@ from experiments import sweeps
 from experiments.resolution import comparisons, plan, run
 from lfpe import encodings
 from lfpe.data import shape_layout
-from lfpe.encodings import coords
+from lfpe.encodings import coords, rotary
 from lfpe.tasks import classification
 
 ARMS = plan.by_slug()
@@ -188,3 +188,13 @@ def test_dinov3_is_credited_only_with_what_it_states():
   assert papers[
     "DINOv3's RoPE recipe holds up at other sizes better than RoPE-Axial on indices"
   ] == ("lfpe")
+
+
+def test_the_yarn_row_says_it_is_pi_with_the_temperature_at_this_grid():
+  """On the record's 8 patches a side YaRN's ramp keeps no pair (every γ under 0.01, for any
+  θ its sweep may choose): the row tests PI plus the temperature, and its text says so."""
+  side = plan.TRAIN_SIZE // plan.PATCH
+  for theta in (6.25, 100.0, 10_000.0):
+    assert float(rotary.yarn_kept(32, theta, side, 1, 32).max()) < 0.01
+  (text,) = [t for _, _, t, a, _ in comparisons.PUBLISHED if a == ("rope_axial", "yarn")]
+  assert "PI on every pair" in text
