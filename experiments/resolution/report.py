@@ -285,13 +285,15 @@ FAMILIES = (
 
 def plot(results: dict, path: str) -> None:
   """Accuracy against test size, each arm tuned: a panel per family of encodings (the control
-  in each), 95 % bands clipped to [0, 100]; aligned sizes marked on the axis."""
+  in each), 95 % bands clipped to [0, 100]; aligned sizes marked on the axis, a
+  mixed-resolution arm's other training sizes by open circles."""
   import matplotlib
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
   rows = cells(results, "tuned")
+  trained = {a.name: set(a.train_sizes) - {plan.TRAIN_SIZE} for a in plan.arms()}
   fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 5.0), squeeze=False)
   for ax, (family, prefixes) in zip(axes[0], FAMILIES, strict=True):
     draw_curves(
@@ -300,6 +302,7 @@ def plot(results: dict, path: str) -> None:
       prefixes,
       solid=("extrapolate", "bicubic_pytorch"),
       train_size=plan.TRAIN_SIZE,
+      trained=trained,
       ticks={s: f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES},
       tick_style={"fontsize": 7, "rotation": 45},
       title=f"{family} (each arm tuned)",

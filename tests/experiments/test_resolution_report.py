@@ -159,3 +159,26 @@ def test_a_tuned_claims_note_gives_its_own_arms_budget():
   claims = report.claims(results)
   [note] = {c["tuned"] for c in claims if "2-D table" in c["claim"] and "tuned" in c["claim"]}
   assert "over 3 values x 2 seeds" in note, note
+
+
+def test_the_figure_rings_the_sizes_a_mixed_resolution_arm_trained_at():
+  """48 and 96 px are training sizes of `rope_mixed mixed-res`, not unseen: open circles
+  there, and on no other curve."""
+  import matplotlib  # noqa: PLC0415
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # noqa: PLC0415
+
+  from experiments.resolution import figure  # noqa: PLC0415
+
+  scores = {str(s): {0: 0.8, 1: 0.9} for s in (48, 64, 96, 128)}
+  rows = {("rope_mixed mixed-res", "pi"): scores, ("rope_axial", "pi"): scores}
+  _, ax = plt.subplots()
+  trained = {"rope_mixed mixed-res": {48, 96}, "rope_axial": set()}
+  figure.draw_curves(
+    ax, rows, ("rope",), solid=("pi",), train_size=64, ticks={64: "64"}, title="", xlabel="",
+    trained=trained,
+  )  # fmt: skip
+  rings = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata())]
+  assert [list(line.get_xdata()) for line in rings] == [[48, 96]]
+  plt.close("all")
