@@ -23,6 +23,7 @@ def draw_curves(
   unseen); then the axis (`axis`: `train_size`, `ticks` {size: label}, `tick_style`, `title`,
   `xlabel`)."""
   drawn = [k for k in rows if k[0] == "none" or k[0].startswith(prefixes)]
+  trained = axis.get("trained", {})
   colors = itertools.cycle(COLORS)
   for arm, policy in drawn:
     by_size = rows[arm, policy]
@@ -34,8 +35,9 @@ def draw_curves(
     color = "0.5" if arm == "none" else next(colors)
     style = ":" if arm == "none" else "-" if policy in solid else "--"
     ax.plot(sizes, mean, style, color=color, label=f"{arm} / {policy}", lw=1.2)
-    seen = [i for i, s in enumerate(sizes) if s in axis.get("trained", {}).get(arm, ())]
-    ax.plot([sizes[i] for i in seen], mean[seen], "o", mfc="none", color=color, ms=5)
+    seen = [i for i, s in enumerate(sizes) if s in trained.get(arm, ())]
+    if seen:
+      ax.plot([sizes[i] for i in seen], mean[seen], "o", mfc="none", color=color, ms=5)
     low, high = np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100)
     ax.fill_between(sizes, low, high, color=color, alpha=0.12)
   ax.axvline(axis["train_size"], color="k", lw=0.5)

@@ -23,11 +23,8 @@ from experiments.resolution.figure import draw_curves
 from lfpe import encodings
 
 RULE = "the best mean validation accuracy at 64 px (the first 2,000 training scenes)"
-NORMALISED = (
-  "unit",
-  "centered",
-  "dinov3",
-)  # coordinate modes that span one range at every grid size
+# Coordinate modes that span one range at every grid size (the leaderboard's legend).
+NORMALISED = ("unit", "centered", "dinov3")
 READINGS = {"defaults": "every arm at its defaults", "tuned": "every arm at its chosen knob"}
 
 
@@ -65,11 +62,12 @@ def leaderboard(results: dict) -> str:
   """Markdown: per reading, aligned and unaligned sizes apart; one row per (arm, policy), with
   its seeds (a record part-way has fewer for some arms), and a mixed-resolution arm's cells at
   a size it trained on marked so (not an unseen size)."""
-  parts, arms = [], {a.name: a for a in plan.arms()}
+  parts, shown, trained = [], set(), trained_elsewhere()
   for at, reading in READINGS.items():
     rows = cells(results, at)
     if not rows:
       continue
+    shown |= {arm for arm, _ in rows}
     present = {int(size) for by_size in rows.values() for size in by_size}
     for kind, every in (("aligned", plan.ALIGNED), ("unaligned", plan.UNALIGNED)):
       sizes = [s for s in every if s in present]
@@ -85,17 +83,21 @@ def leaderboard(results: dict) -> str:
       for (arm, policy), by_size in rows.items():
         counts = sorted({len(by_size[str(s)]) for s in sizes if str(s) in by_size})
         seeds = "-".join(str(n) for n in dict.fromkeys((counts[0], counts[-1]))) if counts else "0"
-        trained = set(arms[arm].train_sizes) - {plan.TRAIN_SIZE}
         values = [
-          stats.fmt(list(by_size[str(s)].values()), scale=100) + " (trained)" * (s in trained)
+          stats.fmt(list(by_size[str(s)].values()), scale=100) + " (trained)" * (s in trained[arm])
           if str(s) in by_size
           else "-"
           for s in sizes
         ]
         lines.append(f"| {arm} | {policy} | {seeds} | " + " | ".join(values) + " |")
       parts.append("\n".join(lines))
-  shown = {arm for at in READINGS for arm, _ in cells(results, at)}
   return "\n\n".join([*parts, legend(shown)]) + "\n" if parts else "\n"
+
+
+def trained_elsewhere() -> dict[str, set[int]]:
+  """Each arm's training sizes besides `plan.TRAIN_SIZE` (a mixed-resolution arm's): at
+  those a test size is not unseen."""
+  return {a.name: set(a.train_sizes) - {plan.TRAIN_SIZE} for a in plan.arms()}
 
 
 def legend(shown: set[str]) -> str:
@@ -107,11 +109,14 @@ def legend(shown: set[str]) -> str:
     for a in plan.arms()
     if a.name in shown and a.options.get("coords_mode") in NORMALISED
   ]
-  them = f"; {', '.join(normalised)} normalise each image's coordinates, so theirs stay in "
+  kept = (
+    f"; {', '.join(normalised)} normalise each image's coordinates, so theirs stay in the "
+    "trained range at every size"
+  )
   return (
     "`extrapolate`: the encoding meets the new grid as it is, past the trained positions for "
     "arms on index coordinates"
-    + (them + "the trained range at every size" if normalised else "")
+    + (kept if normalised else "")
     + ". `-`: the policy does not apply at that size (PI, NTK and YaRN only stretch positions "
     "to a grid larger than the training one). (trained): a size a mixed-resolution arm "
     "trained on."
@@ -293,7 +298,6 @@ def plot(results: dict, path: str) -> None:
   import matplotlib.pyplot as plt
 
   rows = cells(results, "tuned")
-  trained = {a.name: set(a.train_sizes) - {plan.TRAIN_SIZE} for a in plan.arms()}
   fig, axes = plt.subplots(1, len(FAMILIES), figsize=(4.4 * len(FAMILIES), 5.0), squeeze=False)
   for ax, (family, prefixes) in zip(axes[0], FAMILIES, strict=True):
     draw_curves(
@@ -302,7 +306,7 @@ def plot(results: dict, path: str) -> None:
       prefixes,
       solid=("extrapolate", "bicubic_pytorch"),
       train_size=plan.TRAIN_SIZE,
-      trained=trained,
+      trained=trained_elsewhere(),
       ticks={s: f"{s}" if s in plan.ALIGNED else f"({s})" for s in plan.TEST_SIZES},
       tick_style={"fontsize": 7, "rotation": 45},
       title=f"{family} (each arm tuned)",

@@ -185,9 +185,8 @@ def test_dinov3_is_credited_only_with_what_it_states():
   papers = {text: paper for paper, _, text, *_ in comparisons.PUBLISHED}
   dinov3 = [text for text, paper in papers.items() if paper == "DINOv3"]
   assert dinov3 == ["DINOv3's coordinate augmentation helps on top of its normalised coordinates"]
-  assert papers[
-    "DINOv3's RoPE recipe holds up at other sizes better than RoPE-Axial on indices"
-  ] == ("lfpe")
+  recipe = "DINOv3's RoPE recipe holds up at other sizes better than RoPE-Axial on indices"
+  assert papers[recipe] == "lfpe"
 
 
 def test_the_yarn_row_says_it_is_pi_with_the_temperature_at_this_grid():
