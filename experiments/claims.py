@@ -36,7 +36,7 @@ def markdown(entries: list[dict]) -> str:
       f"| {c['paper']} | {c['item']}{' (table)' * (c.get('source') == 'table')} "
       f"| {c['claim']} | {interval(c)} {'paired' if c['paired'] else 'Welch'} "
       f"| {_paper(c)} | {c['n']} "
-      f"| **{c['verdict']}**{_ceiling(c)}{_within(c)}{_settling(c)} "
+      f"| **{c['verdict']}**{_ceiling(c)}{margin_note(c)}{_settling(c)} "
       f"| {holm_verdict} "
       f"| {'n/a' if detectable is None else format(detectable, '.3g')} | {c.get('tuned', '?')} |"
     )
@@ -275,11 +275,13 @@ def _ceiling(c: dict) -> str:
   return " (both at ceiling)" if c.get("at_ceiling") else ""
 
 
-def _within(c: dict) -> str:
-  """An equivalence claim's margin: a tenth of its control gap (`stats.equivalence_margin`)."""
-  if c.get("direction", 1) != 0:
-    return ""
-  return f" (within ±{c['margin']:.3g}: a tenth of the control gap {c['control_gap']:.3g})"
+def margin_note(c: dict) -> str:
+  """An equivalence claim's margin, a tenth of its control gap (`stats.equivalence_margin`),
+  and a directional claim's interval inside that margin (`inside_margin`)."""
+  why = f"±{c.get('margin', 0):.3g}: a tenth of the control gap {c.get('control_gap', 0):.3g}"
+  if c.get("direction", 1) == 0:
+    return f" (within {why})"
+  return f" (inside the about-equal margin {why})" if c.get("inside_margin") else ""
 
 
 def _settling(c: dict) -> str:

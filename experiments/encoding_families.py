@@ -23,7 +23,8 @@ class Family:
   same with each swept arm at the value its sweep chose, and `swept(results)` the arms swept
   (for records keyed by knob, `sweeps.record_key`); `sign` +1 where higher is better (-1: bits/dim);
   `label(arm)`: the arm's display name; `unsettled(results, tuned)`: the arms that failed the
-  record's length rule, at defaults or as tuned (their effects are read before they settled)."""
+  record's length rule, at defaults or as tuned (their effects are read before they settled);
+  `control`: the no-position arm's key (the family's control gap, `which_encoding.margin`)."""
 
   name: str
   record: str
@@ -36,6 +37,7 @@ class Family:
   tuned_scores: Callable[[dict], dict[str, dict[int, float]]] | None = None
   swept: Callable[[dict], set[str]] = lambda results: set()
   unsettled: Callable[[dict, bool], set[str]] = lambda results, tuned: set()
+  control: str = "none"
 
 
 def _knob_keyed(prefix: str, value: Callable[[dict], float], score: Callable[[dict], float],
@@ -228,6 +230,7 @@ FAMILIES = (
     swept=_layout_swept,
     label=str,
     unsettled=_unsettled("layout"),
+    control="No-position",
   ),
   Family(
     "change of resolution (second edition, shapes: trained 64 px, tested 128 px)",
@@ -239,6 +242,7 @@ FAMILIES = (
     tuned_scores=_resolution_v2("tuned"),
     swept=_resolution_swept,
     label=str,
+    control="none / extrapolate",
   ),
   Family(
     "change of resolution (first edition, red-green squares: trained 32 px, tested 64 px)",

@@ -245,6 +245,10 @@ def claim(
   fails at the task (it sits far below `a`); if `b` reaches the `ceiling` anyway, the claim
   is `contradicted` whatever the interval (`failing_arm_at_ceiling`): the arm measured
   succeeding is the paper's evidence against itself, even when `a` is at the ceiling too.
+  A directional claim given its record's `control_gap` as well carries the same margin and
+  `inside_margin`: its whole interval inside ±margin, so that, resolved or not, the
+  difference is smaller than the margin within which an "about equal" claim calls two arms
+  equal (small beside what position buys; its verdict stands).
 
   `paper_value`: the paper's own a − b where it reports numbers, else None (written as null,
   so every row says whether the paper gave one), and `ratio_to_paper` the measured difference
@@ -254,9 +258,9 @@ def claim(
   `experiments.claims.write` adds the family's Holm verdicts."""
   if source not in SOURCES:
     raise ValueError(f"claim source={source!r}: one of {SOURCES}.")
-  if (direction == 0) != (control_gap is not None):
+  if direction == 0 and control_gap is None:
     raise ValueError(
-      f"claim {text!r}: an equivalence claim (direction=0) and only one takes control_gap "
+      f"claim {text!r}: an equivalence claim (direction=0) takes control_gap "
       "(|best encoding − no position| on its metric), from which its margin follows."
     )
   if b_fails and ceiling is None:
@@ -299,7 +303,7 @@ def claim(
     "dof": float(dof),
     "p_value": p_value(diff, half, dof),
     "direction": direction,
-    **({"margin": margin, "control_gap": abs(scale * control_gap)} if direction == 0 else {}),
+    **_sized(low, high, direction, margin, control_gap, scale),
     "verdict": _claim_verdict(low, high, direction, margin, top),
     "minimum_detectable": minimum_detectable(half, dof) if half > 0 else None,
     "source": source,
@@ -307,6 +311,16 @@ def claim(
     **reported,
     **top,
   }
+
+
+def _sized(low, high, direction: int, margin: float, control_gap, scale: float) -> dict:
+  """A claim's margin and control gap where it has one; a directional claim's `inside_margin`
+  too: its whole interval inside ±margin, a difference (resolved or not) smaller than the one
+  within which every "about equal" claim calls two arms equal (`equivalence_margin`)."""
+  if control_gap is None:
+    return {}
+  sized = {"margin": margin, "control_gap": abs(scale * control_gap)}
+  return sized | ({"inside_margin": bool(-margin < low and high < margin)} if direction else {})
 
 
 def _claim_verdict(low: float, high: float, direction: int, margin: float, entry: dict) -> str:
@@ -318,15 +332,25 @@ def _claim_verdict(low: float, high: float, direction: int, margin: float, entry
 
 
 def check_margin(entry: dict) -> None:
-  """ValueError unless an equivalence claim's margin follows the one rule from its
-  control_gap (records made before the rule, archived, keep their declared margins)."""
-  if entry.get("direction", 1) == 0 and not np.isclose(
+  """ValueError unless a claim's margin (every equivalence claim's, and a directional one's
+  where it has a control gap) follows the one rule from its control_gap, and a directional
+  claim's `inside_margin` follows its interval (records made before the rule, archived, keep
+  their declared margins)."""
+  sized = entry.get("direction", 1) == 0 or "control_gap" in entry
+  if sized and not np.isclose(
     entry.get("margin", np.nan), equivalence_margin(entry.get("control_gap", np.nan))
   ):
     raise ValueError(
-      f"claim {entry['claim']!r}: an equivalence margin is {EQUIVALENCE_SHARE} x its "
+      f"claim {entry['claim']!r}: a margin is {EQUIVALENCE_SHARE} x its "
       f"control_gap (stats.equivalence_margin), not {entry.get('margin')}."
     )
+  if sized and entry.get("direction", 1) != 0:
+    margin, low, high = entry["margin"], entry["ci_low"], entry["ci_high"]
+    if entry.get("inside_margin") != bool(-margin < low and high < margin):
+      raise ValueError(
+        f"claim {entry['claim']!r}: inside_margin is {entry.get('inside_margin')!r}, but its "
+        f"interval [{low:.3g}, {high:.3g}] against ±{margin:.3g} says otherwise."
+      )
 
 
 def check_claim(entry: dict) -> None:

@@ -7,8 +7,11 @@ One row per experiment: how many of the papers' claims it tests, how many reprod
 contradicted or stay unresolved (how many of those with both arms at the metric's ceiling),
 how many stay resolved (either way) under Holm's correction within the record, how many
 resolved verdicts compare an arm that failed the record's length rule (read before it
-settled, `claims.mark_settling`; "not checked" where the record checks no length), and
-whether its no-position controls pass; a record with a later finished edition
+settled, `claims.mark_settling`; "not checked" where the record checks no length), how many
+resolved directional verdicts lie wholly inside the record's about-equal margin (a tenth of
+its control gap, `stats.claim`'s `inside_margin`: small beside what position buys; "–" where
+no directional claim is sized against a control), and whether its no-position controls pass;
+a record with a later finished edition
 (`experiments.editions`: `generation_v2` re-records `generation`) is replaced by it. A second
 table counts 002's claims by how fairly their arms were tuned (at defaults, only some arms
 tuned, each arm tuned by the same rule), each reading from the newest edition that has it
@@ -79,6 +82,9 @@ def rows() -> list[dict]:
         "before_settling": sum(e["verdict"] in RESOLVED and e["settled"] is False for e in entries)
         if entries and all("settled" in e for e in entries)
         else "not checked",
+        "inside_margin": sum(e["verdict"] in RESOLVED and e["inside_margin"] for e in sized)
+        if (sized := [e for e in entries if "inside_margin" in e])
+        else "–",
         "controls": f"{sum(e['verdict'] == 'reproduced' for e in controls)} of {len(controls)}"
         if controls
         else "none (no task)",
@@ -90,15 +96,16 @@ def rows() -> list[dict]:
 def markdown() -> str:
   lines = [
     "| experiment | claims tested | reproduced | contradicted | unresolved (at ceiling) "
-    "| resolved after Holm | resolved before settling | controls pass | verdicts |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| resolved after Holm | resolved before settling | resolved inside the margin "
+    "| controls pass | verdicts |",
+    "|---|---|---|---|---|---|---|---|---|---|",
   ]
   for r in rows():
     link = f"[claims.json](experiments/{r['experiment']}/claims.json)"
     lines.append(
       f"| {r['experiment']} | {r['claims']} | {r['reproduced']} | {r['contradicted']} "
       f"| {r['unresolved']} ({r['at_ceiling']}) | {r['holm']} | {r['before_settling']} "
-      f"| {r['controls']} | {link} |"
+      f"| {r['inside_margin']} | {r['controls']} | {link} |"
     )
   return "\n".join(lines) + "\n"
 

@@ -10,7 +10,9 @@ tuned (from the record's own sweep) or ran at defaults, and a family's recommend
 written only where the intervals support it, between arms tuned alike: an effect of a tuned
 arm against an untuned reference is shown, never recommended on. A row (and a reading's
 name) whose arm or reference failed the record's length rule is marked † and footnoted: the
-effect is read before that arm settled.
+effect is read before that arm settled; a row whose whole interval lies inside a tenth of the
+family's control gap (`margin`, the records' one equivalence rule) is marked ≈: resolved or
+not, the difference is small beside what position itself buys.
 """
 
 from __future__ import annotations
@@ -28,22 +30,39 @@ ROOT = pathlib.Path(__file__).resolve().parent
 PAGE = ROOT.parent / "docs" / "which_encoding.md"
 FIGURE = ROOT.parent / "docs" / "which_encoding.png"
 LATE = " †"  # a row comparing an arm that failed its record's length rule
+SMALL = " ≈"  # a row whose interval lies inside the family's margin
 
 
 def effects(family: Family) -> list[dict]:
   """Each arm against the reference: the paired difference (sign-adjusted, scaled) with its
   95 % interval and seeds, at defaults and, where the record swept either side, as tuned;
   `tuning` says which sides were tuned, `fair` whether both were tuned alike, and `settled`
-  whether both arms passed the record's length rule."""
+  whether both arms passed the record's length rule; `inside_margin` whether its interval lies
+  inside ±`margin` (the family's, `margin`; None without a control run)."""
   results = json.loads((ROOT / family.record / "results.json").read_text())
-  rows = _rows(family, family.scores(results), set(), at_defaults=True)
+  defaults = family.scores(results)
+  rows = _rows(family, defaults, set(), at_defaults=True)
   if family.tuned_scores is not None:
     swept = family.swept(results)
     rows += _rows(family, family.tuned_scores(results), swept, at_defaults=False)
   late = {tuned: family.unsettled(results, tuned) for tuned in (False, True)}
+  small = margin(family, defaults)
   for r in rows:
     r["settled"] = not {r["key"], family.reference} & late[r["tuning"] != "defaults"]
+    r["margin"] = small
+    r["inside_margin"] = bool(small is not None and -small < r["low"] and r["high"] < small)
   return sorted(rows, key=lambda r: -r["difference"])
+
+
+def margin(family: Family, scores: dict) -> float | None:
+  """A tenth of the family's control gap (`stats.equivalence_margin`, the records' rule for
+  every "about equal" claim): the best arm's mean at defaults minus the control's, on the
+  page's metric and scale; None where the control did not run."""
+  if family.control not in scores:
+    return None
+  mean = lambda by_seed: family.sign * family.scale * np.mean(list(by_seed.values()))
+  best = max(mean(by_seed) for arm, by_seed in scores.items() if arm != family.control)
+  return stats.equivalence_margin(best - mean(scores[family.control]))
 
 
 def _rows(family: Family, scores: dict, tuned: set[str], at_defaults: bool) -> list[dict]:
@@ -132,8 +151,9 @@ def recommendation(family: Family, rows: list[dict]) -> str:
 
 def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
   """The page's answer first: per family and equal budget, the arms resolved better and worse
-  than its reference (after Holm, as the readings), and one sentence on whether any arm beats
-  the reference anywhere; every word from the tables below."""
+  than its reference (after Holm, as the readings), one sentence on whether any arm beats
+  the reference anywhere, and one on how many of the resolved effects between two encodings
+  (the control aside) lie inside their family's margin; every word from the tables below."""
   heads = [f"{side} ({what})" for _, what in BUDGETS for side in ("better", "worse")]
   lines = [
     "## In short",
@@ -145,11 +165,12 @@ def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
     "| task family | reference | " + " | ".join(heads) + " |",
     "|---|---|" + "---|" * len(heads),
   ]
-  winners = []
+  winners, encoded = [], []
   for family, rows in results:
     ref, cells = family.label(family.reference), []
     for tuning, _ in BUDGETS:
       group = [r for r in rows if r["tuning"] == tuning]
+      encoded += [r for r in _holm_survivors(group) if r["key"] != family.control]
       better, worse, _ = _resolved(group) if group else (None, None, None)
       cells += ["–" if names is None else ", ".join(names) or "none" for names in (better, worse)]
       winners += [f"{name} ({family.name}, {tuning})" for name in better or []]
@@ -164,12 +185,23 @@ def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
       "sinusoids are the encoding to start from, and another one needs its own test on the "
       "task at hand."
     )
+  if encoded:
+    inside = sum(r["inside_margin"] for r in encoded)
+    lines += [
+      "",
+      f"Of the {len(encoded)} effects between two encodings resolved here (the no-position "
+      f"control aside), {inside} lie wholly inside their family's margin (≈): a tenth of what "
+      "position itself buys there.",
+    ]
   return lines
 
 
 def _name(row: dict) -> str:
-  """A row's arm as a reading names it: marked where the row read an arm before it settled."""
-  return row["arm"] + LATE * (not row.get("settled", True))
+  """A row's arm as a reading names it: marked where the row read an arm before it settled,
+  and where its interval lies inside the family's margin."""
+  return (
+    row["arm"] + LATE * (not row.get("settled", True)) + SMALL * row.get("inside_margin", False)
+  )
 
 
 def _holm_survivors(group: list[dict]) -> list[dict]:
@@ -197,6 +229,9 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
     "and the page recommends nothing on it. A reading calls an effect resolved where its "
     "interval excludes 0 and it survives Holm's adjustment over the family's rows at the same "
     "budget (at defaults, or each tuned); one that excludes 0 only on its own is named apart. "
+    "A row marked ≈ lies wholly inside a tenth of its family's control gap (grey in the plot), "
+    'the margin within which every record\'s "about equal" claims call two encodings equal: '
+    "resolved or not, its difference is small beside what position itself buys. "
     "The records are CPU-scale reproductions "
     "(each README says how they differ from the papers'); an effect here is evidence about "
     "that task at that scale, not a law.",
@@ -226,6 +261,7 @@ def markdown(results: list[tuple[Family, list[dict]]]) -> str:
       "",
       f"**Reading**: {recommendation(family, rows)}",
       *_length_note(family, rows),
+      *_margin_note(family, rows),
     ]
   return "\n".join(lines) + "\n"
 
@@ -239,6 +275,21 @@ def _length_note(family: Family, rows: list[dict]) -> list[str]:
     f"{LATE.strip()} An arm of this row had not settled at the record's length by its declared "
     "length rule (its metric was still improving over the last stretch; the record's "
     "README): the effect is read at that length, and longer training could change it.",
+  ]
+
+
+def _margin_note(family: Family, rows: list[dict]) -> list[str]:
+  """Where a row lies inside the family's margin: the margin and where it comes from."""
+  if not any(r["inside_margin"] for r in rows):
+    return []
+  small = rows[0]["margin"]
+  return [
+    "",
+    f"{SMALL.strip()} The row's whole interval lies inside ±{small:.3g}, a tenth of the control "
+    f"gap {small / stats.EQUIVALENCE_SHARE:.3g} (the best arm at defaults against "
+    f"{family.label(family.control)} on this metric), the margin within which every record's "
+    '"about equal" claims call two encodings equal: resolved or not, the difference is small '
+    "beside what position itself buys here (it may still matter for a given use).",
   ]
 
 
@@ -261,11 +312,17 @@ def plot(results: list[tuple[Family, list[dict]]], path: pathlib.Path) -> None:
       ax.plot([r["low"], r["high"]], [yi, yi], color="C0")
       ax.plot(r["difference"], yi, "o", color="C0", markerfacecolor=face)
     ax.axvline(0, color="grey", lw=0.8)
+    if rows and rows[0]["margin"] is not None:
+      ax.axvspan(-rows[0]["margin"], rows[0]["margin"], color="grey", alpha=0.15, lw=0)
     labels = [f"{_name(r)}: {r['tuning']}" for r in rows]
     ax.set_yticks(y, labels, fontsize=6)
     ax.set_title(f"{family.name}: vs {family.label(family.reference)}", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
-  fig.supxlabel("effect against the reference, positive = better (hollow: a side tuned)", size=8)
+  fig.supxlabel(
+    "effect against the reference, positive = better (hollow: a side tuned; grey: the "
+    "family's margin, a tenth of its control gap)",
+    size=8,
+  )
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   plt.close(fig)

@@ -175,7 +175,7 @@ def claims(results: dict) -> list[dict]:
         b_values=vb,
         paired=True,
         direction=0 if like else 1,
-        control_gap=gaps[protocol] if like else None,
+        control_gap=gaps[protocol],
         scale=100.0,
         ceiling=100.0,
         paper_value=None

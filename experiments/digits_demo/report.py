@@ -97,22 +97,32 @@ def claims(group: dict) -> list[dict]:
   """The claims one setting tests (claims.json), in points, paired by seed: each at defaults,
   then (after a sweep) each again with both arms at their tuned values (same budget, rule)."""
   at_defaults = stats.AT_DEFAULTS + " (Fourier at the config's γ = 0.25, set by hand)"
-  out = []
+  out, gap = [], control_gap(group["accuracy"])
   for item, text, a, b, paper in TESTED:
-    out.append(_claim(item, text, a, b, paper, group["accuracy"], at_defaults))
+    out.append(_claim(item, text, a, b, paper, group["accuracy"], at_defaults, gap))
   for item, text, a, b, paper in TESTED:
     if a in group["tuned"] and b in group["tuned"]:
       names = [encodings.display_name(x) for x in (a, b)]
       rule = "best mean validation accuracy"
       own = {x: group["sweep"][x] for x in (a, b) if x in group["sweep"]}
       note = sweeps.tuned_note(names, [], own, rule, knob="its own knob")
-      out.append(_claim(item, f"{text} (each tuned)", a, b, paper, group["tuned"], note))
+      out.append(_claim(item, f"{text} (each tuned)", a, b, paper, group["tuned"], note, gap))
   return [c for c in out if c]
 
 
-def _claim(item, text, a, b, paper, accuracy: dict, tuned: str) -> dict | None:
-  """One claim on test accuracy (points), paired on the seeds both arms ran (`seed_paired`);
-  None without two runs of each."""
+def control_gap(accuracy: dict) -> float | None:
+  """The best encoding's mean test accuracy at defaults minus no position's (None without a
+  control run): the base of every claim's margin (`stats.claim`: a difference inside a tenth
+  of it is inside the about-equal margin)."""
+  if "none" not in accuracy:
+    return None
+  mean = lambda arm: np.mean(list(accuracy[arm].values()))
+  return float(max(mean(arm) for arm in accuracy if arm != "none") - mean("none"))
+
+
+def _claim(item, text, a, b, paper, accuracy: dict, tuned: str, gap: float | None) -> dict | None:
+  """One claim on test accuracy (points), paired on the seeds both arms ran (`seed_paired`),
+  with the setting's `control_gap`; None without two runs of each."""
   if a not in accuracy or b not in accuracy or min(len(accuracy[a]), len(accuracy[b])) < 2:
     return None
   a_values, b_values, paired = stats.seed_paired(accuracy[a], accuracy[b])
@@ -127,19 +137,21 @@ def _claim(item, text, a, b, paper, accuracy: dict, tuned: str) -> dict | None:
     b_values=b_values,
     paired=paired,
     scale=100,
+    control_gap=gap,
     tuned=tuned,
     paper_value=paper,
   )
 
 
 def claim_line(claim: dict) -> str:
-  """One claim as the run prints it: its text, a − b with its 95 % interval, the test used."""
+  """One claim as the run prints it: its text, a − b with its 95 % interval, the test used,
+  the verdict and its margin note (`claims.margin_note`)."""
   n = claim["n"]
   test = f"paired, n={n}" if claim["paired"] else f"Welch, n={n[0]} and {n[1]}"
   difference = stats.signed_interval(claim["difference"], claim["ci_low"], claim["ci_high"])
   return (
     f"{claim['claim']}: `{claim['a']}` − `{claim['b']}` {difference} points ({test}): "
-    f"{claim['verdict']}"
+    f"{claim['verdict']}{claims_table.margin_note(claim)}"
   )
 
 

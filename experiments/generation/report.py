@@ -119,7 +119,7 @@ def claims(results: dict) -> list[dict]:
           a_values=va,
           b_values=vb,
           direction=direction,
-          control_gap=_gap(results, attention, best, when) if direction == 0 else None,
+          control_gap=_gap(results, attention, best, when) if none else None,
           paired=True,
           tuned=_tuned_note(picks, swept, attention, (a, b)) if as_tuned else stats.AT_DEFAULTS,
         )

@@ -214,9 +214,12 @@ def claims(results: dict) -> list[dict]:
   it, again with each row at its chosen knob value ("each tuned")."""
   out = []
   tested = list(FINDINGS)
-  rows = [r for r in TABLE3 if _runs(results, r)]
+  rows, gap = [r for r in TABLE3 if _runs(results, r)], None
   if rows and _runs(results, CONTROL):
     best = max(rows, key=lambda r: np.mean(_values(results, r, "CIDEr")))
+    gap = float(
+      np.mean(_values(results, best, "CIDEr")) - np.mean(_values(results, CONTROL, "CIDEr"))
+    )
     tested.insert(0, ("control: position is needed: the best row beats no position", best,
                       CONTROL, "CIDEr", "text"))  # fmt: skip
   picks, swept = chosen(results), sweep(results)
@@ -241,6 +244,7 @@ def claims(results: dict) -> list[dict]:
           a_values=va,
           b_values=vb,
           paired=paired,
+          control_gap=gap if metric == "CIDEr" else None,  # the control's own metric
           paper_value=paper_difference(a, b, metric),
           source=source,
           tuned=TUNED if at == "defaults" else _tuned_note(picks, swept, (a, b)),

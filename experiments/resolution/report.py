@@ -252,15 +252,51 @@ def claims(results: dict) -> list[dict]:
         note = sweeps.tuned_note(swept, untuned, own, RULE, knob="each one's knob")
       text = f"{text} at {ratio:g}x ({size} px)" + " (each tuned)" * (at == "tuned")
       source = "table" if item in READ_OFF else "text"
-      out.append(accuracy_claim(paper, item, text, rows, a, b, size, tuned=note, source=source))
+      out.append(
+        accuracy_claim(
+          paper,
+          item,
+          text,
+          rows,
+          a,
+          b,
+          size,
+          tuned=note,
+          source=source,
+          control_gap=control_gap(rows, size),
+        )
+      )
   return out
 
 
+def control_gap(rows: dict, size: str) -> float | None:
+  """The best `(arm, policy)`'s mean test accuracy at `size` px minus the control's (None where
+  the control did not run there): the base of the margin of every claim at that size
+  (`stats.claim`: a difference inside a tenth of it is inside the about-equal margin)."""
+  control = ("none", "extrapolate")
+  mean = lambda row: np.mean(list(rows[row][size].values()))
+  if size not in rows.get(control, {}):
+    return None
+  scored = [mean(row) for row in rows if row[0] != "none" and size in rows[row]]
+  return float(max(scored) - mean(control)) if scored else None
+
+
 def accuracy_claim(
-  paper, item, text, rows: dict, a, b, size: str, *, tuned: str, source: str = "text"
+  paper,
+  item,
+  text,
+  rows: dict,
+  a,
+  b,
+  size: str,
+  *,
+  tuned: str,
+  source: str = "text",
+  control_gap: float | None = None,
 ) -> dict:
   """`stats.claim` that `(arm, policy)` `a` scores a higher test accuracy than `b` at `size`
-  px, paired on the seeds both ran (`stats.seed_paired`; both editions' claims)."""
+  px, paired on the seeds both ran (`stats.seed_paired`; both editions' claims), with the
+  record's control gap (`control_gap()`) where it has one."""
   a_values, b_values, paired = stats.seed_paired(rows[a][size], rows[b][size])
   return stats.claim(
     paper=paper,
@@ -276,6 +312,7 @@ def accuracy_claim(
     ceiling=100,
     tuned=tuned,
     source=source,
+    control_gap=control_gap,
   )
 
 

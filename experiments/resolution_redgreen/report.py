@@ -13,7 +13,7 @@ import numpy as np
 
 from experiments import stats
 from experiments.resolution.figure import draw_curves
-from experiments.resolution.report import accuracy_claim, write_files
+from experiments.resolution.report import accuracy_claim, control_gap, write_files
 from experiments.resolution_redgreen import plan
 
 DOUBLE = str(2 * plan.TRAIN_SIZE)
@@ -127,7 +127,8 @@ def claims(results: dict) -> list[dict]:
     for paper, item, text, a, b, size in tested:
       if a not in rows or b not in rows or size not in rows[a] or size not in rows[b]:
         continue
-      out.append(accuracy_claim(paper, item, text, rows, a, b, size, tuned=TUNED))
+      gap = control_gap(rows, size)
+      out.append(accuracy_claim(paper, item, text, rows, a, b, size, tuned=TUNED, control_gap=gap))
   return out
 
 

@@ -209,6 +209,22 @@ def test_a_printed_claim_names_its_test_paired_or_welch():
   assert "(Welch, n=3 and 2)" in report.claim_line(claim)
 
 
+def test_a_claim_inside_a_tenth_of_the_control_gap_prints_so():
+  """The best encoding (fourier, 96 %) beats no position by 86 points: fourier's +5 over
+  embed_1d lies inside ±8.6 and prints so; the control's own claim does not."""
+  accuracy = {
+    "fourier": {0: 0.95, 1: 0.96, 2: 0.97},
+    "embed_1d": {0: 0.90, 1: 0.92, 2: 0.91},
+    "none": {0: 0.09, 1: 0.11, 2: 0.10},
+  }
+  ours, control = report.claims({"accuracy": accuracy, "tuned": {}, "sweep": {}})
+  assert ours["inside_margin"] and ours["margin"] == pytest.approx(8.6)
+  assert report.claim_line(ours).endswith(
+    "(inside the about-equal margin ±8.6: a tenth of the control gap 86)"
+  )
+  assert not control["inside_margin"] and "margin" not in report.claim_line(control)
+
+
 def test_where_one_more_run_lands_stays_within_an_accuracys_range():
   """Two runs far apart: the prediction interval is clipped to 0-100 % (-33.8 – 57.9 %)."""
   row = report.table({"fourier": {0: 0.05, 1: 0.2}}).splitlines()[-1]

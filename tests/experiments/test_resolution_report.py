@@ -182,3 +182,28 @@ def test_the_figure_rings_the_sizes_a_mixed_resolution_arm_trained_at():
   rings = [line for line in ax.lines if line.get_marker() == "o"]
   assert [list(line.get_xdata()) for line in rings] == [[48, 96]]
   plt.close("all")
+
+
+def test_each_claims_margin_is_a_tenth_of_the_control_gap_at_its_own_size():
+  """At 64 px the best arm beats `none` by 70 points, at 128 px by 20: a claim at 128 px is
+  sized by the 20 (margin 2), so RoPE-Axial's +1.5 over the 2-D table lies inside it."""
+  results = {}
+  for arm, policy, at_64, at_128 in (
+    ("none", "extrapolate", 0.25, 0.25),
+    ("rope_axial", "extrapolate", 0.95, 0.45),
+    ("embed_1d", "bicubic_pytorch", 0.90, 0.435),  # the full 2-D table (APE)
+  ):
+    for seed, jitter in enumerate((0.0, 0.001, 0.002)):
+      scores = {policy: {"64": at_64 + jitter, "128": at_128 + jitter * (arm == "none")}}
+      results[f"{arm}/{seed}"] = _entry(arm, seed, scores)
+  rows = report.cells(results, "defaults")
+  assert report.control_gap(rows, "64") == pytest.approx(0.70)
+  assert report.control_gap(rows, "128") == pytest.approx(0.199)
+  assert report.control_gap(rows, "192") is None  # the control never ran there
+  (claim,) = [
+    c for c in report.claims(results)
+    if c["a"] == "rope_axial / extrapolate" and c["b"] == "embed_1d / bicubic_pytorch"
+    and c["metric"].endswith("128 px (points)")
+  ]  # fmt: skip
+  assert claim["margin"] == pytest.approx(1.99) and claim["control_gap"] == pytest.approx(19.9)
+  assert claim["verdict"] == "reproduced" and claim["inside_margin"]

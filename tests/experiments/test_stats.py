@@ -113,13 +113,37 @@ def test_equivalence_claims_need_the_interval_inside_the_margin():
   assert entry["control_gap"] == 5.0
   check_claim(entry)
   check_margin(entry)
-  with pytest.raises(ValueError, match="equivalence margin"):
+  with pytest.raises(ValueError, match="a margin is"):
     check_margin({**entry, "margin": 0.02})  # a hand-picked margin is refused
   common = dict(paper="002", item="-", text="t", metric="m", a="a", b="b", tuned=AT_DEFAULTS)
   with pytest.raises(ValueError, match="control_gap"):
     claim(**common, a_values=[1, 2], b_values=[1, 2], direction=0)
-  with pytest.raises(ValueError, match="control_gap"):
-    claim(**common, a_values=[1, 2], b_values=[1, 2], control_gap=1.0)
+
+
+def test_a_directional_claim_inside_the_control_margin_is_marked_inside_it():
+  """Given its record's control gap, a directional claim carries the equivalence margin and
+  says whether its whole interval lies inside it; the verdict still reads the interval alone."""
+  from experiments.stats import check_claim, check_margin, claim  # noqa: PLC0415
+
+  common = dict(paper="002", item="-", text="t", metric="m", a="a", b="b", tuned=AT_DEFAULTS)
+  a = [1.30, 1.42, 1.51, 1.60]
+  small = claim(**common, a_values=a, b_values=[x - 0.3 for x in a], paired=True, control_gap=-5)
+  assert small["verdict"] == "reproduced" and small["inside_margin"] is True  # +0.3 inside ±0.5
+  assert small["margin"] == 0.5 and small["control_gap"] == 5.0
+  large = claim(**common, a_values=a, b_values=[x - 0.7 for x in a], paired=True, control_gap=5)
+  assert large["verdict"] == "reproduced" and large["inside_margin"] is False  # +0.7 beyond it
+  wide = claim(**common, a_values=[1, 2, 3], b_values=[1.5, 1.5, 1.5], paired=True, control_gap=5)
+  assert wide["verdict"] == "unresolved" and wide["inside_margin"] is False  # may exceed ±0.5
+  near = claim(**common, a_values=a, b_values=[x + 0.1 for x in a], paired=True, control_gap=5)
+  assert near["verdict"] == "contradicted" and near["inside_margin"] is True  # against, but tiny
+  assert "inside_margin" not in claim(**common, a_values=a, b_values=[x - 0.3 for x in a])
+  for entry in (small, large, wide, near):
+    check_claim(entry)
+    check_margin(entry)
+  with pytest.raises(ValueError, match="inside_margin is False"):
+    check_margin({**small, "inside_margin": False})
+  with pytest.raises(ValueError, match="a margin is"):
+    check_margin({**large, "margin": 1.0})
 
 
 def test_holm_adjusts_directional_claims_step_down_and_leaves_equivalence_alone():

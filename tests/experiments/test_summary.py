@@ -39,6 +39,7 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
     "at_ceiling": 1,
     "holm": 2,  # an equivalence claim keeps its plain verdict: counted as it reads
     "before_settling": "not checked",  # no entry says whether its arms settled
+    "inside_margin": "–",  # no directional claim sized against a control
     "controls": "1 of 2",
   }
   settled = [True, None, False, False, False, None]  # unresolved: not counted; None: not checked
@@ -47,6 +48,13 @@ def test_rows_count_verdicts_and_controls(tmp_path, monkeypatch):
   (row,) = summary.rows()
   assert row["before_settling"] == 2  # resolved verdicts (either way) read before settling,
   # not the control, whose arm went unchecked (settled None)
+  inside = [True, False, True, True, None, False]  # unresolved, or an equivalence: not counted
+  sized = [
+    e if i is None else {**e, "inside_margin": i} for e, i in zip(entries, inside, strict=True)
+  ]
+  (folder / "claims.json").write_text(json.dumps(sized))
+  (row,) = summary.rows()
+  assert row["inside_margin"] == 2  # "a beats b" and "e beats f": resolved, inside the margin
 
 
 def test_fair_rows_count_by_tuning_and_list_changed_verdicts(tmp_path, monkeypatch):

@@ -13,15 +13,16 @@ def test_the_page_is_what_the_committed_records_give(tmp_path):
   assert (tmp_path / "plot.png").stat().st_size > 10_000
 
 
-def _row(arm, low, high, tuned=False, reference_tuned=False):
+def _row(arm, low, high, tuned=False, reference_tuned=False, inside=False):
   tuning = {
     (False, False): "defaults",
     (True, True): "both tuned",
     (True, False): "tuned (reference at defaults)",
     (False, True): "defaults (reference tuned)",
   }[(tuned, reference_tuned)]
-  return {"arm": arm, "difference": (low + high) / 2, "low": low, "high": high, "n": 5,
-          "tuned": tuned, "tuning": tuning, "fair": tuned == reference_tuned}  # fmt: skip
+  return {"arm": arm, "key": arm, "difference": (low + high) / 2, "low": low, "high": high,
+          "n": 5, "tuned": tuned, "tuning": tuning, "fair": tuned == reference_tuned,
+          "inside_margin": inside}  # fmt: skip
 
 
 def test_a_tuned_arm_ahead_of_an_untuned_reference_is_never_recommended():
@@ -46,10 +47,15 @@ def test_in_short_lists_each_familys_resolved_arms_per_equal_budget_and_names_an
   assert table[0].endswith("| Sine-2D (DETR) | none | C | E | none |")  # A: not an equal budget
   assert table[1].endswith("| none | C | – | – |")  # nothing tuned
   assert (
-    lines[-1] == f"Resolved better than the family's reference: E ({detection.name}, both tuned)."
+    lines[-3] == f"Resolved better than the family's reference: E ({detection.name}, both tuned)."
   )
+  assert lines[-1].startswith("Of the 3 effects between two encodings resolved here")  # C, C, E
+  assert "), 0 lie wholly inside" in lines[-1]
+  control = [_row("C", -3.0, -1.0, inside=True), _row("none", -60.0, -50.0)]
+  assert "Of the 1 effects" in which_encoding.in_short([(heldout, control)])[-1]
+  assert "), 1 lie wholly inside" in which_encoding.in_short([(heldout, control)])[-1]
   quiet = which_encoding.in_short([(heldout, [_row("C", -3.0, -1.0)])])
-  assert quiet[-1].startswith("In none of the 1 families is any encoding resolved better")
+  assert quiet[-3].startswith("In none of the 1 families is any encoding resolved better")
 
 
 def test_a_reading_resolves_only_what_survives_holm_over_its_budget():
@@ -185,3 +191,36 @@ def test_a_tuned_row_takes_its_tuned_readings_length_verdict(tmp_path, monkeypat
   )  # fmt: skip
   rows = {r["tuning"]: r["settled"] for r in which_encoding.effects(family)}
   assert rows == {"defaults": True, "tuned (reference at defaults)": False}
+
+
+def test_a_row_inside_a_tenth_of_the_control_gap_is_marked_with_its_margin(tmp_path, monkeypatch):
+  """The best arm (y, mean 20.5) beats the control (none, 0.5) by 20: the margin is ±2; x's
+  effect on ref, +1.2 [+0.56, +1.84] from seeds (+1, +1.1, +1.5), lies inside it, y's does not.
+  Lower-is-better metrics flip the sign first, so the gap is never negative."""
+  import json  # noqa: PLC0415
+
+  scores = lambda r: r["scores"]
+  (tmp_path / "toy").mkdir()
+  arms = {
+    "ref": {0: 10.0, 1: 10.0, 2: 10.0},
+    "x": {0: 11.0, 1: 11.1, 2: 11.5},
+    "y": {0: 20.0, 1: 20.5, 2: 21.0},
+    "none": {0: 0.0, 1: 0.5, 2: 1.0},
+  }
+  (tmp_path / "toy" / "results.json").write_text(json.dumps({"scores": arms}))
+  (tmp_path / "toy" / "claims.json").write_text("[]")
+  monkeypatch.setattr(which_encoding, "ROOT", tmp_path)
+  family = which_encoding.Family("toy", "toy", "points", "ref", scores, label=str)
+  rows = {r["arm"]: r for r in which_encoding.effects(family)}
+  assert rows["x"]["margin"] == 2.0 and rows["x"]["inside_margin"]
+  assert not rows["y"]["inside_margin"] and not rows["none"]["inside_margin"]
+  monkeypatch.setattr(which_encoding, "FAMILIES", (family,))
+  monkeypatch.setattr(which_encoding, "plot", lambda results, figure: None)
+  which_encoding.write(tmp_path / "page.md", tmp_path / "plot.png")
+  page = (tmp_path / "page.md").read_text()
+  assert "| x ≈ |" in page and "| y |" in page
+  assert "≈ The row's whole interval lies inside ±2, a tenth of the control gap 20" in page
+  flipped = which_encoding.Family("toy", "toy", "bpd", "ref", scores, sign=-1, label=str)
+  assert which_encoding.margin(flipped, {"a": {0: 1.0}, "none": {0: 3.0}}) == 0.2
+  no_control = which_encoding.Family("toy", "toy", "points", "ref", scores, label=str, control="-")
+  assert all(r["margin"] is None for r in which_encoding.effects(no_control))
