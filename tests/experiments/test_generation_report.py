@@ -80,6 +80,19 @@ def test_the_control_pits_the_best_encoding_against_no_position():
   assert len(entries) == 1 + len(report.ORDERINGS) + 4 + 1
 
 
+def test_each_margin_is_sized_by_the_best_encoding_on_the_claims_own_metric():
+  # Fourier ends best, but Embed-2D leads at the first evaluation by 0.2 beyond its offset:
+  # there the gap is Embed-2D's (0.03 - 0.2 - 0.5 = -0.67), not Fourier's (-0.5).
+  results = _results(OFFSETS)
+  for seed in range(3):
+    results[f"lsh/embed_2d/{seed}"]["curve"][0][1] -= 0.2
+  entries = _by_claim(report.claims(results))
+  first = entries[("lsh/fourier", "lsh/sine_2d", "held-out bits/dim at step 250")]
+  assert abs(first["control_gap"]) == pytest.approx(0.67, abs=1e-6)
+  final = entries[("lsh/fourier", "lsh/sine_2d", "held-out bits/dim at the end")]
+  assert abs(final["control_gap"]) == pytest.approx(0.5, abs=1e-6)
+
+
 def test_gamma_rule_takes_the_lowest_mean_validation_bits_per_dim_ties_to_the_smaller():
   entry = lambda bpd: {"final": bpd, "curve": [[1500, bpd]]}
   results = {
