@@ -329,8 +329,9 @@ def _missed_at_start(evaluations: list, start_step: int, writer: MetricWriter) -
 
 
 def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:
-  """Stops the run on a NaN/inf loss; the checkpoints written so far stay (all finite)."""
-  if math.isfinite(values["loss"]):
+  """Stops the run on a NaN/inf loss or parameters (a finite loss can still take a NaN
+  update, from a NaN gradient), before the step is saved: the checkpoints stay all finite."""
+  if math.isfinite(values["loss"]) and math.isfinite(values.get("param_norm", 0.0)):
     return
   manager.wait_until_finished()
   last = manager.latest_step()
@@ -338,8 +339,14 @@ def _check_finite(values: dict[str, float], step: int, manager: Any) -> None:
   if last is not None:
     kept = f"the last good checkpoint is step {last} in {manager.directory}"
   start = f" (--config.init_from={manager.directory.parent} to start from it)" * (last is not None)
+  what = f"Training loss is {values['loss']}"
+  if math.isfinite(values["loss"]):
+    what = (
+      f"The parameters' norm is {values['param_norm']} after a finite loss: a non-finite "
+      "update (e.g. a NaN gradient)"
+    )
   raise NonFiniteLossError(
-    f"Training loss is {values['loss']} at step {step}: stopping; {kept}. Lower "
+    f"{what} at step {step}: stopping; {kept}. Lower "
     "config.optim.lr, set config.optim.grad_clip_norm, or lengthen "
     "config.schedule.warmup_steps, in a new --workdir (this one keeps its config)" + start + "."
   )

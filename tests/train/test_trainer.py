@@ -95,6 +95,20 @@ def test_nan_loss_stops_and_keeps_the_last_finite_checkpoint(tmp_path):
   assert not (tmp_path / "summary.json").exists()
 
 
+def test_a_nan_update_under_a_finite_loss_stops_before_its_checkpoint(tmp_path):
+  """Batch 9's gradient is NaN, its loss finite: step 10's parameters are NaN and would have
+  been saved (and step 5, the only finite one kept, deleted)."""
+  overrides = {"task.name": "tiny_nan_grad", "data.zero_at": 9, "checkpoint_every": 5}
+  with pytest.raises(
+    trainer.NonFiniteLossError,
+    match=r"parameters' norm is nan after a finite loss.* step 10.*last good checkpoint is step 5",
+  ):
+    _run(tmp_path, **overrides, keep_checkpoints=1, log_every=5)
+  assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["5"]
+  params = _checkpoint_params(tmp_path, 5)
+  assert all(np.isfinite(x).all() for x in jax.tree.leaves(params))
+
+
 def test_metric_files(single):
   workdir, summary = single
   train, evals = _records(workdir), _records(workdir, "eval")

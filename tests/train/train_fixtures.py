@@ -15,6 +15,7 @@ import os
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -71,6 +72,19 @@ class TinyClassification(Classification):
 tasks.register("tiny_classification", TinyClassification)
 
 
+class NanGradClassification(TinyClassification):
+  """Its loss is always finite, its gradient NaN on a batch of all-zero images (sqrt's
+  gradient at 0, times 0): the update a finite loss cannot reveal."""
+
+  def loss(self, outputs, batch):
+    loss, metrics = super().loss(outputs, batch)
+    trap = jnp.sqrt(jnp.sum(jnp.abs(batch["image"])) * jnp.sum(outputs.astype(jnp.float32) ** 2))
+    return loss + 0.0 * trap, metrics
+
+
+tasks.register("tiny_nan_grad", NanGradClassification)
+
+
 def blobs(num: int, num_classes: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
   """`num` images [num, size, size, 1] and labels: class means plus N(0, 0.5) noise."""
   means = np.random.default_rng(123).normal(size=(num_classes, size, size, 1))
@@ -89,7 +103,8 @@ class ArrayLoader:
 
   Training: endless, reshuffled every epoch from (seed, epoch). Eval: one pass per
   `iter()`, the last batch padded and marked by 'mask'. `nan_after` puts NaN images
-  into every batch from that batch index on; `stop_after` raises Interrupted when
+  into every batch from that batch index on, `zero_at` all-zero images into that batch
+  alone; `stop_after` raises Interrupted when
   asked for that batch index (a run killed mid-way, in-process).
   """
 
@@ -103,11 +118,12 @@ class ArrayLoader:
     train,
     sharding,
     nan_after=None,
+    zero_at=None,
     stop_after=None,
   ):
     self.images, self.labels, self.batch = images, labels, global_batch_size
     self.seed, self.train, self.sharding, self.nan_after = seed, train, sharding, nan_after
-    self.stop_after = stop_after
+    self.stop_after, self.zero_at = stop_after, zero_at
     self.position = 0  # batches taken so far
 
   def get_state(self):
@@ -146,6 +162,8 @@ class ArrayLoader:
       batch["mask"] = mask
     if self.nan_after is not None and self.position >= self.nan_after:
       batch["image"][:] = np.nan
+    if self.position == self.zero_at:
+      batch["image"][:] = 0
     self.position += 1
     return {k: jax.device_put(v, self.sharding) for k, v in batch.items()}
 
@@ -165,6 +183,7 @@ def make_array_loader(data_config, *, global_batch_size, seed, train, mesh, stop
     train=train,
     sharding=mesh,
     nan_after=data_config.get("nan_after") if train else None,
+    zero_at=data_config.get("zero_at") if train else None,
     stop_after=stop_after if train else None,
   )
 
@@ -187,6 +206,7 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
     num_train=96,
     num_test=40,
     nan_after=None,
+    zero_at=None,
   )
   config.model_name = "tiny"
   config.model = dict(posemb="none", width=8)
