@@ -6,16 +6,19 @@ grid it was trained) or a checkpoint's state folder (`WORKDIR/checkpoints/STEP/s
 parameter and constant of the new model is taken from it:
 
 * as it is, where the path and shape agree (cast to the new dtype);
-* resampled by the owning encoding's own policy where the grid changed: the module's
+* resampled by the owning encoding's own policy where the grid changed, whether or not the
+  shape did (a [H*W, D] table at 8x4 and at 4x8 has one shape, two layouts): the module's
   `resize_params(params, source_grid)` (learned tables, relative bias and attention tables),
   the same resampling its forward pass applies at another size;
 * left as initialised where its path ('params/Transformer/head/kernel') matches one of the
   regular expressions in `config.init_skip` (e.g. a classifier for other classes).
 
 Anything else (a parameter absent from the source, or of another shape that no encoding can
-resample, such as a patch kernel of another patch size) stops the run before training with
-one line naming the parameter and both shapes. The optimizer starts afresh at step 0. A
-workdir that already holds checkpoints resumes from its own and ignores `init_from`.
+resample, such as a patch kernel of another patch size, or a table still of another shape
+once resampled: an encoding that differs in more than its grid) stops the run before
+training with one line naming the parameter and both shapes. The optimizer starts afresh at
+step 0. A workdir that already holds checkpoints resumes from its own and ignores
+`init_from`.
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def variables(
   )
   flat_old = traverse_util.flatten_dict({"params": loaded["params"], **loaded.get("constants", {})})
   skip = [re.compile(p) for p in config.get("init_skip", ())]
-  # Which module owns a parameter, in both models: traced only when a shape differs.
+  # Which module owns a parameter, in both models (traced once, abstractly).
   modules = functools.cache(lambda: (_modules(task, model, config), _source_modules(source_config)))
   take = functools.partial(_take, skip=skip, modules=modules)
   source_seeds = int(source_config.get("seeds", 0) or 0) if source_config else 0
@@ -152,18 +155,41 @@ def variables(
 def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) -> tuple:
   """(flat variables, {owner: resampled params}, skipped count) of one run from its source."""
   out, resized, skipped = {}, {}, 0
+  regridded = _regridded(*modules())
   for path, leaf in flat_fresh.items():
     name = "/".join(path)
+    owner = path[1:-1]
     if any(p.search(name) for p in skip):
       out[path], skipped = np.array(leaf), skipped + 1  # a copy: the fresh state is freed
-    elif path in flat_old and flat_old[path].shape == leaf.shape:
+    elif owner not in regridded and path in flat_old and flat_old[path].shape == leaf.shape:
       out[path] = np.asarray(flat_old[path], dtype=leaf.dtype)
     else:
-      owner = path[1:-1]
       if owner not in resized:
         resized[owner] = _resize(name, path, leaf, flat_old, *modules())
-      out[path] = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
+      value = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
+      if value.shape != leaf.shape:  # the encodings differ in more than their grid
+        raise ConfigError(
+          f"config.init_from: parameter {name} is shape {tuple(flat_old[path].shape)} in the "
+          f"source, {value.shape} resampled to this run's grid, and {tuple(leaf.shape)} here: "
+          "the encodings differ in more than their grid; list it in config.init_skip to keep "
+          "it as initialised, or start from a source of the same encoding."
+        )
+      out[path] = value
   return out, resized, skipped
+
+
+def _regridded(new_modules: dict, old_modules: dict) -> set[Path]:
+  """The modules that resample their parameters (`resize_params`) and whose grid differs
+  from the source's: resampled even where the shapes agree (a [H*W, D] table at (8, 4) and
+  at (4, 8) has one shape, not one layout)."""
+  return {
+    owner
+    for owner, module in new_modules.items()
+    if hasattr(module, "resize_params")
+    and owner in old_modules
+    and None not in (getattr(old_modules[owner], "grid_shape", None), module.grid_shape)
+    and tuple(old_modules[owner].grid_shape) != tuple(module.grid_shape)
+  }
 
 
 def _resize(name, path, leaf, flat_old, new_modules, old_modules) -> dict[str, Any]:

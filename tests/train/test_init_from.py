@@ -27,7 +27,8 @@ def _config(posemb, *, image_size=16, patch_size=2, **fields):
   config = vit_digits.get_config(f"posemb={posemb},small=1")
   with config.unlocked():
     config.mesh.data = 1
-    config.data.image_size, config.model.patch_size = image_size, patch_size
+    config.data.image_size = image_size
+    config.model = {**config.model.to_dict(), "patch_size": patch_size}  # an int or a pair
     for key, value in fields.items():
       config[key] = value
   return config
@@ -107,6 +108,38 @@ def test_a_new_grid_resamples_each_table_by_its_encodings_policy(tmp_path, posem
     np.testing.assert_allclose(new[name], expected, rtol=1e-6, atol=1e-7, err_msg=name)
   for name in set(new) - set(resampled):
     np.testing.assert_array_equal(new[name], old[name], err_msg=name)
+
+
+@pytest.mark.parametrize(
+  "posemb, method, before, after",
+  [("embed_1d", "bilinear", (8, 4), (4, 8)), ("rel_bias_2d", "bicubic_pytorch", (15, 7), (7, 15))],
+)
+def test_a_transposed_grid_resamples_a_table_whose_shape_it_keeps(
+  tmp_path, posemb, method, before, after
+):
+  """Patches 2x4 to 4x2 at 16 px: an 8x4 grid becomes 4x8; Embed-1D's [32, D] table and the
+  relative bias's [15 * 7, heads] keep their shapes but not their layouts: resampled, not
+  copied row for row."""
+  path, source = _source(tmp_path, _config(posemb, patch_size=(2, 4)))
+  state = _state(_config(posemb, patch_size=(4, 2), init_from=str(path)))
+  new, old = _flat(state.params), _flat(source)
+  (name,) = [n for n in new if n.endswith("/table")]
+  assert new[name].shape == old[name].shape
+  np.testing.assert_allclose(
+    new[name], resample(old[name], before, after, method), rtol=1e-6, atol=1e-7
+  )
+
+
+def test_an_encoding_that_differs_beyond_its_grid_is_refused_naming_the_parameter(tmp_path):
+  """rel_attn_2d's tables gain a head axis with per_head=True: its resampling policy cannot
+  make them, and the run stops before training (it used to build a state of the wrong shape)."""
+  path, _ = _source(tmp_path, _config("rel_attn_2d"))
+  refused = (
+    r"parameter params/.*/(row|col) is shape \(15, \d+\) in the source, .* resampled to this "
+    r"run's grid, and \(15, \d+, \d+\) here"
+  )
+  with pytest.raises(ConfigError, match=refused):
+    _state(_config("rel_attn_2d(per_head=True)", init_from=str(path)))
 
 
 def test_a_parameter_that_cannot_be_resampled_is_named_and_can_be_skipped(tmp_path):
