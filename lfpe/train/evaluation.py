@@ -54,6 +54,7 @@ def configs(config: Any) -> dict[str, Any]:
   its `data` and `model` overrides (ConfigError naming a field that does not exist)."""
   out = {"": config}
   for name, entry in (config.get("evals") or {}).items():
+    _mapping(entry, f"config.evals.{name}", f"of {', '.join(FIELDS)}")
     unknown = sorted(set(entry) - set(FIELDS))
     if unknown:
       raise ConfigError(
@@ -64,7 +65,9 @@ def configs(config: Any) -> dict[str, Any]:
     with variant.unlocked():
       variant.evals = {}
       for section in ("data", "model"):
-        _override(variant[section], entry.get(section) or {}, f"config.evals.{name}.{section}")
+        where, changes = f"config.evals.{name}.{section}", entry.get(section) or {}
+        _mapping(changes, where, f"of config.{section}'s fields")
+        _override(variant[section], changes, where)
     out[name] = variant
   return out
 
@@ -78,8 +81,20 @@ def _override(target: Any, changes: Any, where: str) -> None:
       )
     if hasattr(value, "items") and hasattr(target[key], "items"):
       _override(target[key], value, f"{where}.{key}")
-    else:
+      continue
+    try:
       target[key] = value
+    except TypeError:  # ml_collections keeps a field's type
+      raise ConfigError(
+        f"{where}.{key}={value!r} ({type(value).__name__}) cannot replace {target[key]!r}: "
+        f"give a value of type {type(target[key]).__name__}."
+      ) from None
+
+
+def _mapping(value: Any, where: str, of: str) -> None:
+  """ConfigError naming `where` unless `value` is a mapping."""
+  if not hasattr(value, "items"):
+    raise ConfigError(f"{where} must be a dict {of}, got {value!r}.")
 
 
 def period(config: Any, name: str) -> int:

@@ -113,6 +113,7 @@ def validate_config(config: Any, num_devices: int | None = None, *, check_data: 
   if check_data:
     _validate_data(config.data, config.batch_size)
   init_from.check(config)
+  evaluation.configs(config)  # the named evaluations' shape, before the task reads them
   task = tasks.get(config.task)
   task.validate(config)
   _validate_evals(config, task, check_data)

@@ -68,7 +68,13 @@ BAD = [  # (field, bad value, what the message must name)
   ("model_name", "resnet", "config.model_name"),
   ("data.name", "mnist", "data.name"),
   ("data.image_size", -1, "data.image_size"),
-]
+  ("evals", {"x": 3}, r"config.evals.x must be a dict of data, model, every, got 3"),
+  ("evals", {"x": {"data": 3}}, r"config.evals.x.data must be a dict of config.data's fields"),
+  ("evals", {"x": {"model": [1]}}, r"config.evals.x.model must be a dict of config.model's"),
+  ("evals", {"x": {"data": {"image_size": "big"}}}, r"x.data.image_size='big' \(str\) cannot "
+   r"replace 16: give a value of type int"),
+  ("evals", {"x": {"model": {"posemb": 5}}}, r"x.model.posemb=5 \(int\) cannot replace"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("path, value, message", BAD, ids=[f"{p}={v!r}" for p, v, _ in BAD])
