@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lfpe.encodings import coords as coords_lib
+from lfpe.encodings.registry import augment_refusal
 
 
 def _pair(value: Any, name: str) -> tuple[int, int]:
@@ -229,5 +230,8 @@ def train_coords(encoding: Any, shape: Sequence[int], key: jax.Array, **augment:
   `coords.augment` with `augment` ({shift, jitter, rescale, convention}, e.g.
   `coords.DINOV3`); evaluation reads `encoding.grid_coords(shape)` unperturbed."""
   options = coords_lib.check_augment(augment, "train_coords")
+  refusal = augment_refusal(encoding)
+  if refusal:
+    raise ValueError(f"train_coords: {refusal}.")
   grid = encoding.grid_coords(tuple(shape))
   return coords_lib.augment(grid, key, **options, num_positions=tuple(shape))

@@ -52,6 +52,23 @@ def test_train_coords_are_the_models_augmented_grid(monkeypatch):
     resolution.train_coords(pos, (6, 4), key, shfit=0.1)
 
 
+@pytest.mark.parametrize(
+  "name, context",
+  [
+    ("embed_2d", dict(dim=16, grid_shape=(4, 4))),
+    ("rel_bias_2d", dict(num_heads=2, grid_shape=(4, 4))),
+  ],
+)
+def test_train_coords_refuses_what_the_model_refuses_to_augment(name, context):
+  """A learned table's augmented lookups leave the table (NaN rows); a relative encoding reads
+  no coordinates: both refused, as `model.coord_augment` refuses them."""
+  registered = name.replace("embed_2d", "embed_nd")  # a built module names its registration
+  with pytest.raises(ValueError, match=rf"train_coords: '{registered}' .* reads no coordinates"):
+    resolution.train_coords(encodings.create(name, **context), (4, 4), jax.random.key(0))
+  with pytest.raises(ValueError, match=rf"coord_augment: posemb='{name}' .* reads no coordinate"):
+    PositionSource(name, (4, 4), 16, 2, coord_augment=coords.DINOV3).init(jax.random.key(0), (4, 4))
+
+
 def test_crop_window_covers_its_area_at_a_bounded_aspect_inside_the_image():
   rng = np.random.default_rng(0)
   for _ in range(200):

@@ -244,10 +244,13 @@ def naflex(given: Any, field: str = "data.naflex") -> NaFlex:
     raise ValueError(f"`{field}`={given!r}: {wrong}; it takes {sorted(fields)}, {example}.")
   if not (positive(given["patch"]) and positive(given["max_tokens"])):
     raise ValueError(f"`{field}`={given!r} needs positive ints patch, max_tokens; {example}.")
-  sizes = tuple(tuple(s) for s in given["sizes"])
-  if not sizes or any(len(s) != 2 or not all(map(positive, s)) for s in sizes):
-    raise ValueError(f"`{field}.sizes`={given['sizes']!r} must be (h, w) pairs; {example}.")
-  return NaFlex(given["patch"], given["max_tokens"], sizes)
+  pair = lambda s: isinstance(s, tuple | list) and len(s) == 2 and all(map(positive, s))
+  sizes = given["sizes"]
+  if not isinstance(sizes, tuple | list) or not sizes or not all(map(pair, sizes)):
+    raise ValueError(
+      f"`{field}.sizes`={sizes!r} must be (h, w) pairs, sizes=((32, 32),) for one size; {example}."
+    )
+  return NaFlex(given["patch"], given["max_tokens"], tuple(map(tuple, sizes)))
 
 
 def _train_sizes(data: ml_collections.ConfigDict, detection) -> tuple[int, ...] | None:

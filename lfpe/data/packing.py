@@ -32,5 +32,11 @@ def eval_naflex(resolved: config.Resolved, example: dict[str, Any]) -> config.Na
   naflex = resolved.naflex
   if naflex is None or (resolved.image_size is None and resolved.spec.image_shape is None):
     return naflex
-  tokens = math.prod(math.ceil(s / naflex.patch) for s in example["image"].shape[:2])
+  return grown(naflex, example["image"].shape[:2])
+
+
+def grown(naflex: config.NaFlex, image_hw: Sequence[int]) -> config.NaFlex:
+  """`naflex` with its budget grown to the grid of an image of `image_hw` (in whole patches,
+  rounded up) where that is larger."""
+  tokens = math.prod(math.ceil(s / naflex.patch) for s in image_hw)
   return dataclasses.replace(naflex, max_tokens=max(naflex.max_tokens, tokens))

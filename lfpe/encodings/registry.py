@@ -74,6 +74,27 @@ def info(name: str) -> Registration:
   return REGISTRATIONS[ALIASES.get(name, name)]
 
 
+def augment_refusal(encoding: Any) -> str | None:
+  """Why coordinate augmentation (`model.coord_augment`, `resolution.train_coords`) cannot
+  perturb what `encoding` (a spec, or a built module) reads; None where it can: absolute and
+  rotary encodings of continuous coordinates. Learned tables index cells (augmented, their
+  lookups leave the table: NaN rows) and relative encodings read offsets between cells."""
+  if isinstance(encoding, str | Mapping):
+    name = parse(encoding)[0]
+    entry = info(name)
+  else:
+    entry = next((e for e in REGISTRATIONS.values() if type(encoding) is e.module_class), None)
+    if entry is None:
+      return f"{type(encoding).__name__} is not a registered encoding"
+    name = entry.name
+  if entry.kind in ("absolute", "rotary") and entry.resolution_free:
+    return None
+  return (
+    f"{name!r} (kind {entry.kind!r}) reads no coordinates to augment; use a "
+    "coordinate-based encoding (fourier, sine_2d, rope_axial, ...)"
+  )
+
+
 def module_classes() -> tuple[type, ...]:
   """The linen class of every registered encoding, once each, in registry order."""
   return tuple(dict.fromkeys(e.module_class for e in REGISTRATIONS.values()))

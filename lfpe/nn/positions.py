@@ -116,17 +116,12 @@ class PositionSource(Checked, nn.Module):
   coord_augment: Any = None
 
   def check(self) -> None:
-    encoding = self._encoding(parent=None)
+    self._encoding(parent=None)
     if self.coord_augment:
-      owner = "coord_augment"
-      encodings.coords.check_augment(self.coord_augment, owner)
-      name = encodings.parse(self.posemb)[0]
-      if encoding.kind not in ("absolute", "rotary") or not encodings.info(name).resolution_free:
-        raise ValueError(
-          f"{owner}: posemb={name!r} (kind {encoding.kind!r}) reads no coordinates to augment; "
-          "use it with a coordinate-based encoding (fourier, sine_2d, rope_axial, ...) or "
-          "set coord_augment=None."
-        )
+      encodings.coords.check_augment(self.coord_augment, "coord_augment")
+      refusal = encodings.augment_refusal(self.posemb)
+      if refusal:
+        raise ValueError(f"coord_augment: posemb={refusal} or set coord_augment=None.")
 
   def _encoding(self, **kwargs):
     context = encoding_context(

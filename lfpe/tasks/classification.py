@@ -176,9 +176,9 @@ class Classification:
 
 def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
   """(posemb field, spec, naflex field, naflex) of the training run and of each evaluation
-  (`config.evals.NAME`): its encoding (its own fields over the model's, as
-  lfpe.train.evaluation merges them) and its packing (its own `data.naflex` where it sets
-  one, e.g. None to evaluate unpacked)."""
+  (`config.evals.NAME`): its encoding and its packing (its own `data.naflex` where it sets
+  one, e.g. None to evaluate unpacked), each its own fields over the training run's where
+  both are mappings, as lfpe.train.evaluation merges them."""
   base, trained = config.model.posemb, config.data.get("naflex")
   out = [("config.model.posemb", base, "config.data.naflex", trained)]
   for name, entry in (config.get("evals") or {}).items():
@@ -188,7 +188,10 @@ def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
     field = "config.model.posemb" if posemb is None else f"{where}.model.posemb"
     data = entry.get("data") or {}
     if "naflex" in data:
-      packing = (f"{where}.data.naflex", data["naflex"])
+      own = data["naflex"]
+      if hasattr(own, "items") and hasattr(trained, "items"):
+        own = {**_plain(trained), **_plain(own)}
+      packing = (f"{where}.data.naflex", own)
     else:
       packing = ("config.data.naflex", trained)
     out.append((field, base if posemb is None else posemb, *packing))

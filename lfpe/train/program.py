@@ -109,9 +109,24 @@ def check_forward(task: Any, model: Any, variables: Any, config: Any, field: str
   training, not a traceback at the first step or evaluation that reaches it."""
   step = functools.partial(steps.eval_step, task=task, model=model)
   try:
-    jax.eval_shape(step, variables, task.example_batch(config))
+    jax.eval_shape(step, variables, _evaluated_example(task, config))
   except ValueError as e:
     raise ConfigError(f"{field}: {e}") from None
+
+
+def _evaluated_example(task: Any, config: Any) -> dict[str, Any]:
+  """The task's example batch as an evaluation meets it: packed where `config.data.naflex` is
+  set, its budget grown to the image's grid as the evaluation's loader grows it (an image
+  that is not whole patches is resized, not refused)."""
+  batch = task.example_batch(config)
+  given = config.data.get("naflex")
+  if given is None or "image" not in batch:
+    return batch
+  from lfpe.data import packing  # noqa: PLC0415 (only for NaFlex)
+  from lfpe.data.config import naflex  # noqa: PLC0415
+
+  packed = packing.grown(naflex(given), batch["image"].shape[1:3])
+  return packing.pack_batch(batch, packed)
 
 
 def _check_train_sizes(config: Any, task: Any, model: Any, abstract: steps.TrainState) -> None:

@@ -128,7 +128,8 @@ def _validate_data(data: Any, batch_size: int) -> None:
 
 def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
   """Each named evaluation: its fields, period, data (as `config.data` is checked) and model
-  variant; errors name `config.evals.NAME`."""
+  variant, built from the training data as `evaluation.build` builds it (its grid meets the
+  evaluation's data when traced, `program.check_forward`); errors name `config.evals.NAME`."""
   for name, variant in evaluation.configs(config).items():
     if not name:
       continue
@@ -136,7 +137,10 @@ def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
     try:
       if check_data:
         _validate_data(variant.data, config.batch_size)
-      task.create_model(variant)
+      trained = config.copy_and_resolve_references()
+      with trained.unlocked():
+        trained.model = variant.model
+      task.create_model(trained)
     except ValueError as e:
       raise ValueError(f"config.evals.{name}: {e}") from None
 

@@ -72,6 +72,11 @@ def test_each_evaluations_own_packing_is_what_is_checked():
     cfg.evals = {"packed": {"data": {"naflex": {**NAFLEX, "patch": 4}}}}
   with pytest.raises(ValueError, match=r"config.evals.packed.data.naflex.patch=4 must be"):
     trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)
+  # Part of the training packing, merged over it as the evaluation merges it: it passes.
+  with cfg.unlocked():
+    cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
+    cfg.evals = {"big": {"data": {"naflex": {"max_tokens": 144}}}}
+  trainer.checked_task_and_model(cfg, num_devices=1, check_data=False)
 
 
 @pytest.mark.parametrize(
@@ -79,6 +84,8 @@ def test_each_evaluations_own_packing_is_what_is_checked():
   [
     (dict(patch=0, max_tokens=8, sizes=((8, 8),)), "positive ints"),
     (dict(patch=2, max_tokens=8, sizes=((8,),)), r"\(h, w\) pairs"),
+    (dict(patch=2, max_tokens=8, sizes=(8, 8)), r"\(h, w\) pairs, sizes=\(\(32, 32\),\) for one"),
+    (dict(patch=2, max_tokens=8, sizes=8), r"\(h, w\) pairs"),  # were TypeErrors
     (dict(patch=2, max_tokens=8), r"missing \['sizes'\]"),
     (dict(patch=2, max_tokens=8, size=((8, 8),)), r"unknown \['size'\]"),
   ],
@@ -96,8 +103,12 @@ def test_the_trainer_trains_and_evaluates_on_packed_batches(tmp_path, digits_dir
     cfg.data.naflex = ml_collections.ConfigDict(NAFLEX)
     cfg.total_steps, cfg.eval_every, cfg.mesh.data = 6, 6, 1
     cfg.task.label_smoothing = 0.0
+    cfg.evals = {"odd": {"data": {"image_size": 15}}}  # not whole patches: resized, as packed
   result = trainer.train_and_evaluate(cfg, str(tmp_path), devices=jax.devices()[:1])
   assert np.isfinite(result["eval"]["loss"]) and 0 <= result["eval"]["accuracy"] <= 1
+  assert np.isfinite(result["eval/odd"]["loss"])  # refused as unpacked 15 px before
+  with cfg.unlocked():
+    cfg.evals = {}
   # The metrics ignore padding: packed into rows twice as long (more padding tokens per
   # example), the trained run scores the same loss and accuracy.
   with cfg.unlocked():
