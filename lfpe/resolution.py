@@ -124,6 +124,11 @@ def naflex_size(
   while high - low >= tolerance:
     mid = (low + high) / 2.0
     low, high = (mid, high) if fits(mid) else (low, mid)
+  if not fits(low):  # an aspect ratio past what the budget holds at the smallest scale
+    raise ValueError(
+      f"naflex_size: an image of {image_hw} does not fit max_tokens={max_tokens} patches of "
+      f"{patch} at any scale ({size(low)} at the smallest); crop it or raise max_tokens."
+    )
   return size(low)
 
 

@@ -127,6 +127,10 @@ def test_packing_keeps_fitting_images_and_resizes_the_rest():
   assert resolution.naflex_size((10, 40), PATCH, 16) == (h * 4, w * 4)
   assert resolution.naflex_size((100, 100), (16, 16), 256) == (256, 256)  # enlarged to fit
   assert resolution.naflex_size((64, 512), (16, 16), 64) == (48, 336)  # 3 x 21 = 63 <= 64
+  # 1 x 10^7 px needs 10 one-pixel patches a side even at the smallest scale: refused, not
+  # returned over budget for `pack` to fail on with numpy's broadcast error.
+  with pytest.raises(ValueError, match=r"does not fit max_tokens=4 patches of \(1, 1\)"):
+    resolution.naflex_size((1, 10**7), (1, 1), 4)
   for hw, grid in (((10, 40), (h, w)), ((16, 16), (4, 4)), ((32, 32), (4, 4))):
     assert resolution.packed_grid(hw, PATCH, 16) == grid  # the grid `pack` gives it
 
