@@ -145,7 +145,7 @@ def variables(
     state_dir,
     len(out) - skipped - sum(len(r) for r in resized.values()),
     len(resized),
-    ", ".join("/".join(owner) for owner in resized) or "none",
+    ", ".join("/".join(group) for group in resized) or "none",
     skipped,
     f", for each of {num_seeds} seeds" if num_seeds else "",
   )
@@ -153,7 +153,8 @@ def variables(
 
 
 def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) -> tuple:
-  """(flat variables, {owner: resampled params}, skipped count) of one run from its source."""
+  """(flat variables, {(collection, *owner): resampled variables}, skipped count) of one run
+  from its source."""
   out, resized, skipped = {}, {}, 0
   regridded = _regridded(*modules())
   for path, leaf in flat_fresh.items():
@@ -164,9 +165,10 @@ def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) ->
     elif owner not in regridded and path in flat_old and flat_old[path].shape == leaf.shape:
       out[path] = np.asarray(flat_old[path], dtype=leaf.dtype)
     else:
-      if owner not in resized:
-        resized[owner] = _resize(name, path, leaf, flat_old, *modules())
-      value = np.asarray(resized[owner][path[-1]], dtype=leaf.dtype)
+      group = path[:-1]  # the module's variables in one collection, resampled together
+      if group not in resized:
+        resized[group] = _resize(name, path, leaf, flat_old, *modules())
+      value = np.asarray(resized[group][path[-1]], dtype=leaf.dtype)
       if value.shape != leaf.shape:  # the encodings differ in more than their grid
         raise ConfigError(
           f"config.init_from: parameter {name} is shape {tuple(flat_old[path].shape)} in the "
