@@ -9,8 +9,11 @@ runs a stack of such layers under `jax.custom_vjp`: the forward pass keeps only 
 outputs (and the parameters), the backward pass rebuilds each layer's inputs from its outputs,
 top layer first, and differentiates that layer alone, so activation memory does not grow with
 depth (Reformer, Kitaev et al. 2020). The rebuilt inputs equal the forward ones to float
-precision, not bitwise (in bfloat16 each layer adds its rounding): gradients match plain
-autodiff to float tolerance.
+precision, not bitwise: gradients match plain autodiff to float tolerance. Keep the streams
+in float32 even where the sub-layers compute in bfloat16 (each sub-layer's output is cast to
+its stream's dtype): rebuilt from bfloat16 streams, every layer adds its rounding to the
+inputs below it, and a 6-layer stack's gradients were 17 % off plain autodiff's (50 % on its
+first layer), against 0.75 % with float32 streams, as plain bfloat16 autodiff.
 
 Randomness: every draw in F and G (dropout, LSH hashing) comes from the key its layer is given,
 `split(fold_in(key, layer))` -> (F key, G key) (`layer_keys`), never from flax's `make_rng`,
@@ -185,7 +188,8 @@ class ReversibleStack(Checked, nn.Module):
   def _pure(module: nn.Module, deterministic: bool) -> Sublayer:
     """`module` as a pure function of its parameters (an unbound copy, applied)."""
     unbound = module.copy(parent=None)
-    return lambda p, x, key: unbound.apply({"params": p}, x, key=key, deterministic=deterministic)
+    apply = lambda p, x, key: unbound.apply({"params": p}, x, key=key, deterministic=deterministic)
+    return lambda p, x, key: apply(p, x, key).astype(x.dtype)  # in the stream's dtype
 
   def _plain(self, x1: Array, x2: Array, keys, deterministic: bool) -> tuple[Array, Array]:
     """The stack through bound sub-layers (creates them at init); rematerialised if `remat`."""

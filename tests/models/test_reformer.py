@@ -140,6 +140,28 @@ def test_reversible_stack_gives_the_plain_stacks_logits_and_gradients(attention)
     np.testing.assert_allclose(x, y, atol=2e-5, rtol=1e-4)
 
 
+def test_in_bfloat16_the_reversible_stack_keeps_the_plain_stacks_gradients():
+  """Sub-layers in bfloat16, streams in float32: the rebuilt inputs carry no bfloat16 rounding
+  down the stack, so reversible gradients are as close to float32 ones as plain bfloat16's
+  (with bfloat16 streams: 0.17 relative L2 on a 6-layer stack, 0.0075 now)."""
+  deep = dict(SMALL, depth=4, attention="full")
+  reference = _model(**deep, reversible=False)
+  variables = _randomize_head(_init(reference, TOKENS))
+
+  def grads(**kwargs):
+    model = _model(**deep, **kwargs)
+    loss = lambda params: bits_per_dim(
+      _apply(model, {**variables, "params": params}, TOKENS, train=True), TOKENS
+    )
+    leaves = jax.tree.leaves(jax.jit(jax.grad(loss))(variables["params"]))
+    return np.concatenate([np.asarray(x, np.float32).ravel() for x in leaves])
+
+  exact = grads(reversible=False)
+  error = lambda g: np.linalg.norm(g - exact) / np.linalg.norm(exact)
+  rev, plain = grads(dtype="bfloat16"), grads(dtype="bfloat16", reversible=False)
+  assert error(rev) < 2 * error(plain) + 1e-3, (error(rev), error(plain))
+
+
 def test_training_hashes_change_with_the_key_evaluation_does_not():
   model = _model(attention="lsh")
   variables = _randomize_head(_init(model, TOKENS))
