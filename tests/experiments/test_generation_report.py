@@ -41,6 +41,14 @@ def _by_claim(entries: list[dict]) -> dict[tuple[str, str, str], dict]:
   return {(e["a"], e["b"], e["metric"]): e for e in entries}
 
 
+def _embed_2d_ahead_at_first(by: float) -> dict:
+  """Claims by key when Embed-2D's first evaluation is `by` lower than its offset gives."""
+  results = _results(OFFSETS)
+  for seed in range(3):
+    results[f"lsh/embed_2d/{seed}"]["curve"][0][1] -= by
+  return _by_claim(report.claims(results))
+
+
 def test_the_early_window_is_the_first_30_percent_of_training():
   assert report.early_steps(STEPS) == [250, 500, 750]
   assert report.early_steps([3, 6]) == [3]  # --quick: at least the first evaluation
@@ -61,10 +69,7 @@ def test_learnable_fourier_alone_is_judged_on_the_mean_of_its_early_evaluations(
 def test_faster_convergence_is_read_at_the_first_evaluation_only():
   # Embed-2D is 0.1 better than Fourier at step 250 only: "converges faster" is contradicted
   # there while the final ordering still holds.
-  results = _results(OFFSETS)
-  for seed in range(3):
-    results[f"lsh/embed_2d/{seed}"]["curve"][0][1] -= 0.13
-  entries = _by_claim(report.claims(results))
+  entries = _embed_2d_ahead_at_first(0.13)
   first = entries[("lsh/fourier", "lsh/embed_2d", "held-out bits/dim at step 250")]
   assert first["difference"] == pytest.approx(0.1, abs=1e-6) and first["verdict"] == "contradicted"
   final = entries[("lsh/fourier", "lsh/embed_2d", "held-out bits/dim at the end")]
@@ -83,10 +88,7 @@ def test_the_control_pits_the_best_encoding_against_no_position():
 def test_each_margin_is_sized_by_the_best_encoding_on_the_claims_own_metric():
   # Fourier ends best, but Embed-2D leads at the first evaluation by 0.2 beyond its offset:
   # there the gap is Embed-2D's (0.03 - 0.2 - 0.5 = -0.67), not Fourier's (-0.5).
-  results = _results(OFFSETS)
-  for seed in range(3):
-    results[f"lsh/embed_2d/{seed}"]["curve"][0][1] -= 0.2
-  entries = _by_claim(report.claims(results))
+  entries = _embed_2d_ahead_at_first(0.2)
   first = entries[("lsh/fourier", "lsh/sine_2d", "held-out bits/dim at step 250")]
   assert abs(first["control_gap"]) == pytest.approx(0.67, abs=1e-6)
   final = entries[("lsh/fourier", "lsh/sine_2d", "held-out bits/dim at the end")]
