@@ -91,6 +91,15 @@ def _override(target: Any, changes: Any, where: str) -> None:
       ) from None
 
 
+def on_training_data(config: Any, variant: Any) -> Any:
+  """`config` with `variant`'s model: what an evaluation's model is built from (its tables
+  sized by the training grid), to meet the evaluation's data as the trained model does."""
+  trained = config.copy_and_resolve_references()
+  with trained.unlocked():
+    trained.model = variant.model
+  return trained
+
+
 def _mapping(value: Any, where: str, of: str) -> None:
   """ConfigError naming `where` unless `value` is a mapping."""
   if not hasattr(value, "items"):
@@ -120,10 +129,7 @@ def build(
       continue
     eval_step, model = prog.eval_step, prog.model
     if name and variant.model.to_dict() != config.model.to_dict():
-      trained = config.copy_and_resolve_references()
-      with trained.unlocked():
-        trained.model = variant.model
-      model = prog.task.create_model(trained)
+      model = prog.task.create_model(on_training_data(config, variant))
       _check_same_parameters(prog, model, name)
       eval_step = program.jit_eval_step(
         prog.task, model, prog.state_shardings, data_sharding, prog.num_seeds

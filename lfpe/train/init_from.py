@@ -120,8 +120,8 @@ def variables(
   flat_old = traverse_util.flatten_dict({"params": loaded["params"], **loaded.get("constants", {})})
   skip = [re.compile(p) for p in config.get("init_skip", ())]
   # Which module owns a parameter, in both models (traced once, abstractly).
-  modules = functools.cache(lambda: (_modules(task, model, config), _source_modules(source_config)))
-  take = functools.partial(_take, skip=skip, modules=modules)
+  modules = (_modules(task, model, config), _source_modules(source_config))
+  take = functools.partial(_take, skip=skip, modules=modules, regridded=_regridded(*modules))
   source_seeds = int(source_config.get("seeds", 0) or 0) if source_config else 0
   if source_seeds not in (0, num_seeds):  # a plain run from seeds' state too (0 != S)
     raise ConfigError(
@@ -152,11 +152,12 @@ def variables(
   return traverse_util.unflatten_dict(out)
 
 
-def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) -> tuple:
+def _take(
+  flat_fresh: dict, flat_old: dict, *, skip: list, modules: tuple, regridded: set[Path]
+) -> tuple:
   """(flat variables, {(collection, *owner): resampled variables}, skipped count) of one run
-  from its source."""
+  from its source; `modules` (new, source) by path, `regridded` (`_regridded`)."""
   out, resized, skipped = {}, {}, 0
-  regridded = _regridded(*modules())
   for path, leaf in flat_fresh.items():
     name = "/".join(path)
     owner = path[1:-1]
@@ -167,7 +168,7 @@ def _take(flat_fresh: dict, flat_old: dict, *, skip: list, modules: Callable) ->
     else:
       group = path[:-1]  # the module's variables in one collection, resampled together
       if group not in resized:
-        resized[group] = _resize(name, path, leaf, flat_old, *modules())
+        resized[group] = _resize(name, path, leaf, flat_old, *modules)
       value = np.asarray(resized[group][path[-1]], dtype=leaf.dtype)
       if value.shape != leaf.shape:  # the encodings differ in more than their grid
         raise ConfigError(

@@ -113,10 +113,10 @@ def validate_config(config: Any, num_devices: int | None = None, *, check_data: 
   if check_data:
     _validate_data(config.data, config.batch_size)
   init_from.check(config)
-  evaluation.configs(config)  # the named evaluations' shape, before the task reads them
+  variants = evaluation.configs(config)  # the named evaluations, before the task reads them
   task = tasks.get(config.task)
   task.validate(config)
-  _validate_evals(config, task, check_data)
+  _validate_evals(config, variants, task, check_data)
   return task
 
 
@@ -126,21 +126,18 @@ def _validate_data(data: Any, batch_size: int) -> None:
   validate_data_config(data, global_batch_size=batch_size)
 
 
-def _validate_evals(config: Any, task: Any, check_data: bool) -> None:
+def _validate_evals(config: Any, variants: dict[str, Any], task: Any, check_data: bool) -> None:
   """Each named evaluation: its fields, period, data (as `config.data` is checked) and model
   variant, built from the training data as `evaluation.build` builds it (its grid meets the
   evaluation's data when traced, `program.check_forward`); errors name `config.evals.NAME`."""
-  for name, variant in evaluation.configs(config).items():
+  for name, variant in variants.items():
     if not name:
       continue
     evaluation.period(config, name)
     try:
       if check_data:
         _validate_data(variant.data, config.batch_size)
-      trained = config.copy_and_resolve_references()
-      with trained.unlocked():
-        trained.model = variant.model
-      task.create_model(trained)
+      task.create_model(evaluation.on_training_data(config, variant))
     except ValueError as e:
       raise ValueError(f"config.evals.{name}: {e}") from None
 
