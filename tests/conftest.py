@@ -8,5 +8,14 @@ os.environ["XLA_FLAGS"] = (
 ).strip()
 
 import jax  # noqa: E402
+import pytest  # noqa: E402
 
 jax.config.update("jax_default_matmul_precision", "highest")
+
+
+def pytest_collection_modifyitems(items):
+  """A slow test (a whole `--quick` pipeline, up to 17 min on 2 cores) is cut off after
+  40 min, not pyproject's `timeout` for the default suite."""
+  for item in items:
+    if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+      item.add_marker(pytest.mark.timeout(2400))

@@ -11,6 +11,8 @@ from cli_helpers import assert_one_line_error, run_main
 
 from lfpe import data as data_lib
 
+pytestmark = pytest.mark.cli  # starts lfpe's command line: pinned stack only (.ci/run)
+
 SMALL = "--config=configs/vit_digits.py:small=1"
 FULL = "--config=configs/vit_digits.py"
 

@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.cli  # starts lfpe's command line: pinned stack only (.ci/run)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 

@@ -13,6 +13,8 @@ import shutil
 import pytest
 from cli_helpers import assert_one_line_error, run_main
 
+pytestmark = pytest.mark.cli  # starts lfpe's command line: pinned stack only (.ci/run)
+
 SMALL = "--config=configs/vit_digits.py:small=1"
 
 

@@ -14,6 +14,8 @@ from cli_helpers import assert_one_line_error, run_main
 
 from lfpe.train import workdir as workdir_lib
 
+pytestmark = pytest.mark.cli  # starts lfpe's command line: pinned stack only (.ci/run)
+
 SMALL = "--config=configs/vit_digits.py:small=1"
 
 

@@ -13,6 +13,8 @@ import pytest
 from experiments import cli
 from lfpe.errors import ConfigError
 
+pytestmark = pytest.mark.cli  # starts lfpe's command line: pinned stack only (.ci/run)
+
 
 def _args(out, *, quick, status=False):
   return argparse.Namespace(out=str(out), quick=quick, status=status)

@@ -99,6 +99,7 @@ def _git_status() -> str:
   ).stdout
 
 
+@pytest.mark.cli
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs the git checkout")
 def test_the_demo_leaves_every_tracked_file_as_it_was():
   """`bash scripts/demo.sh` as a new user runs it (here --quick): its files go to the ignored

@@ -15,6 +15,8 @@ from experiments import runs as runs_lib
 from experiments.runs import Run, execute, for_run
 from lfpe.errors import ConfigError
 
+pytestmark = pytest.mark.cli  # starts lfpe's command line: pinned stack only (.ci/run)
+
 
 def test_for_run_sets_seed_steps_and_keeps_the_configs_checkpoints():
   config = for_run(reformer_digits.get_config(), seed=3, steps=2000, eval_every=250)
