@@ -69,8 +69,8 @@ def test_sigterm_saves_the_step_it_reached_and_exits_143(tmp_path):
 def _start_with_workers(tmp_path):
   """The digits config's batches of 64 (large enough for grain to pass them in shared memory)
   with 2 data workers, once training is under way and they are sending batches. The model is
-  the CI variant's (a 1-block ViT of width 16): the workers' behaviour does not depend on it,
-  and its steps are about 7x faster at the suite's -O0 (the run to step 300 took 2 min)."""
+  cut to 1 block of width 16 (the CI variant's sizes but its 4 heads): the workers' behaviour
+  does not depend on it, and its steps are about 7x faster at the suite's -O0."""
   args = ["--config=configs/vit_digits.py", f"--workdir={tmp_path / 'w'}", *SMALL_MODEL]
   args += ["--config.total_steps=100000", "--config.data.worker_count=2"]
   args += ["--config.log_every=5", "--config.report_every=5", "--config.eval_every=100000"]
