@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from lfpe import resolution
 from lfpe.checked import Checked
 from lfpe.models.fields import check_dtype
+from lfpe.nn.patches import PatchEmbedding
 from lfpe.nn.transformer import ACTIVATIONS, Encoder
 
 # name: (width, depth, num_heads, mlp_dim), as big_vision's ViT (mu, nano: tests, 003).
@@ -169,8 +170,9 @@ class ViT(Checked, nn.Module):
       x = resolution.patchify(images, patch)  # [B, N, P²C]
     x, b = x.astype(dtype), x.shape[0]
     # A Dense on flattened (ph, pw, C) patches = a stride-P conv with kernel [ph, pw, C, D].
-    x = nn.Dense(
+    x = PatchEmbedding(
       width,
+      patch_size=patch,
       dtype=dtype,
       name="embedding",
       kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), ("patch", "embed")),

@@ -4,6 +4,7 @@ from lfpe.nn.attention import Attention, attention_logits, attention_weights, ma
 from lfpe.nn.causal_attention import CausalSelfAttention
 from lfpe.nn.decoder import Decoder, DecoderBlock
 from lfpe.nn.lsh import full_self_attention, lsh_self_attention
+from lfpe.nn.patches import PatchEmbedding, resize_patch_kernel
 from lfpe.nn.positions import (
   HOOKS,
   INJECTIONS,
@@ -33,6 +34,7 @@ __all__ = [
   "Encoder",
   "EncoderBlock",
   "MlpBlock",
+  "PatchEmbedding",
   "PositionSource",
   "ReversibleStack",
   "attention_logits",
@@ -46,4 +48,5 @@ __all__ = [
   "resolve_injection",
   "reversible_apply",
   "reversible_inverse",
+  "resize_patch_kernel",
 ]

@@ -10,12 +10,15 @@ parameter and constant of the new model is taken from it:
   shape did (a [H*W, D] table at 8x4 and at 4x8 has one shape, two layouts): the module's
   `resize_params(params, source_grid)` (learned tables, relative bias and attention tables),
   the same resampling its forward pass applies at another size;
+* the ViT's patch kernel, where the patch size changed (again whether or not the shape did:
+  2x4 and 4x2 patches), by FlexiViT's PI-resize (`lfpe.nn.patches`: the module's
+  `resize_field` names what its parameters are laid out by, `grid_shape` or `patch_size`);
 * left as initialised where its path ('params/Transformer/head/kernel') matches one of the
   regular expressions in `config.init_skip` (e.g. a classifier for other classes).
 
-Anything else (a parameter absent from the source, or of another shape that no encoding can
-resample, such as a patch kernel of another patch size, or a table still of another shape
-once resampled: an encoding that differs in more than its grid) stops the run before
+Anything else (a parameter absent from the source, or of another shape that nothing can
+resample, such as a kernel of another width or number of input channels, or a table still of
+another shape once resampled: an encoding that differs in more than its grid) stops the run before
 training with one line naming the parameter and both shapes. The optimizer starts afresh at
 step 0. A workdir that already holds checkpoints resumes from its own and ignores
 `init_from`.
@@ -170,19 +173,27 @@ def _take(
       if group not in resized:
         resized[group] = _resize(name, path, leaf, flat_old, *modules)
       value = np.asarray(resized[group][path[-1]], dtype=leaf.dtype)
-      if value.shape != leaf.shape:  # the encodings differ in more than their grid
+      if value.shape != leaf.shape:  # the modules differ in more than their layout
         raise ConfigError(
           f"config.init_from: parameter {name} is shape {tuple(flat_old[path].shape)} in the "
-          f"source, {value.shape} resampled to this run's grid, and {tuple(leaf.shape)} here: "
-          "the encodings differ in more than their grid; list it in config.init_skip to keep "
-          "it as initialised, or start from a source of the same encoding."
+          f"source, {value.shape} resampled to this run's grid or patch size, and "
+          f"{tuple(leaf.shape)} here: the modules differ in more than that; list it in "
+          "config.init_skip to keep it as initialised, or start from a source of the same "
+          "encoding and input channels."
         )
       out[path] = value
   return out, resized, skipped
 
 
+def _layout(module: nn.Module | None) -> tuple[int, ...] | None:
+  """What a resampling module's parameters are laid out by (its `resize_field`: a table's
+  `grid_shape` by default, a patch kernel's `patch_size`), None where unknown."""
+  value = getattr(module, getattr(module, "resize_field", "grid_shape"), None)
+  return None if value is None else tuple(value)
+
+
 def _regridded(new_modules: dict, old_modules: dict) -> set[Path]:
-  """The modules that resample their parameters (`resize_params`) and whose grid differs
+  """The modules that resample their parameters (`resize_params`) and whose layout differs
   from the source's: resampled even where the shapes agree (a [H*W, D] table at (8, 4) and
   at (4, 8) has one shape, not one layout)."""
   return {
@@ -190,22 +201,22 @@ def _regridded(new_modules: dict, old_modules: dict) -> set[Path]:
     for owner, module in new_modules.items()
     if hasattr(module, "resize_params")
     and owner in old_modules
-    and None not in (getattr(old_modules[owner], "grid_shape", None), module.grid_shape)
-    and tuple(old_modules[owner].grid_shape) != tuple(module.grid_shape)
+    and None not in (_layout(old_modules[owner]), _layout(module))
+    and _layout(old_modules[owner]) != _layout(module)
   }
 
 
 def _resize(name, path, leaf, flat_old, new_modules, old_modules) -> dict[str, Any]:
-  """The params of `path`'s module resampled from the source's grid, or ConfigError."""
+  """The params of `path`'s module resampled from the source's layout, or ConfigError."""
   owner = path[1:-1]
   module, source_module = new_modules.get(owner), old_modules.get(owner)
   have = f"shape {tuple(flat_old[path].shape)}" if path in flat_old else "absent"
   resize: Callable | None = getattr(module, "resize_params", None)
   if path in flat_old and resize is not None and source_module is not None:
     params = {key[-1]: value for key, value in flat_old.items() if key[:-1] == path[:-1]}
-    return resize(params, source_module.grid_shape)
+    return resize(params, _layout(source_module))
   why = (
-    "the source's config.json (to know its grid) is missing"
+    "the source's config.json (to know its grid or patch size) is missing"
     if path in flat_old and resize is not None
     else f"{type(module).__name__} cannot resample it"
     if path in flat_old

@@ -18,6 +18,7 @@ import pytest
 from configs import vit_digits
 from lfpe.encodings.resample import resample
 from lfpe.errors import ConfigError
+from lfpe.nn.patches import resize_patch_kernel
 from lfpe.train import init_from, optim, program, sharding, trainer, workdir
 
 DEVICES = jax.devices()[:1]
@@ -117,9 +118,9 @@ def test_a_new_grid_resamples_each_table_by_its_encodings_policy(tmp_path, posem
 def test_a_transposed_grid_resamples_a_table_whose_shape_it_keeps(
   tmp_path, posemb, method, before, after
 ):
-  """Patches 2x4 to 4x2 at 16 px: an 8x4 grid becomes 4x8; Embed-1D's [32, D] table and the
-  relative bias's [15 * 7, heads] keep their shapes but not their layouts: resampled, not
-  copied row for row."""
+  """Patches 2x4 to 4x2 at 16 px: an 8x4 grid becomes 4x8; Embed-1D's [32, D] table, the
+  relative bias's [15 * 7, heads] and the patch kernel [2·4·C, D] keep their shapes but not
+  their layouts: resampled (the kernel by FlexiViT's PI-resize), not copied row for row."""
   path, source = _source(tmp_path, _config(posemb, patch_size=(2, 4)))
   state = _state(_config(posemb, patch_size=(4, 2), init_from=str(path)))
   new, old = _flat(state.params), _flat(source)
@@ -128,6 +129,35 @@ def test_a_transposed_grid_resamples_a_table_whose_shape_it_keeps(
   np.testing.assert_allclose(
     new[name], resample(old[name], before, after, method), rtol=1e-6, atol=1e-7
   )
+  kernel = "embedding/kernel"
+  assert new[kernel].shape == old[kernel].shape
+  np.testing.assert_allclose(
+    new[kernel], resize_patch_kernel(old[kernel], (2, 4), (4, 2)), rtol=1e-6, atol=1e-7
+  )
+
+
+def test_a_new_patch_size_resamples_the_patch_kernel_and_the_grid(tmp_path):
+  """Patches 2 to 4 at 16 px (FlexiViT): the kernel by PI-resize, so a patch enlarged 2x
+  bilinearly gives the source's token; the 8x8 grid's table becomes 4x4; the rest copied."""
+  path, source = _source(tmp_path, _config("embed_1d"))
+  state = _state(_config("embed_1d", patch_size=4, init_from=str(path)))
+  new, old = _flat(state.params), _flat(source)
+  assert new["embedding/kernel"].shape == (16, old["embedding/kernel"].shape[1])  # 4·4·C, C = 1
+  np.testing.assert_allclose(
+    new["embedding/kernel"], resize_patch_kernel(old["embedding/kernel"], (2, 2), (4, 4))
+  )
+  patch = np.random.default_rng(0).normal(size=(2, 2))
+  enlarged = np.asarray(jax.image.resize(patch, (4, 4), "bilinear", antialias=False))
+  np.testing.assert_allclose(
+    enlarged.reshape(-1) @ new["embedding/kernel"],
+    patch.reshape(-1) @ old["embedding/kernel"],
+    rtol=1e-4,
+    atol=1e-5,
+  )
+  (table,) = [n for n in new if n.endswith("/table")]
+  np.testing.assert_allclose(new[table], resample(old[table], (8, 8), (4, 4)), atol=1e-7)
+  for name in set(new) - {table, "embedding/kernel"}:
+    np.testing.assert_array_equal(new[name], old[name], err_msg=name)
 
 
 def test_an_encoding_that_differs_beyond_its_grid_is_refused_naming_the_parameter(tmp_path):
@@ -136,7 +166,7 @@ def test_an_encoding_that_differs_beyond_its_grid_is_refused_naming_the_paramete
   path, _ = _source(tmp_path, _config("rel_attn_2d"))
   refused = (
     r"parameter params/.*/(row|col) is shape \(15, \d+\) in the source, .* resampled to this "
-    r"run's grid, and \(15, \d+, \d+\) here"
+    r"run's grid or patch size, and \(15, \d+, \d+\) here"
   )
   with pytest.raises(ConfigError, match=refused):
     _state(_config("rel_attn_2d(per_head=True)", init_from=str(path)))
@@ -144,16 +174,18 @@ def test_an_encoding_that_differs_beyond_its_grid_is_refused_naming_the_paramete
 
 def test_a_parameter_that_cannot_be_resampled_is_named_and_can_be_skipped(tmp_path):
   path, source = _source(tmp_path, _config("fourier"))
-  other_patch = _config("fourier", patch_size=4, init_from=str(path))
+  wider_mlp = _config("fourier", init_from=str(path))
+  with wider_mlp.unlocked():
+    wider_mlp.model.mlp_dim *= 2
   with pytest.raises(
     ConfigError,
-    match=r"params/embedding/kernel is shape \(4, 16\) in the source and shape "
-    r"\(16, 16\) here, and Dense cannot resample it; list it in config.init_skip",
+    match=r"params/Transformer/encoderblock_0/mlp/fc1/bias is shape \(32,\) in the source and "
+    r"shape \(64,\) here, and Dense cannot resample it; list it in config.init_skip",
   ):
-    _state(other_patch)
-  with other_patch.unlocked():
-    other_patch.init_skip = ("^params/embedding/",)
-  state = _state(other_patch)
+    _state(wider_mlp)
+  with wider_mlp.unlocked():
+    wider_mlp.init_skip = ("/mlp/",)
+  state = _state(wider_mlp)
   assert _flat(state.params)["head/kernel"].shape == source["head"]["kernel"].shape
   np.testing.assert_array_equal(_flat(state.params)["head/kernel"], source["head"]["kernel"])
 

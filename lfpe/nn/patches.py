@@ -1,0 +1,67 @@
+"""The ViT's patch embedding, and its kernel carried to another patch size (FlexiViT).
+
+A ViT embeds each flattened `(ph, pw, C)` patch (`lfpe.resolution.patchify`) with one Dense:
+a stride-P convolution whose kernel `[ph, pw, C, D]` is stored as `[ph·pw·C, D]`. A kernel
+trained at one patch size means nothing row for row at another, even where the shapes agree
+(2x4 and 4x2 patches: one shape, two layouts), so `PatchEmbedding` knows its patch size and
+`config.init_from` resamples the kernel with `resize_patch_kernel` when it changes, as it
+resamples position tables when the grid changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+from lfpe.encodings.resample import resample
+
+
+def resize_patch_kernel(kernel, old_patch: Sequence[int], new_patch: Sequence[int]) -> np.ndarray:
+  """A patch kernel `[ph·pw·C, D]` for `old_patch` as one for `new_patch`, `[ph'·pw'·C, D]`:
+  FlexiViT's PI-resize (Beyer et al. 2023, Sec. 3.4; big_vision's `resample_patchemb`).
+
+  With B the bilinear resize of a patch from `old_patch` to `new_patch` (half-pixel
+  centres, no antialiasing: `tf.image.resize`, as big_vision), the new kernel ŵ solves
+  <B x, ŵ> = <x, w> for every patch x, i.e. Bᵀ ŵ = w: ŵ = pinv(Bᵀ) w. Enlarging, Bᵀ has
+  full row rank and a patch resized up gives exactly the token the old kernel gave the
+  original (the minimum-norm such kernel); shrinking (or 2x4 -> 4x2), it is the
+  least-squares fit. B is jax's float32 resize of each basis pixel (as exact as big_vision's
+  float32 TF one), the solve float64 numpy; returned in the kernel's dtype.
+  """
+  old, new = tuple(old_patch), tuple(new_patch)
+  kernel = np.asarray(kernel)
+  rows, features = kernel.shape
+  if rows % math.prod(old):
+    raise ValueError(
+      f"resize_patch_kernel: a kernel of {rows} rows is not (ph·pw·C) for patches {old}."
+    )
+  if old == new:
+    return kernel
+  channels = rows // math.prod(old)
+  # Column j of B is the j-th pixel's indicator patch, resized: [ph'·pw', ph·pw].
+  basis = resample(jnp.eye(math.prod(old)), old, new, "bilinear", antialias=False)
+  resize = np.asarray(basis, np.float64)
+  per_pixel = kernel.astype(np.float64).reshape(math.prod(old), channels * features)
+  out = np.linalg.pinv(resize.T) @ per_pixel  # [ph'·pw', C·D]
+  return out.reshape(math.prod(new) * channels, features).astype(kernel.dtype)
+
+
+class PatchEmbedding(nn.Dense):
+  """`nn.Dense` on flattened `(ph, pw, C)` patches that knows its `patch_size`, so that
+  `config.init_from` carries a kernel trained at another patch size over by
+  `resize_patch_kernel` (its `resize_params`; the bias is kept). Parameters and outputs are
+  exactly `nn.Dense`'s (`params/embedding/{kernel,bias}` in lfpe's ViT)."""
+
+  patch_size: tuple[int, int] | None = None
+
+  resize_field: ClassVar[str] = "patch_size"  # init_from: resample when this differs
+
+  def resize_params(self, params: dict, source_patch: Sequence[int]) -> dict:
+    """This module's params from those of one trained at `source_patch` (`init_from`)."""
+    kernel = resize_patch_kernel(params["kernel"], source_patch, self.patch_size)
+    return {**params, "kernel": kernel}
