@@ -18,7 +18,9 @@ Evaluation: COCO AP of the last layer's scored boxes in pixels (`lfpe.tasks.coco
 with COCO's small / medium / large area ranges scaled from 640-pixel images to each image's
 own longer side. A target's area is its box's (COCO's official evaluation reads the
 segmentation's, usually smaller), so AP_small / medium / large are not comparable with
-published COCO figures; AP, AP50 and AP75 do not read areas.
+published COCO figures; AP, AP50 and AP75 do not read areas. The eval losses are the last
+layer's over the whole split, normalised as DETR normalises one batch (box terms by the
+split's boxes, loss_ce by its query weights), so they do not depend on how it is batched.
 """
 
 from __future__ import annotations
@@ -157,19 +159,26 @@ class Detection:
     return jnp.sum(losses["loss"]), {k: losses[k][-1] for k in LOSS_KEYS}
 
   def eval_sums(self, outputs, batch) -> dict[str, jax.Array]:
-    """Loss sums and the last layer's detections (per example, for COCO evaluation)."""
+    """The last layer's loss numerators and denominators, added up over batches (`finalize`
+    divides once: the loss of the whole split, as one batch of it would give, whatever the
+    batches' box counts), and its detections (per example, for COCO evaluation)."""
     valid = batch.get("valid", jnp.ones(batch["image"].shape[:1], jnp.bool_))
     last = {"logits": outputs["logits"][-1:], "boxes": outputs["boxes"][-1:]}
     losses = {k: v[-1] for k, v in self.layer_losses(last, batch).items()}
+    num_boxes = jnp.sum(batch["target_valid"])  # the box terms' divisor, max(num_boxes, 1)
+    box_sum = lambda key: losses[key] * jnp.maximum(num_boxes, 1)  # 0 when there are none
     scores, labels, boxes = postprocess(
       outputs["logits"][-1].astype(jnp.float32),
       outputs["boxes"][-1].astype(jnp.float32),
       batch["image_size"],
     )
-    count = jnp.sum(valid)
     return {
-      **{k: losses[k] * count for k in LOSS_KEYS},
-      "count": count,
+      "loss_ce": losses["loss_ce"] * losses["ce_weight"],
+      "ce_weight": losses["ce_weight"],
+      "loss_bbox": box_sum("loss_bbox"),
+      "loss_giou": box_sum("loss_giou"),
+      "num_boxes": num_boxes,
+      "count": jnp.sum(valid),
       "valid": valid,
       "scores": scores,
       "pred_labels": labels,
@@ -182,10 +191,15 @@ class Detection:
     }
 
   def finalize(self, sums: dict[str, Any]) -> dict[str, float]:
-    """Mean losses over examples and COCO AP of the real (non-padding) examples."""
+    """The split's losses (DETR's normalisation over all its images at once) and COCO AP of
+    the real (non-padding) examples."""
     keep = np.asarray(sums["valid"], bool)
     pick = lambda k: np.asarray(sums[k])[keep]
-    count = max(float(sums["count"]), 1.0)
+    divisor = {
+      "loss_ce": max(float(sums["ce_weight"]), 1e-12),
+      "loss_bbox": max(float(sums["num_boxes"]), 1.0),
+      "loss_giou": max(float(sums["num_boxes"]), 1.0),
+    }
     size = pick("image_size")
     targets_xyxy = np.asarray(box_cxcywh_to_xyxy(jnp.asarray(pick("boxes"))))
     scale = np.concatenate([size[:, ::-1], size[:, ::-1]], axis=-1)[:, None, :]  # (w, h, w, h)
@@ -202,7 +216,8 @@ class Detection:
       target_crowd=pick("target_crowd"),
       image_size=size.max(axis=1).astype(float),  # each image bucketed at its own size
     )
-    return {**{k: float(sums[k]) / count for k in LOSS_KEYS}, **metrics, "count": count}
+    losses = {k: float(sums[k]) / divisor[k] for k in LOSS_KEYS}
+    return {**losses, **metrics, "count": max(float(sums["count"]), 1.0)}
 
 
 __all__ = [

@@ -200,7 +200,9 @@ def set_loss(
   num_boxes: float | jax.Array | None = None,
   example_valid: jax.Array | None = None,
 ) -> dict[str, jax.Array]:
-  """DETR's SetCriterion for one decoder layer: {'loss', 'loss_ce', 'loss_bbox', 'loss_giou'}.
+  """DETR's SetCriterion for one decoder layer: {'loss', 'loss_ce', 'loss_bbox', 'loss_giou'},
+  and 'ce_weight', loss_ce's denominator (the sum of its query weights below), with which an
+  evaluation adds up Σ w·ce over batches and divides once (`Detection.eval_sums`).
 
   logits `[B, Q, K+1]`, boxes `[B, Q, 4]`, labels `[B, T]`, target_boxes `[B, T, 4]`,
   target_valid `[B, T]`. Queries are matched with `hungarian_match` on `matching_cost`
@@ -225,7 +227,8 @@ def set_loss(
   w = jnp.where(matched, 1.0, eos_coef)
   if example_valid is not None:
     w = w * jnp.asarray(example_valid, w.dtype)[:, None]
-  loss_ce = jnp.sum(w * ce) / jnp.maximum(jnp.sum(w), 1e-12)
+  ce_weight = jnp.sum(w)
+  loss_ce = jnp.sum(w * ce) / jnp.maximum(ce_weight, 1e-12)
 
   if num_boxes is None:
     num_boxes = jnp.sum(jnp.asarray(target_valid, jnp.float32))
@@ -237,7 +240,8 @@ def set_loss(
   loss_bbox = jnp.sum(jnp.where(matched, l1, 0.0)) / num_boxes
   loss_giou = jnp.sum(jnp.where(matched, 1.0 - giou, 0.0)) / num_boxes
   loss = class_weight * loss_ce + bbox_weight * loss_bbox + giou_weight * loss_giou
-  return {"loss": loss, "loss_ce": loss_ce, "loss_bbox": loss_bbox, "loss_giou": loss_giou}
+  losses = {"loss": loss, "loss_ce": loss_ce, "loss_bbox": loss_bbox, "loss_giou": loss_giou}
+  return {**losses, "ce_weight": ce_weight}
 
 
 def postprocess(

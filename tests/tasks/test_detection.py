@@ -117,6 +117,34 @@ def test_group_loss_is_the_mean_over_groups_each_matched_to_its_image():
   assert loss(grouped(one, other, one)) == pytest.approx(expected, rel=1e-5)
 
 
+def test_the_eval_loss_is_the_whole_splits_whatever_its_batches():
+  """Batches of one image (2 and 3 boxes) add up to the loss of one batch of both: DETR's
+  normalisation (box terms by the boxes, loss_ce by its query weights) over the split, not a
+  mean of per-batch losses (l1 / 2 and l1 / 3 averaged is not their sum over 5)."""
+  batch = jax.tree.map(jnp.asarray, _batch())
+  rng = np.random.default_rng(2)
+  outputs = {
+    "logits": jnp.asarray(rng.normal(size=(1, 2, 6, CLASSES + 1)), jnp.float32),
+    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(1, 2, 6, 4)), jnp.float32),
+  }
+  task = Detection(matcher="scipy")
+  parts = [
+    task.eval_sums(
+      {k: v[:, i : i + 1] for k, v in outputs.items()}, {k: v[i : i + 1] for k, v in batch.items()}
+    )
+    for i in range(2)
+  ]
+  sums = {
+    k: np.concatenate([p[k] for p in parts]) if np.ndim(parts[0][k]) else sum(p[k] for p in parts)
+    for k in parts[0]
+  }
+  metrics = task.finalize(sums)
+  whole = task.loss(outputs, batch)[1]
+  for key, value in whole.items():
+    assert metrics[key] == pytest.approx(float(value), rel=1e-6), key
+  assert metrics["count"] == 2
+
+
 def test_every_layer_is_matched_in_one_call_and_summed():
   """Auxiliary losses: the layers' set losses, vmapped, equal set_loss of each layer alone
   (summed for the loss, the last one's terms reported), and the scipy matcher is one host
