@@ -9,9 +9,9 @@ Built offline (no TensorFlow) from a manual download, `{data_dir}/downloads/manu
 A RICO json holds the tree at `["activity"]["root"]`; a node id is the path of child indices
 from the root (`0`, `0.2`, `0.2.0`; null children are skipped but keep their index).
 
-One example is one captioned node (the target) of one screen, with exactly the features of
+One example is one captioned node (the target) of one screen, with the features of
 `lfpe.data.screens` (names, dtypes, shapes, padding), so `lfpe.models.layout` and
-`lfpe.tasks.captioning` read both alike:
+`lfpe.tasks.captioning` read both alike, and `references` (the captions as written):
   screen_id [] int64: the RICO screen id (one example per captioned node: not unique).
   boxes [32, 4] int32: (top, left, bottom, right) of `bounds` [x1, y1, x2, y2] / (1440, 2560)
     clipped to [0, 1] as in Li et al., quantised as screens: `round(v * 99)`; zero rows pad.
@@ -22,6 +22,11 @@ One example is one captioned node (the target) of one screen, with exactly the f
   num_objects, target [] int32: real rows, the target's row.
   captions [4, 12] int32: up to 4 of the node's captions (empty ones dropped), `<bos> w1 ..
     wk <eos>` (k <= 10) then padding; zero rows when it has fewer than 4.
+  references [8, 24] int32: the node's captions as written, to score against (not to train
+    on): every word of each (tokenised as below, no vocabulary filter, no 10-word cut), ids
+    of the build's `reference_vocabulary` (`SPECIAL`, then every caption word of every split,
+    most frequent first), padding 0; up to 8 captions of up to 24 words (the few longer ones
+    are cut and counted in the metadata's `skipped`).
   unseen [] int32: 1 if one of the target's four bins never occurs on that side among the
     training screens' objects (`seen_bins`: 002 Fig. 4's per-dimension notion); 0 in train.
     002 counts 2,692 of 4,559 test widgets unseen and does not say whether per side or per
@@ -32,7 +37,9 @@ Li et al. use NLTK, absent here: `don't` gives `don t`), tokens over 30 characte
 Vocabulary: one for captions and texts (Li et al. share it), from the training split (each
 screen's node texts and resource-id words once, and its captions), most frequent first (ties
 alphabetical), `vocab_size` ids in all with `<pad> <bos> <eos> <unk>` (10,000 as Li et al.).
-Unknown words are `<unk>` in texts and dropped from captions (Li et al.: no `<unk>` target).
+Unknown words are `<unk>` in texts and dropped from captions (Li et al.: no `<unk>` target),
+not from `references`, which the metrics score against (as Li et al.'s `compute_score`, which
+reads each reference whole from its raw string).
 It is stored in the build's `metadata.json` (`vocabulary(name, data_dir)` reads it back; the
 captioning task decodes with it), with the counts of what was skipped (also logged): screens
 without a json, captioned nodes not in their tree or without a word left.
@@ -65,6 +72,7 @@ TYPES = (
 SPLITS = {"train": "train", "validation": "dev", "test": "test"}  # TFDS split -> split file
 SCREEN_SIZE = (1440, 2560)  # RICO's width, height
 MAX_WORDS = CAPTION_LEN - 2  # Li et al.'s max_token_per_label
+MAX_REFERENCES, REFERENCE_LEN = 8, 24  # `references`: every caption, whole (module doc)
 MAX_TOKEN_CHARS = 30
 MANUAL = "widget_caption"  # the folder under `{data_dir}/downloads/manual/`
 INSTRUCTIONS = """\
@@ -159,23 +167,35 @@ def read_screen(path: str, screen_id: str, labels: dict[str, list[str]], skipped
   )
 
 
-def build_vocabulary(parsed: list[Screen], size: int) -> tuple[str, ...]:
-  """`SPECIAL` then the most frequent words of `parsed` (ties alphabetical), `size` in all."""
+def build_vocabulary(parsed: list[Screen], size: int | None, texts: bool = True) -> tuple[str, ...]:
+  """`SPECIAL` then the most frequent words of `parsed` (ties alphabetical), `size` in all
+  (None: every word); the nodes' texts too unless `texts=False` (captions only)."""
   counts = collections.Counter()
   for s in parsed:
-    counts.update(w for words in s.words for w in words)
+    if texts:
+      counts.update(w for words in s.words for w in words)
     counts.update(w for refs in s.captions.values() for ref in refs for w in ref)
   words = sorted(counts, key=lambda w: (-counts[w], w))
-  return SPECIAL + tuple(words[: size - len(SPECIAL)])
+  return SPECIAL + tuple(words[: None if size is None else size - len(SPECIAL)])
 
 
-def encode(screen: Screen, target: int, word_id: dict[str, int], skipped) -> dict | None:
-  """One example as stored (module doc), or None when no caption keeps a word."""
-  refs = [[word_id[w] for w in ref if w in word_id][:MAX_WORDS] for ref in screen.captions[target]]
+def encode(
+  screen: Screen, target: int, word_id: dict[str, int], reference_id: dict[str, int], counts
+) -> dict | None:
+  """One example as stored (module doc), or None when no caption keeps a word; `counts`
+  gets what was skipped or cut."""
+  written = screen.captions[target]
+  refs = [[word_id[w] for w in ref if w in word_id][:MAX_WORDS] for ref in written]
   refs = [r for r in refs if r][:NUM_REFS]
   if not refs:
-    skipped["nodes_without_words"] += 1
+    counts["nodes_without_words"] += 1
     return None
+  references = np.full((MAX_REFERENCES, REFERENCE_LEN), PAD, np.int32)
+  counts["references_cut"] += max(len(written) - MAX_REFERENCES, 0)
+  for r, words in enumerate(written[:MAX_REFERENCES]):
+    counts["reference_words_cut"] += max(len(words) - REFERENCE_LEN, 0)
+    ids = [reference_id[w] for w in words[:REFERENCE_LEN]]
+    references[r, : len(ids)] = ids
   others = [i for i in range(len(screen.types)) if i != target][: MAX_OBJECTS - 1]
   keep = sorted([target, *others])
   n = len(keep)
@@ -190,7 +210,8 @@ def encode(screen: Screen, target: int, word_id: dict[str, int], skipped) -> dic
     captions[r, : len(ids) + 2] = [BOS, *ids, EOS]
   ints = dict(num_objects=n, target=keep.index(target), unseen=0)  # unseen: set by `load`
   return dict(screen_id=np.int64(screen.screen_id), boxes=boxes, types=types, texts=texts,
-              captions=captions, **{k: np.int32(v) for k, v in ints.items()})  # fmt: skip
+              captions=captions, references=references,
+              **{k: np.int32(v) for k, v in ints.items()})  # fmt: skip
 
 
 def check_manual(root: str, data_dir: str) -> None:
@@ -204,8 +225,9 @@ def check_manual(root: str, data_dir: str) -> None:
     )
 
 
-def load(root: str, vocab_size: int) -> tuple[dict, tuple[str, ...], dict]:
-  """`({split: arrays}, vocabulary, {split: skipped counts})` from the manual folder `root`."""
+def load(root: str, vocab_size: int) -> tuple[dict, dict[str, tuple[str, ...]], dict]:
+  """`({split: arrays}, {"vocabulary": ..., "reference_vocabulary": ...}, {split: counts of
+  what was skipped or cut})` from the manual folder `root`."""
   labels = collections.defaultdict(dict)
   with open(os.path.join(root, "widget_captions.csv"), newline="") as f:
     for row in csv.DictReader(f):
@@ -223,10 +245,18 @@ def load(root: str, vocab_size: int) -> tuple[dict, tuple[str, ...], dict]:
         continue
       parsed[split].append(read_screen(path, i, labels[i], counts))
   vocab = build_vocabulary(parsed["train"], vocab_size)
-  word_id = {w: i for i, w in enumerate(vocab) if i >= len(SPECIAL)}
+  every_screen = [s for screens_ in parsed.values() for s in screens_]
+  vocabularies = dict(
+    vocabulary=vocab, reference_vocabulary=build_vocabulary(every_screen, None, texts=False)
+  )
+  word_id, reference_id = (
+    {w: i for i, w in enumerate(v) if i >= len(SPECIAL)} for v in vocabularies.values()
+  )
   arrays, seen = {}, None
   for split in SPLITS:  # train first: `seen` is the bins of its objects, per side
-    rows = [encode(s, t, word_id, skipped[split]) for s in parsed[split] for t in s.captions]
+    rows = [
+      encode(s, t, word_id, reference_id, skipped[split]) for s in parsed[split] for t in s.captions
+    ]
     rows = [r for r in rows if r is not None]
     if not rows:
       raise DatasetMissingError(f"widget_caption: no {split} example in {root}: {skipped}.")
@@ -237,8 +267,8 @@ def load(root: str, vocab_size: int) -> tuple[dict, tuple[str, ...], dict]:
       out["unseen"] = unseen(out["boxes"][np.arange(len(rows)), out["target"]], seen)
     arrays[split] = out
     if any(skipped[split].values()):
-      logging.warning("widget_caption %s: skipped %s", split, dict(skipped[split]))
-  return arrays, vocab, {k: dict(v) for k, v in skipped.items()}
+      logging.warning("widget_caption %s: skipped or cut %s", split, dict(skipped[split]))
+  return arrays, vocabularies, {k: dict(+v) for k, v in skipped.items()}
 
 
 def seen_bins(boxes: np.ndarray, num_objects: np.ndarray) -> list[set[int]]:
@@ -266,10 +296,11 @@ class WidgetCaptionConfig(tfds.core.BuilderConfig):
 class WidgetCaption(base.ArrayBuilder):
   """TFDS builder of the module doc from the manual folder `{manual_dir}/widget_caption/`."""
 
-  VERSION = tfds.core.Version("1.1.0")
+  VERSION = tfds.core.Version("1.2.0")
   RELEASE_NOTES = {
     "1.0.0": "Li et al.'s widget captions on RICO, in layout_screens' layout.",
     "1.1.0": "`unseen` against every training object's bins, not the training targets' only.",
+    "1.2.0": "`references`: every caption as written (all words, all captions) to score against.",
   }
   DESCRIPTION = __doc__
   HOMEPAGE = "https://github.com/google-research-datasets/widget-caption"
@@ -282,11 +313,14 @@ class WidgetCaption(base.ArrayBuilder):
       description=self.DESCRIPTION,
       features=tfds.features.FeaturesDict(self._features()),
       homepage=self.HOMEPAGE,
-      metadata=tfds.core.MetadataDict(),  # `vocabulary` and `skipped`, saved as metadata.json
+      metadata=tfds.core.MetadataDict(),  # vocabularies and `skipped`, saved as metadata.json
     )
 
   def _features(self):
-    return screens.features(screen_id="RICO screen id.", unseen="A bin no training object has.")
+    return {
+      **screens.features(screen_id="RICO screen id.", unseen="A bin no training object has."),
+      "references": tfds.features.Tensor(shape=(MAX_REFERENCES, REFERENCE_LEN), dtype=np.int32),
+    }
 
   def _split_generators(self, dl_manager):
     try:
@@ -298,20 +332,21 @@ class WidgetCaption(base.ArrayBuilder):
     return super()._split_generators(dl_manager)
 
   def _load_arrays(self):
-    arrays, vocab, skipped = load(self._root, self.builder_config.vocab_size)
-    self.info.metadata.update(vocabulary=list(vocab), skipped=skipped)
+    arrays, vocabularies, skipped = load(self._root, self.builder_config.vocab_size)
+    self.info.metadata.update({k: list(v) for k, v in vocabularies.items()}, skipped=skipped)
     return arrays
 
 
-def vocabulary(name: str, data_dir: str) -> tuple[str, ...]:
-  """The words of the ids of `name` (e.g. `widget_caption/full`) built in `data_dir`."""
+def vocabulary(name: str, data_dir: str, key: str = "vocabulary") -> tuple[str, ...]:
+  """The words of the ids of `name` (e.g. `widget_caption/full`) built in `data_dir`: of
+  `captions` and `texts`, or with `key="reference_vocabulary"` of `references`."""
   path = os.path.join(data_dir, name, str(WidgetCaption.VERSION), "metadata.json")
   if not os.path.exists(path):
     root = os.path.join(data_dir, "downloads", "manual", MANUAL)
     text = INSTRUCTIONS.format(root=root, data_dir=data_dir)
     raise DatasetMissingError(f"{path} is missing: build {name!r} first.\n{text}")
   with open(path) as f:
-    return tuple(json.load(f)["vocabulary"])
+    return tuple(json.load(f)[key])
 
 
 # For the data registry (`lfpe.data.builders`): `widget_caption/full`.
@@ -319,7 +354,17 @@ SPEC = base.DatasetSpec(
   name="widget_caption/full",
   num_classes=WidgetCaption.BUILDER_CONFIGS[0].vocab_size,  # caption (and text) ids
   image_shape=None,
-  fields=("screen_id", "boxes", "types", "texts", "num_objects", "target", "captions", "unseen"),
+  fields=(
+    "screen_id",
+    "boxes",
+    "types",
+    "texts",
+    "num_objects",
+    "target",
+    "captions",
+    "unseen",
+    "references",
+  ),  # fmt: skip
   preprocess="",
   builder=WidgetCaption,
   sizes=dict(

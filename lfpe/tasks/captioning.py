@@ -19,9 +19,10 @@ padding targets, the mean over real tokens (`<eos>` included). Metrics: `loss`,
 
 Evaluation: the same over the split, and one caption per example decoded greedily
 (`beam_size=1`) or by beam search (`beam_size`, `length_penalty`), scored against its
-references with `caption_metrics` (BLEU-1, BLEU-2, ROUGE-L, CIDEr-D; METEOR with
-`meteor=True`, ~10 s of Java per evaluation), times 100 as in 002's tables, and CIDEr on the
-seen and unseen examples (Table 4) with the whole split's IDF.
+references (`widget_caption`: its `references`, every caption with all its words, not the
+vocabulary-filtered, cut training captions) with `caption_metrics` (BLEU-1, BLEU-2, ROUGE-L,
+CIDEr-D; METEOR with `meteor=True`, ~10 s of Java per evaluation), times 100 as in 002's
+tables, and CIDEr on the seen and unseen examples (Table 4) with the whole split's IDF.
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ class Captioning:
     spec = get_spec(config.data.name)
     return {"caption_vocab": spec.num_classes, **spec.sizes}
 
-  def vocabulary(self) -> tuple[str, ...]:
-    """The words of the caption ids (`data_name`'s; lfpe.data.screens' by default)."""
+  def vocabulary(self, key: str = "vocabulary") -> tuple[str, ...]:
+    """The words of the caption ids (`data_name`'s; lfpe.data.screens' by default); with
+    `key="reference_vocabulary"`, of the references scored against (`widget_caption`'s
+    `references`: its captions as written; the synthetic screens' are their captions)."""
     if self.data_name.startswith(WIDGET):
-      return widget_caption.vocabulary(self.data_name, self.data_dir)
+      return widget_caption.vocabulary(self.data_name, self.data_dir, key)
     return screens.CAPTION_VOCAB
 
   def validate(self, config: Any) -> None:
@@ -166,7 +169,8 @@ class Captioning:
     return jnp.sum(nll * real) / count, {"token_accuracy": jnp.sum(hit * real) / count}
 
   def eval_sums(self, outputs, batch) -> dict[str, jax.Array]:
-    """Token sums over real examples, and per example the caption, references, `unseen`."""
+    """Token sums over real examples, and per example the caption, references (the data's
+    `references` where it has them: widget captions as written; else `captions`), `unseen`."""
     mask = batch.get("mask", jnp.ones(batch["target"].shape, jnp.bool_))
     nll, hit, real = token_losses(outputs["logits"], batch["captions"][:, :, 1:])
     real = real * mask[:, None, None]
@@ -177,7 +181,7 @@ class Captioning:
       "count": jnp.sum(mask),
       "mask": mask,
       "predictions": outputs["tokens"],
-      "references": batch["captions"],
+      "references": batch["references"] if "references" in batch else batch["captions"],
       "unseen": batch.get("unseen", jnp.zeros_like(mask, jnp.int32)),
     }
 
@@ -188,15 +192,16 @@ class Captioning:
     from lfpe.tasks import caption_metrics  # noqa: PLC0415 (pycocoevalcap)
 
     keep = np.asarray(sums["mask"], bool)
-    vocab = self.vocabulary()
 
-    def text(ids) -> str:
+    def text(ids, vocab) -> str:
       ids = np.where(np.asarray(ids) < len(vocab), ids, screens.UNK)  # a larger model vocab
       return caption_metrics.decode_tokens(ids, vocab, screens.EOS, screens.PAD, screens.BOS)
 
-    candidates = {i: text(p) for i, p in enumerate(np.asarray(sums["predictions"])[keep])}
+    vocab, written = self.vocabulary(), self.vocabulary("reference_vocabulary")
+    predictions = np.asarray(sums["predictions"])[keep]
+    candidates = {i: text(p, vocab) for i, p in enumerate(predictions)}
     references = {  # all-padding rows (widget_caption nodes with fewer captions) are none
-      i: [text(r) for r in refs if r[0] != screens.PAD]
+      i: [text(r, written) for r in refs if r[0] != screens.PAD]
       for i, refs in enumerate(np.asarray(sums["references"])[keep])
     }
     unseen = np.asarray(sums["unseen"])[keep].astype(bool)

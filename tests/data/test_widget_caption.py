@@ -217,11 +217,43 @@ def test_examples_as_stored(data_dir):
   assert dev["captions"][0, 1:].sum() == 0  # "send message" has no word left
 
 
-def test_features_are_those_of_layout_screens(tmp_path):
+def _written(reference_vocab, rows):
+  return [" ".join(reference_vocab[i] for i in row if i) for row in rows if row.any()]
+
+
+def test_references_are_every_caption_with_all_its_words(data_dir):
+  """What the metrics score against: captions whole (13 words, words outside the training
+  vocabulary), in a vocabulary of every split's caption words, most frequent first."""
+  written = wc.vocabulary("widget_caption/full", data_dir, "reference_vocabulary")
+  assert written[:4] == wc.SPECIAL and written[4:7] == ("back", "profile", "the")  # 4, 3, 3
+  assert {"send", "message", "item", "previous"} <= set(written) and "ghost" not in written
+  assert "settings" not in written  # a node's text, not a caption
+  train, dev = _split(data_dir, "train"), _split(data_dir, "validation")
+  assert train["references"].shape[1:] == (wc.MAX_REFERENCES, wc.REFERENCE_LEN)
+  assert _written(written, train["references"][0]) == [
+    "go back",
+    "navigate to the previous page",
+    "back",
+  ]
+  assert _written(written, train["references"][1]) == ["open profile", "profile picture", LONG]
+  assert _written(written, dev["references"][0]) == ["send message", "back"]
+
+
+def test_references_past_8_captions_or_24_words_are_cut_and_counted():
+  words = [f"w{i}" for i in range(30)]
+  screen = wc.Screen(7, np.zeros((1, 4), np.int32), np.ones(1, np.int32), [[]], {0: [words] * 9})
+  reference_id = {w: i + 4 for i, w in enumerate(words)}
+  counts = collections.Counter()
+  row = wc.encode(screen, 0, reference_id, reference_id, counts)
+  assert row["references"].tolist() == [list(range(4, 28))] * 8
+  assert counts == {"references_cut": 1, "reference_words_cut": 8 * 6}
+
+
+def test_features_are_those_of_layout_screens_and_the_references(tmp_path):
   ours = wc.WidgetCaption(data_dir=str(tmp_path)).info.features
   theirs = sc.LayoutScreens(config="small", data_dir=str(tmp_path)).info.features
-  assert list(ours) == list(theirs) == list(wc.SPEC.fields)
-  for k in ours:
+  assert list(ours) == [*theirs, "references"] == list(wc.SPEC.fields)
+  for k in theirs:
     assert (ours[k].shape, ours[k].np_dtype) == (theirs[k].shape, theirs[k].np_dtype)
   assert (wc.SPEC.num_classes, len(wc.TYPES)) == (10_000, 12)
 
@@ -260,7 +292,7 @@ def test_large_screens_keep_the_target_and_the_first_objects():
     [[] for _ in range(n)],
     {35: [["x"]]},
   )
-  example = wc.encode(screen, 35, {"x": 4}, collections.Counter())
+  example = wc.encode(screen, 35, {"x": 4}, {"x": 4}, collections.Counter())
   assert example["num_objects"] == 32 and example["target"] == 31
   assert example["boxes"][:, 0].tolist() == [*range(31), 35]
   assert example["captions"][0, :3].tolist() == [sc.BOS, 4, sc.EOS]
@@ -312,7 +344,20 @@ def _widget_config(data_dir):
   return config
 
 
-def test_the_layout_captioner_trains_and_evaluates_on_it(data_dir):
+def test_the_layout_captioner_trains_and_evaluates_on_it(data_dir, monkeypatch):
+  """...and its captions are scored against the references as written ("add new item",
+  where the training captions keep "new", the one training word)."""
+  from lfpe.tasks import caption_metrics  # noqa: PLC0415 (pycocoevalcap: the test extra)
+
+  scored = []
+  score = caption_metrics.caption_scores
+  monkeypatch.setattr(
+    caption_metrics,
+    "caption_scores",
+    lambda references, *args, **kwargs: (
+      scored.append(references) or score(references, *args, **kwargs)
+    ),
+  )
   config = _widget_config(data_dir)
   assert (config.data.name, config.task.data_dir) == ("widget_caption/full", data_dir)
   task = tasks.get(config.task)
@@ -339,6 +384,8 @@ def test_the_layout_captioner_trains_and_evaluates_on_it(data_dir):
   metrics = task.finalize(sums)
   assert (metrics["count"], metrics["count_unseen"]) == (2, 1)
   assert np.isfinite(metrics["CIDEr"]) and np.isfinite(metrics["CIDEr_unseen"])
+  expected = [["add new item", "add item"], ["go back", "previous"]]
+  assert sorted(scored[0].values()) == expected  # the whole split, then seen and unseen
 
 
 def test_task_needs_the_datas_vocabulary(data_dir):
