@@ -246,8 +246,8 @@ def render(example: dict, height: int = 320) -> PIL.Image.Image:
 
 
 def features(*, screen_id: str, unseen: str) -> dict:
-  """The TFDS features of a screen dataset (`widget_caption` has the same); `screen_id` and
-  `unseen` document what those two mean there."""
+  """The TFDS features of a screen dataset (`widget_caption` has these and `references`);
+  `screen_id` and `unseen` document what those two mean there."""
   ints = lambda *shape: tfds.features.Tensor(shape=shape, dtype=np.int32)
   return {
     "screen_id": tfds.features.Scalar(np.int64, doc=screen_id),
