@@ -99,16 +99,21 @@ def test_split_groups_is_group_major():
   assert split_groups({"boxes": x}, 1)["boxes"] is x
 
 
+def _outputs(*, layers, seed):
+  """Random decoder outputs for `_batch`'s 2 images: `layers` layers of 6 queries."""
+  rng = np.random.default_rng(seed)
+  return {
+    "logits": jnp.asarray(rng.normal(size=(layers, 2, 6, CLASSES + 1)), jnp.float32),
+    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(layers, 2, 6, 4)), jnp.float32),
+  }
+
+
 def test_group_loss_is_the_mean_over_groups_each_matched_to_its_image():
   """G identical groups give the one-group loss (mean over groups, targets counted G times);
   a group with other predictions changes the loss by its own share only."""
   task = Detection(matcher="optax")
   batch = jax.tree.map(jnp.asarray, _batch())
-  rng = np.random.default_rng(0)
-  one = {
-    "logits": jnp.asarray(rng.normal(size=(2, 2, 6, CLASSES + 1)), jnp.float32),
-    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(2, 2, 6, 4)), jnp.float32),
-  }
+  one = _outputs(layers=2, seed=0)
   other = jax.tree.map(lambda x: x[:, ::-1], one)  # the images swapped: a different group
   grouped = lambda *groups: {k: jnp.concatenate([g[k] for g in groups], axis=1) for k in one}
   loss = lambda outputs: float(task.loss(outputs, batch)[0])
@@ -122,11 +127,7 @@ def test_the_eval_loss_is_the_whole_splits_whatever_its_batches():
   normalisation (box terms by the boxes, loss_ce by its query weights) over the split, not a
   mean of per-batch losses (l1 / 2 and l1 / 3 averaged is not their sum over 5)."""
   batch = jax.tree.map(jnp.asarray, _batch())
-  rng = np.random.default_rng(2)
-  outputs = {
-    "logits": jnp.asarray(rng.normal(size=(1, 2, 6, CLASSES + 1)), jnp.float32),
-    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(1, 2, 6, 4)), jnp.float32),
-  }
+  outputs = _outputs(layers=1, seed=2)
   task = Detection(matcher="scipy")
   parts = [
     task.eval_sums(
@@ -150,11 +151,7 @@ def test_every_layer_is_matched_in_one_call_and_summed():
   (summed for the loss, the last one's terms reported), and the scipy matcher is one host
   callback per step, not one per layer."""
   batch = jax.tree.map(jnp.asarray, _batch())
-  rng = np.random.default_rng(1)
-  outputs = {
-    "logits": jnp.asarray(rng.normal(size=(3, 2, 6, CLASSES + 1)), jnp.float32),
-    "boxes": jnp.asarray(rng.uniform(0.2, 0.8, size=(3, 2, 6, 4)), jnp.float32),
-  }
+  outputs = _outputs(layers=3, seed=1)
   task = Detection(matcher="scipy")
   loss, terms = task.loss(outputs, batch)
   alone = [
