@@ -39,7 +39,11 @@ screen's node texts and resource-id words once, and its captions), most frequent
 alphabetical), `vocab_size` ids in all with `<pad> <bos> <eos> <unk>` (10,000 as Li et al.).
 Unknown words are `<unk>` in texts and dropped from captions (Li et al.: no `<unk>` target),
 not from `references`, which the metrics score against (as Li et al.'s `compute_score`, which
-reads each reference whole from its raw string).
+reads each reference whole from its raw string). A training widget none of whose captions
+keeps a vocabulary word is skipped (`nodes_without_words`, as one whose captions have no word
+at all); a validation or test one is kept, its `captions` all padding (no loss, nothing to
+teacher-force), scored against its references (`kept_without_training_words`), so that the
+scored split does not depend on the training vocabulary.
 It is stored in the build's `metadata.json` (`vocabulary(name, data_dir)` reads it back; the
 captioning task decodes with it), with the counts of what was skipped (also logged): screens
 without a json, captioned nodes not in their tree or without a word left.
@@ -180,16 +184,23 @@ def build_vocabulary(parsed: list[Screen], size: int | None, texts: bool = True)
 
 
 def encode(
-  screen: Screen, target: int, word_id: dict[str, int], reference_id: dict[str, int], counts
+  screen: Screen,
+  target: int,
+  word_id: dict[str, int],
+  reference_id: dict[str, int],
+  counts,
+  train: bool = True,
 ) -> dict | None:
-  """One example as stored (module doc), or None when no caption keeps a word; `counts`
-  gets what was skipped or cut."""
+  """One example as stored (module doc); `counts` gets what was skipped or cut. None when
+  its captions have no word, or (`train`) none keeps a vocabulary word: an evaluation split
+  keeps such a widget, with all-padding `captions`, to be scored against its references."""
   written = screen.captions[target]
   refs = [[word_id[w] for w in ref if w in word_id][:MAX_WORDS] for ref in written]
   refs = [r for r in refs if r][:NUM_REFS]
-  if not refs:
+  if not written or (train and not refs):
     counts["nodes_without_words"] += 1
     return None
+  counts["kept_without_training_words"] += not refs
   references = np.full((MAX_REFERENCES, REFERENCE_LEN), PAD, np.int32)
   counts["references_cut"] += max(len(written) - MAX_REFERENCES, 0)
   for r, words in enumerate(written[:MAX_REFERENCES]):
@@ -255,7 +266,9 @@ def load(root: str, vocab_size: int) -> tuple[dict, dict[str, tuple[str, ...]], 
   arrays, seen = {}, None
   for split in SPLITS:  # train first: `seen` is the bins of its objects, per side
     rows = [
-      encode(s, t, word_id, reference_id, skipped[split]) for s in parsed[split] for t in s.captions
+      encode(s, t, word_id, reference_id, skipped[split], train=split == "train")
+      for s in parsed[split]
+      for t in s.captions
     ]
     rows = [r for r in rows if r is not None]
     if not rows:
@@ -300,7 +313,8 @@ class WidgetCaption(base.ArrayBuilder):
   RELEASE_NOTES = {
     "1.0.0": "Li et al.'s widget captions on RICO, in layout_screens' layout.",
     "1.1.0": "`unseen` against every training object's bins, not the training targets' only.",
-    "1.2.0": "`references`: every caption as written (all words, all captions) to score against.",
+    "1.2.0": "`references`: every caption whole, to score against; evaluation widgets with no "
+    "training word kept.",
   }
   DESCRIPTION = __doc__
   HOMEPAGE = "https://github.com/google-research-datasets/widget-caption"

@@ -151,6 +151,15 @@ def build(
 
 
 def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
+  """ConfigError unless `model` has the trained model's parameters, laid out alike: same
+  shapes, and the same patch size (a 2x4 and a 4x2 patch kernel have one shape)."""
+  if _patch_size(model) != _patch_size(prog.model):
+    raise ConfigError(
+      f"config.evals.{name}.model.patch_size={_patch_size(model)} is not the trained "
+      f"{_patch_size(prog.model)}: the patch kernel is trained for its patch size. Evaluate at the "
+      "trained patch size, or fine-tune a run started from this one with "
+      "--config.init_from (it carries the kernel over by FlexiViT's PI-resize)."
+    )
   example = prog.task.example_batch(prog.config)
   init = lambda rng: sharding.unbox(prog.task.init_variables(model, rng, example))
   theirs = jax.tree.map(lambda a: a.shape, jax.eval_shape(init, jax.random.key(0)))
@@ -161,6 +170,12 @@ def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
       "trained parameters, so it may change only options that keep them (e.g. a resampling "
       "policy)."
     )
+
+
+def _patch_size(model: Any) -> tuple[int, ...] | None:
+  """A ViT's (ph, pw) (its `patch_size`, an int or a pair), None for a model without one."""
+  size = getattr(model, "patch_size", None)
+  return None if size is None else tuple(np.broadcast_to(size, 2).tolist())
 
 
 def run_all(task: Any, evaluations: list[Evaluation], variables: dict[str, Any]) -> dict:

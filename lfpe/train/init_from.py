@@ -91,16 +91,20 @@ def check(config: Any) -> None:
 
 def check_source(config: Any) -> None:
   """`config.init_from` (if set), checked before a fresh run builds anything: the source is
-  there and its config.json, if any, reads (`source`). One that no longer builds a model here
-  (another lfpe version's fields) is logged: its parameters load by path and shape, and one
-  whose shape differs is refused naming it, as nothing can resample it."""
+  there and its config.json, if any, reads (`source`). One that is missing (a state folder
+  away from its workdir) or no longer builds a model here (another lfpe version's fields) is
+  logged: its parameters load by path and shape, and one whose shape differs is refused
+  naming it, as nothing can resample it; one of the same shape is copied as it is, even
+  under a transposed grid or patch."""
   if config.get("init_from"):
     _, source_config = source(config.init_from)
-    problem = _source_model(source_config)
+    problem = _source_model(source_config) if source_config is not None else "it has none"
     if isinstance(problem, str):
       logging.warning(
-        "config.init_from=%s: its config.json does not build a model here (%s); parameters "
-        "load by path and shape, and none can be resampled to a new grid.",
+        "config.init_from=%s: no config.json that builds a model here (%s); parameters load "
+        "by path and shape, none is resampled to a new grid or patch size, and a transposed "
+        "grid or patch (the same shapes) is copied row for row: keep the source's, or point "
+        "init_from at the source's workdir.",
         config.init_from,
         problem,
       )
@@ -143,7 +147,8 @@ def variables(
     out = {k: np.stack([p[0][k] for p in per_seed]) for k in flat_fresh}
     resized, skipped = per_seed[0][1], per_seed[0][2]
   logging.warning(
-    "config.init_from=%s: %d arrays copied, %d modules resampled to the new grid (%s), %d "
+    "config.init_from=%s: %d arrays copied, %d modules resampled to the new grid or patch "
+    "size (%s), %d "
     "arrays kept as initialised (config.init_skip)%s.",
     state_dir,
     len(out) - skipped - sum(len(r) for r in resized.values()),

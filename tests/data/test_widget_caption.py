@@ -239,6 +239,20 @@ def test_references_are_every_caption_with_all_its_words(data_dir):
   assert _written(written, dev["references"][0]) == ["send message", "back"]
 
 
+def test_an_evaluation_widget_with_no_training_word_is_kept_to_be_scored():
+  """No caption keeps a vocabulary word: skipped in training (nothing to learn), kept in
+  validation and test with padding captions, so the scored split does not depend on the
+  training vocabulary; a widget whose captions have no word at all is skipped everywhere."""
+  screen = wc.Screen(7, np.zeros((1, 4), np.int32), np.ones(1, np.int32), [[]], {0: [["zebra"]]})
+  reference_id, counts = {"zebra": 4}, collections.Counter()
+  assert wc.encode(screen, 0, {}, reference_id, counts) is None
+  kept = wc.encode(screen, 0, {}, reference_id, counts, train=False)
+  assert not kept["captions"].any() and kept["references"][0, :2].tolist() == [4, 0]
+  assert +counts == {"nodes_without_words": 1, "kept_without_training_words": 1}
+  empty = dataclasses.replace(screen, captions={0: []})
+  assert wc.encode(empty, 0, {}, reference_id, counts, train=False) is None
+
+
 def test_references_past_8_captions_or_24_words_are_cut_and_counted():
   words = [f"w{i}" for i in range(30)]
   screen = wc.Screen(7, np.zeros((1, 4), np.int32), np.ones(1, np.int32), [[]], {0: [words] * 9})
@@ -246,7 +260,7 @@ def test_references_past_8_captions_or_24_words_are_cut_and_counted():
   counts = collections.Counter()
   row = wc.encode(screen, 0, reference_id, reference_id, counts)
   assert row["references"].tolist() == [list(range(4, 28))] * 8
-  assert counts == {"references_cut": 1, "reference_words_cut": 8 * 6}
+  assert +counts == {"references_cut": 1, "reference_words_cut": 8 * 6}
 
 
 def test_features_are_those_of_layout_screens_and_the_references(tmp_path):

@@ -123,17 +123,22 @@ def test_group_loss_is_the_mean_over_groups_each_matched_to_its_image():
 
 
 def test_the_eval_loss_is_the_whole_splits_whatever_its_batches():
-  """Batches of one image (2 and 3 boxes) add up to the loss of one batch of both: DETR's
+  """Batches of one image (2 and 3 boxes; the second padded, as the loader pads a last
+  batch, with a zero example marked invalid) add up to the loss of one batch of both: DETR's
   normalisation (box terms by the boxes, loss_ce by its query weights) over the split, not a
   mean of per-batch losses (l1 / 2 and l1 / 3 averaged is not their sum over 5)."""
   batch = jax.tree.map(jnp.asarray, _batch())
   outputs = _outputs(layers=1, seed=2)
   task = Detection(matcher="scipy")
+  first = {k: v[:1] for k, v in batch.items()}
+  padded = {k: jnp.concatenate([v[1:], jnp.zeros_like(v[1:])]) for k, v in batch.items()}
+  padded["valid"] = jnp.array([True, False])
+  noise = _outputs(layers=1, seed=3)  # the padding example's outputs: must not count
   parts = [
+    task.eval_sums({k: v[:, :1] for k, v in outputs.items()}, first),
     task.eval_sums(
-      {k: v[:, i : i + 1] for k, v in outputs.items()}, {k: v[i : i + 1] for k, v in batch.items()}
-    )
-    for i in range(2)
+      {k: jnp.stack([v[:, 1], noise[k][:, 0]], 1) for k, v in outputs.items()}, padded
+    ),
   ]
   sums = {
     k: np.concatenate([p[k] for p in parts]) if np.ndim(parts[0][k]) else sum(p[k] for p in parts)

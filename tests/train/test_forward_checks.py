@@ -41,3 +41,17 @@ def test_grids_the_model_takes_pass_and_train(tmp_path):
     config.evals = {"large": {"data": {"image_size": 24}}}
   summary = trainer.train_and_evaluate(config, str(tmp_path), devices=jax.devices()[:1])
   assert summary["step"] == 2 and "eval/large" in summary
+
+
+def test_an_evaluation_at_another_patch_layout_is_refused(tmp_path):
+  """A 4x2 patch kernel has the 2x4 one's shape but not its layout: scored row for row it
+  would be another model, so the evaluation is refused, pointing to init_from."""
+  config = vit_digits.get_config("small=1")
+  with config.unlocked():
+    config.model = {**config.model.to_dict(), "patch_size": (2, 4)}  # a pair, not an int field
+    config.total_steps = 2
+    config.evals = {"transposed": {"model": {"patch_size": (4, 2)}}}
+  refused = r"config.evals.transposed.model.patch_size=\(4, 2\) is not the trained \(2, 4\)"
+  with pytest.raises(ConfigError, match=refused + ".*--config.init_from"):
+    trainer.train_and_evaluate(config, str(tmp_path), devices=jax.devices()[:1])
+  assert not (tmp_path / "metrics.jsonl").exists()

@@ -223,16 +223,21 @@ def test_a_source_config_that_builds_no_model_here_loads_by_path_and_shape(tmp_p
   config = _config("embed_1d", init_from=str(path))
   with caplog.at_level(logging.WARNING):
     init_from.check_source(config)
-  assert "does not build a model here" in caplog.text
+  assert "no config.json that builds a model here (ValueError" in caplog.text
   np.testing.assert_array_equal(_state(config).params["head"]["kernel"], source["head"]["kernel"])
   with pytest.raises(ConfigError, match=r"params/Transformer/pos/.*table"):
     _state(_config("embed_1d", image_size=32, init_from=str(path)))
 
 
-def test_a_source_checkpoint_folder_works_without_its_workdir(tmp_path):
+def test_a_source_checkpoint_folder_works_without_its_workdir(tmp_path, caplog):
   path, source = _source(tmp_path, _config("fourier"))
   (path / "config.json").unlink()  # a bare checkpoint: same shapes copy, nothing to resample
-  state = _state(_config("fourier", init_from=str(path / "checkpoints" / "1" / "state")))
+  config = _config("fourier", init_from=str(path / "checkpoints" / "1" / "state"))
+  with caplog.at_level(logging.WARNING):
+    init_from.check_source(config)
+  assert "(it has none); parameters load by path and shape" in caplog.text
+  assert "a transposed grid or patch (the same shapes) is copied row for row" in caplog.text
+  state = _state(config)
   np.testing.assert_array_equal(state.params["head"]["kernel"], source["head"]["kernel"])
   assert json.loads(json.dumps(str(path)))  # the path round-trips as a config string
 
