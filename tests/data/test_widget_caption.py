@@ -1,135 +1,27 @@
-"""widget_caption: RICO trees and Li et al.'s captions as layout_screens-like examples."""
+"""widget_caption's builder: RICO trees and Li et al.'s captions as layout_screens-like
+examples (the task that trains on them: test_widget_caption_task.py)."""
 
 import collections
-import csv
 import dataclasses
-import importlib.util
 import json
 import os
 
-import jax
 import numpy as np
 import pytest
-import tensorflow_datasets as tfds
+from widget_caption_download import BOXES_101, LONG, SCREENS, write_manual
+from widget_caption_download import read_split as _split
 
 from lfpe import data as data_lib
-from lfpe import tasks
 from lfpe.data import builders
 from lfpe.data import screens as sc
 from lfpe.data import widget_caption as wc
 from lfpe.errors import DatasetMissingError
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-VIEW = ["android.view.View", "java.lang.Object"]
-GROUP = ["android.view.ViewGroup", *VIEW]
 
-
-def _node(cls, bounds, ancestors=VIEW, children=None, **attrs):
-  node = {"class": cls, "ancestors": ancestors, "bounds": bounds, "clickable": False, **attrs}
-  node.update({"visibility": "visible", "visible-to-user": True})
-  return node if children is None else {**node, "children": children}
-
-
-def _screen(*children):
-  decor = "com.android.internal.policy.PhoneWindow$DecorView"
-  root = _node(decor, [0, 0, 1440, 2560], ["android.widget.FrameLayout", *GROUP], list(children))
-  return {"activity_name": "com.app/.Main", "activity": {"root": root}}
-
-
-SCREENS = {
-  "101": _screen(  # train
-    _node(
-      "android.widget.LinearLayout",
-      [0, 84, 1440, 252],
-      GROUP,
-      [
-        _node(
-          "android.widget.ImageButton", [0, 84, 168, 252], **{"resource-id": "a:id/backButton"}
-        ),
-        _node("android.widget.TextView", [200, 120, 700, 220], text="Settings!"),
-      ],
-    ),
-    None,  # a null child keeps its index: the next one is 0.2
-    _node(
-      "android.support.v7.widget.AppCompatImageView",
-      [1180, 2300, 1500, 2600],  # beyond the screen: clipped
-      ["android.widget.ImageView", *VIEW],
-      **{"content-desc": ["", "Profile photo"]},
-    ),
-  ),
-  "102": _screen(  # train
-    _node(
-      "android.widget.Switch",
-      [1180, 400, 1400, 500],
-      text="",
-      **{"resource-id": "a:id/wifi_switch"},
-    ),
-    _node("android.widget.CheckBox", [60, 600, 700, 700], **{"content-desc": "Remember me"}),
-    _node(
-      "com.foo.CustomWidget",
-      [0, 800, 1440, 900],
-      ["com.foo.Base", "java.lang.Object"],
-      text="Hello",
-    ),
-  ),
-  "103": _screen(_node("android.widget.Button", [100, 2000, 700, 2200], text="Send")),  # dev
-  "104": _screen(  # test
-    _node(
-      "android.support.design.widget.FloatingActionButton",
-      [1180, 2200, 1400, 2400],
-      ["android.widget.ImageButton", "android.widget.ImageView", *VIEW],
-    ),
-    _node("android.widget.ImageButton", [0, 84, 168, 252]),
-  ),
-}
-LONG = "tap here to open the profile of the user in a new window"  # 13 words
-CAPTIONS = [
-  ("101", "0.0.0", "Go back|Navigate to the previous page.|Back!"),
-  ("101", "0.2", "open profile|Profile picture|" + LONG),
-  ("102", "0.0", "turn on wifi"),
-  ("102", "0.9", "ghost"),  # no such node
-  ("102", "0.1", "!!!"),  # no word
-  ("103", "0.0", "send message|Back"),
-  ("104", "0.0", "add new item|add item"),
-  ("104", "0.1", "go back|previous"),
-  ("105", "0.0", "no json"),  # test screen without combined/105.json
-]  # fmt: skip
-# round(99 * (y1 / 2560, x1 / 1440, y2 / 2560, x2 / 1440)) of screen 101's nodes, clipped first
-BOXES_101 = [[0, 0, 99, 99], [3, 0, 10, 99], [3, 0, 10, 12], [5, 14, 9, 48], [89, 81, 99, 99]]
-SPLITS = {"train": ["101", "102"], "dev": ["103"], "test": ["104", "105"]}
-
-
-def write_manual(root):
-  """The download layout: widget_captions.csv, split/*.txt, combined/<id>.json."""
-  os.makedirs(os.path.join(root, "split"))
-  os.makedirs(os.path.join(root, "combined"))
-  with open(os.path.join(root, "widget_captions.csv"), "w", newline="") as f:
-    writer = csv.writer(f)
-    writer.writerow(["screenId", "nodeId", "captions"])
-    writer.writerows(CAPTIONS)
-  for name, ids in SPLITS.items():
-    with open(os.path.join(root, "split", f"{name}.txt"), "w") as f:
-      f.write("\n".join(ids) + "\n")
-  for screen_id, screen in SCREENS.items():
-    with open(os.path.join(root, "combined", f"{screen_id}.json"), "w") as f:
-      json.dump(screen, f)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-  """A data_dir with the manual download and `widget_caption/full` built from it."""
-  data_dir = str(tmp_path_factory.mktemp("tfds"))
-  write_manual(os.path.join(data_dir, "downloads", "manual", "widget_caption"))
-  data_lib.prepare("widget_caption/full", data_dir)
-  return data_dir
-
-
-def _split(data_dir, split, name="widget_caption/full"):
-  source = tfds.data_source(name, split=split, data_dir=data_dir)
-  rows = sorted(
-    (source[i] for i in range(len(source))), key=lambda r: (r["screen_id"], r["target"])
-  )
-  return {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+@pytest.fixture
+def data_dir(widget_caption_dir):
+  """`widget_caption/full` built from the fake download, once a session (conftest.py)."""
+  return widget_caption_dir
 
 
 def _ids(vocab, words):
@@ -335,77 +227,3 @@ def test_missing_download_says_where_to_get_it_and_put_it(tmp_path):
   assert builders.prepared_version("widget_caption/full", str(tmp_path)) is None
   with pytest.raises(DatasetMissingError, match="metadata.json"):
     wc.vocabulary("widget_caption/full", str(tmp_path / "nothing"))
-
-
-def _config_module():
-  path = os.path.join(ROOT, "configs", "widget_caption.py")
-  spec = importlib.util.spec_from_file_location("widget_caption_config", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def _config_small():
-  return _config_module().get_config("small=1")  # CI: the synthetic screens
-
-
-def _widget_config(data_dir):
-  config = _config_module().get_config("posemb=fourier")
-  config.unlock()
-  config.data.data_dir = data_dir  # the task's data_dir follows (a reference)
-  config.model.update(width=32, num_heads=2, mlp_dim=64, encoder_depth=1, decoder_depth=1)
-  config.task.update(beam_size=2, meteor=False)
-  return config
-
-
-def test_the_layout_captioner_trains_and_evaluates_on_it(data_dir, monkeypatch):
-  """...and its captions are scored against the references as written ("add new item",
-  where the training captions keep "new", the one training word)."""
-  from lfpe.tasks import caption_metrics  # noqa: PLC0415 (pycocoevalcap: the test extra)
-
-  scored = []
-  score = caption_metrics.caption_scores
-  monkeypatch.setattr(
-    caption_metrics,
-    "caption_scores",
-    lambda references, *args, **kwargs: (
-      scored.append(references) or score(references, *args, **kwargs)
-    ),
-  )
-  config = _widget_config(data_dir)
-  assert (config.data.name, config.task.data_dir) == ("widget_caption/full", data_dir)
-  task = tasks.get(config.task)
-  task.validate(config)
-  model = task.create_model(config)
-  assert (model.caption_vocab, model.text_vocab, model.num_types, model.bins) == (
-    10_000,
-    10_000,
-    12,
-    100,
-  )
-  mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
-  loader = data_lib.make_loader(config.data, global_batch_size=2, seed=0, train=False, mesh=mesh)
-  batch = next(iter(loader))  # the test split: two examples
-  variables = task.init_variables(model, jax.random.key(0), batch)
-  outputs = task.forward(model, variables, batch, train=True, rng=jax.random.key(1))
-  loss, _ = task.loss(outputs, batch)
-  assert np.isfinite(float(loss)) and float(loss) > 0
-  sums = jax.device_get(
-    task.eval_sums(task.forward(model, variables, batch, train=False, rng=None), batch)
-  )
-  for k in ("nll", "hits", "tokens", "count"):
-    sums[k] = float(sums[k])
-  metrics = task.finalize(sums)
-  assert (metrics["count"], metrics["count_unseen"]) == (2, 1)
-  assert np.isfinite(metrics["CIDEr"]) and np.isfinite(metrics["CIDEr_unseen"])
-  expected = [["add new item", "add item"], ["go back", "previous"]]
-  assert sorted(scored[0].values()) == expected  # the whole split, then seen and unseen
-
-
-def test_task_needs_the_datas_vocabulary(data_dir):
-  config = _widget_config(data_dir)
-  task = tasks.get(config.task)
-  assert task.vocabulary() == wc.vocabulary("widget_caption/full", data_dir)
-  with pytest.raises(ValueError, match="config.task.data_name"):
-    dataclasses.replace(task, data_dir="/elsewhere").validate(config)
-  assert tasks.get(_config_small().task).vocabulary() == sc.CAPTION_VOCAB
