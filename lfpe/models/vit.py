@@ -83,8 +83,13 @@ class ViT(Checked, nn.Module):
   """ViT classifier: `__call__(images [B, H, W, C], *, train) -> logits [B, num_classes]`.
 
   Sizes default to B/16. `image_size` is the training size (it sizes learned position
-  tables). `head_init_std` draws the classifier from N(0, std²) instead of zeros (big_vision's
-  zero head); the position studies use it. `coord_augment` ({shift, jitter, rescale, convention},
+  tables). `trained_patch_size` (None: `patch_size`) is the patch size the parameters were
+  trained at, when images are cut at another `patch_size`: the patch kernel is applied
+  PI-resized on the fly (FlexiViT; `lfpe.nn.patches`) and the position tables, sized by
+  `image_size / trained_patch_size`, meet the new grid by their resampling policy. The
+  evaluations of `config.evals` set it for a changed `patch_size`. `head_init_std` draws
+  the classifier from N(0, std²) instead of zeros (big_vision's zero head); the position
+  studies use it. `coord_augment` ({shift, jitter, rescale, convention},
   off by default) perturbs the coordinates of coordinate-based encodings while training
   (DINOv3's box jittering, `lfpe.encodings.coords.augment`: `convention='extent'`, the default,
   is lfpe's (n − 1)/n shift, `'dinov3'` DINOv3's own; `coords.DINOV3` is its released preset);
@@ -95,6 +100,7 @@ class ViT(Checked, nn.Module):
   num_classes: int
   image_size: Any = 224
   patch_size: Any = 16
+  trained_patch_size: Any = None
   width: int = 768
   depth: int = 12
   num_heads: int = 12
@@ -115,8 +121,8 @@ class ViT(Checked, nn.Module):
   def check(self) -> None:
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
     _check_types(self)
-    patch = _pair(self.patch_size, "model.patch_size")
-    grid_shape(_pair(self.image_size, "image_size"), patch, "image_size")
+    _pair(self.patch_size, "model.patch_size")
+    grid_shape(_pair(self.image_size, "image_size"), self._kernel_patch(), "image_size")
     if self.width % self.num_heads:
       raise ValueError(
         f"model.num_heads={self.num_heads} must divide model.width={self.width}; "
@@ -127,8 +133,14 @@ class ViT(Checked, nn.Module):
     except ValueError as e:
       raise ValueError(f"model.posemb / position fields: {e}") from None
 
+  def _kernel_patch(self) -> tuple[int, int]:
+    """The patch size the parameters are laid out for: `trained_patch_size`, else `patch_size`."""
+    if self.trained_patch_size is None:
+      return _pair(self.patch_size, "model.patch_size")
+    return _pair(self.trained_patch_size, "model.trained_patch_size")
+
   def _encoder(self, **kwargs) -> Encoder:
-    patch = _pair(self.patch_size, "model.patch_size")
+    patch = self._kernel_patch()
     return Encoder(
       depth=self.depth,
       width=self.width,
@@ -172,7 +184,8 @@ class ViT(Checked, nn.Module):
     # A Dense on flattened (ph, pw, C) patches = a stride-P conv with kernel [ph, pw, C, D].
     x = PatchEmbedding(
       width,
-      patch_size=patch,
+      patch_size=self._kernel_patch(),
+      input_patch_size=patch,
       dtype=dtype,
       name="embedding",
       kernel_init=nn.with_logical_partitioning(nn.initializers.lecun_normal(), ("patch", "embed")),

@@ -10,7 +10,8 @@ named "" (metrics split `eval`); each entry of `config.evals` adds one (split `e
 
 `data` overrides fields of `config.data` (another split, image size or preprocessing), and
 `model` fields of `config.model` that leave the parameters as they are (e.g. an encoding's
-resampling policy): the same trained parameters are evaluated. `every` is the period in steps
+resampling policy, or a ViT's patch size: the kernel is PI-resized on the fly): the same
+trained parameters are evaluated. `every` is the period in steps
 (0: `config.eval_every`); every evaluation also runs at the last step. The trainer runs them
 while training; `evaluate` runs all of them on a trained workdir. Evaluations of the same data
 (e.g. one test size under several resampling policies) share one loader and one pass of it
@@ -93,10 +94,17 @@ def _override(target: Any, changes: Any, where: str) -> None:
 
 def on_training_data(config: Any, variant: Any) -> Any:
   """`config` with `variant`'s model: what an evaluation's model is built from (its tables
-  sized by the training grid), to meet the evaluation's data as the trained model does."""
+  sized by the training grid), to meet the evaluation's data as the trained model does. A
+  variant at another `model.patch_size` keeps the trained one as `trained_patch_size`: the
+  kernel is PI-resized on the fly (FlexiViT's evaluation, `lfpe.nn.patches`)."""
+  model = variant.model.copy_and_resolve_references()
+  patch, kept = model.get("patch_size"), _kernel_patch(config.model)
+  if patch is not None and _as_pair(patch) != kept and "trained_patch_size" not in model:
+    with model.unlocked():
+      model.trained_patch_size = kept
   trained = config.copy_and_resolve_references()
   with trained.unlocked():
-    trained.model = variant.model
+    trained.model = model
   return trained
 
 
@@ -152,13 +160,13 @@ def build(
 
 def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
   """ConfigError unless `model` has the trained model's parameters, laid out alike: same
-  shapes, and the same patch size (a 2x4 and a 4x2 patch kernel have one shape)."""
-  if _patch_size(model) != _patch_size(prog.model):
+  shapes, and the same kernel patch size (a 2x4 and a 4x2 patch kernel have one shape)."""
+  ours, theirs = _kernel_patch(prog.model), _kernel_patch(model)
+  if ours != theirs:
     raise ConfigError(
-      f"config.evals.{name}.model.patch_size={_patch_size(model)} is not the trained "
-      f"{_patch_size(prog.model)}: the patch kernel is trained for its patch size. Evaluate at the "
-      "trained patch size, or fine-tune a run started from this one with "
-      "--config.init_from (it carries the kernel over by FlexiViT's PI-resize)."
+      f"config.evals.{name}.model.trained_patch_size={theirs} is not the trained {ours}: "
+      "the kernel is laid out for the patch size it was trained at. Leave trained_patch_size "
+      "out (an evaluation at another patch_size keeps the trained one)."
     )
   example = prog.task.example_batch(prog.config)
   init = lambda rng: sharding.unbox(prog.task.init_variables(model, rng, example))
@@ -172,9 +180,15 @@ def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
     )
 
 
-def _patch_size(model: Any) -> tuple[int, ...] | None:
-  """A ViT's (ph, pw) (its `patch_size`, an int or a pair), None for a model without one."""
-  size = getattr(model, "patch_size", None)
+def _kernel_patch(model: Any) -> tuple[int, ...] | None:
+  """The (ph, pw) a ViT's patch kernel is laid out for (its `trained_patch_size`, else its
+  `patch_size`; a module or its config), None for a model without patches."""
+  get = model.get if hasattr(model, "get") else lambda k: getattr(model, k, None)
+  size = get("trained_patch_size")
+  return _as_pair(get("patch_size") if size is None else size)
+
+
+def _as_pair(size: Any) -> tuple[int, ...] | None:
   return None if size is None else tuple(np.broadcast_to(size, 2).tolist())
 
 

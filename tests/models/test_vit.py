@@ -12,6 +12,7 @@ import pytest
 from lfpe import encodings
 from lfpe.models import vit as vit_lib
 from lfpe.models.vit import Model, ViT
+from lfpe.nn.patches import resize_patch_kernel
 
 IMAGE, PATCH, CLASSES = 8, 4, 3  # a 2x2 grid of patches
 NEW_IMAGE = (12, 8)  # a 3x2 grid at evaluation
@@ -329,3 +330,27 @@ def test_an_image_without_a_batch_axis_is_named_as_such():
   net = ViT(num_classes=3, image_size=16, patch_size=4, width=8, depth=1, num_heads=1, mlp_dim=8)
   with pytest.raises(ValueError, match=r"ViT takes images \[B, H, W, C\].*got shape \(16, 16, 3\)"):
     net.init(jax.random.key(0), jnp.zeros((16, 16, 3)), train=False)
+
+
+@pytest.mark.parametrize("posemb", ["sine_2d", "rope_mixed"])
+def test_another_patch_size_with_the_trained_kernel_equals_the_resized_model(posemb):
+  """`trained_patch_size`: images cut into 2x2 patches by a model trained at 4x4 (its
+  parameters as they are) give the logits of a 2x2 model holding the PI-resized kernel."""
+  small = dict(num_classes=CLASSES, image_size=16, width=16, depth=1, num_heads=2, mlp_dim=32)
+  trained = ViT(patch_size=4, posemb=posemb, **small)
+  variables = _init(trained, hw=(16, 16))
+  flexible = ViT(patch_size=2, trained_patch_size=4, posemb=posemb, **small)
+  init = functools.partial(flexible.init, train=False)
+  shapes = nn.meta.unbox(jax.eval_shape(init, jax.random.key(0), _images((16, 16))))
+  assert jax.tree.map(jnp.shape, shapes) == jax.tree.map(jnp.shape, variables)
+  params = variables["params"]
+  kernel = resize_patch_kernel(params["embedding"]["kernel"], (4, 4), (2, 2))
+  resized = {**params, "embedding": {**params["embedding"], "kernel": kernel}}
+  images = _images((16, 16), seed=3)
+  np.testing.assert_allclose(
+    flexible.apply(variables, images, train=False),
+    ViT(patch_size=2, posemb=posemb, **small).apply(
+      {**variables, "params": resized}, images, train=False
+    ),
+    atol=1e-5,
+  )

@@ -90,3 +90,33 @@ def test_the_module_is_a_dense_with_the_same_parameters_and_outputs():
   out = patches.resize_params(params, (1, 4))  # 1x4 patches (C = 3) -> this module's 2x2
   np.testing.assert_array_equal(out["bias"], params["bias"])
   np.testing.assert_allclose(out["kernel"], resize_patch_kernel(params["kernel"], (1, 4), (2, 2)))
+
+
+@pytest.mark.parametrize(
+  "kernel_patch, given", [((2, 2), (4, 4)), ((2, 4), (4, 2)), ((4, 4), (2, 3))]
+)
+def test_patches_of_another_size_meet_the_pi_resized_kernel(kernel_patch, given):
+  """On the fly (FlexiViT's evaluation): the parameters stay at the kernel's patch size, and
+  each token is the one the PI-resized kernel gives; an enlarged patch of an image gives the
+  token its original patch gave (FlexiViT Eq. 6), checked with the resize written here."""
+  rng = np.random.default_rng(2)
+  module = PatchEmbedding(6, patch_size=kernel_patch, input_patch_size=given)
+  patches = rng.normal(size=(5, *given, 3)).astype(np.float32)
+  x = patches.reshape(1, 5, -1)
+  variables = module.init(jax.random.key(0), x)
+  kernel, bias = variables["params"]["kernel"], variables["params"]["bias"]
+  assert kernel.shape == (kernel_patch[0] * kernel_patch[1] * 3, 6)  # the trained layout
+  expected = _tokens(patches, resize_patch_kernel(kernel, kernel_patch, given)) + bias
+  np.testing.assert_allclose(module.apply(variables, x)[0], expected, atol=1e-5)
+  if given[0] >= kernel_patch[0] and given[1] >= kernel_patch[1]:
+    originals = rng.normal(size=(5, *kernel_patch, 3)).astype(np.float32)
+    enlarged = _resize_patches(originals, given).reshape(1, 5, -1).astype(np.float32)
+    np.testing.assert_allclose(
+      module.apply(variables, enlarged)[0], _tokens(originals, kernel) + bias, atol=1e-4
+    )
+
+
+def test_patches_that_do_not_fit_the_input_patch_size_are_named():
+  module = PatchEmbedding(4, patch_size=(2, 2), input_patch_size=(3, 3))
+  with pytest.raises(ValueError, match=r"patches of 10 values .* input_patch_size=\(3, 3\)"):
+    module.init(jax.random.key(0), jnp.zeros((1, 2, 10)))
