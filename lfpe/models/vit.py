@@ -69,14 +69,29 @@ def _pair(value, field: str) -> tuple[int, int]:
   return value
 
 
-def grid_shape(image_hw: Sequence[int], patch: Sequence[int], field: str) -> tuple[int, int]:
+def grid_shape(
+  image_hw: Sequence[int], patch: Sequence[int], field: str, patch_field: str = "model.patch_size"
+) -> tuple[int, int]:
   """Patches per axis `(H / ph, W / pw)`; ValueError naming `field` if they do not divide."""
   if any(s % p for s, p in zip(image_hw, patch, strict=True)):
     raise ValueError(
-      f"{field}={tuple(image_hw)} is not divisible by model.patch_size="
+      f"{field}={tuple(image_hw)} is not divisible by {patch_field}="
       f"{tuple(patch)}; use an image size that is a multiple of the patch size."
     )
   return tuple(s // p for s, p in zip(image_hw, patch, strict=True))
+
+
+def config_patch(model: Any) -> tuple[int, int] | None:
+  """A model config's (height, width) patch: `patch_size` (an int or a pair), else the one its
+  `variant` names (e.g. "B/16"); None where neither gives one (`Model` then refuses)."""
+  patch = model.get("patch_size")
+  if patch is None and isinstance(model.get("variant"), str) and "/" in model["variant"]:
+    patch = model["variant"].rpartition("/")[2]
+    patch = int(patch) if patch.isdigit() else None
+  if isinstance(patch, int):
+    return (patch, patch)
+  is_pair = isinstance(patch, (tuple, list)) and len(patch) == 2
+  return tuple(patch) if is_pair and all(isinstance(p, int) for p in patch) else None
 
 
 class ViT(Checked, nn.Module):
@@ -122,7 +137,7 @@ class ViT(Checked, nn.Module):
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
     _check_types(self)
     _pair(self.patch_size, "model.patch_size")
-    grid_shape(_pair(self.image_size, "image_size"), self._kernel_patch(), "image_size")
+    self._nominal_grid()
     if self.width % self.num_heads:
       raise ValueError(
         f"model.num_heads={self.num_heads} must divide model.width={self.width}; "
@@ -133,20 +148,25 @@ class ViT(Checked, nn.Module):
     except ValueError as e:
       raise ValueError(f"model.posemb / position fields: {e}") from None
 
-  def _kernel_patch(self) -> tuple[int, int]:
-    """The patch size the parameters are laid out for: `trained_patch_size`, else `patch_size`."""
+  def _kernel_patch(self) -> tuple[tuple[int, int], str]:
+    """The patch size the parameters are laid out for, and its field: `trained_patch_size`,
+    else `patch_size`."""
     if self.trained_patch_size is None:
-      return _pair(self.patch_size, "model.patch_size")
-    return _pair(self.trained_patch_size, "model.trained_patch_size")
+      return _pair(self.patch_size, "model.patch_size"), "model.patch_size"
+    return _pair(self.trained_patch_size, "model.trained_patch_size"), "model.trained_patch_size"
+
+  def _nominal_grid(self) -> tuple[int, int]:
+    """The grid of `image_size` at the kernel's patch size: what learned tables are sized by."""
+    patch, field = self._kernel_patch()
+    return grid_shape(_pair(self.image_size, "image_size"), patch, "image_size", field)
 
   def _encoder(self, **kwargs) -> Encoder:
-    patch = self._kernel_patch()
     return Encoder(
       depth=self.depth,
       width=self.width,
       num_heads=self.num_heads,
       mlp_dim=self.mlp_dim,
-      grid_shape=grid_shape(_pair(self.image_size, "image_size"), patch, "image_size"),
+      grid_shape=self._nominal_grid(),
       posemb=self.posemb,
       pos_injection=self.pos_injection,
       pos_hook=self.pos_hook,
@@ -184,7 +204,7 @@ class ViT(Checked, nn.Module):
     # A Dense on flattened (ph, pw, C) patches = a stride-P conv with kernel [ph, pw, C, D].
     x = PatchEmbedding(
       width,
-      patch_size=self._kernel_patch(),
+      patch_size=self._kernel_patch()[0],
       input_patch_size=patch,
       dtype=dtype,
       name="embedding",

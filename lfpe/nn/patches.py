@@ -69,9 +69,9 @@ class PatchEmbedding(nn.Dense):
   exactly `nn.Dense`'s (`params/embedding/{kernel,bias}` in lfpe's ViT).
 
   `input_patch_size` (None: `patch_size`): the patches it is given, when they differ from the
-  kernel's. Each is then mapped into the kernel's layout by Mᵀ (M = `patch_resize_matrix`),
-  since <Mᵀx, w> = <x, M w>: the token the PI-resized kernel gives, with the parameters kept
-  at `patch_size` (cheaper than resizing the kernel where tokens are few, and one Dense).
+  kernel's (FlexiViT's evaluation at another patch size). The kernel parameter stays at
+  `patch_size` and is PI-resized in the forward pass, in float32 (`patch_resize_matrix`, a
+  constant): the tokens `resize_patch_kernel`'s kernel gives, to float32 rounding.
   """
 
   patch_size: tuple[int, int] | None = None
@@ -79,20 +79,31 @@ class PatchEmbedding(nn.Dense):
 
   resize_field: ClassVar[str] = "patch_size"  # init_from: resample when this differs
 
+  @nn.compact
   def __call__(self, inputs: jnp.ndarray) -> jnp.ndarray:
     given = self.input_patch_size
+    if given is not None and self.patch_size is None:
+      raise ValueError("PatchEmbedding: input_patch_size needs patch_size, the kernel's.")
     if given is None or tuple(given) == tuple(self.patch_size):
       return super().__call__(inputs)
-    pixels = math.prod(given)
-    if inputs.shape[-1] % pixels:
+    old, new = tuple(self.patch_size), tuple(given)
+    if inputs.shape[-1] % math.prod(new):
       raise ValueError(
         f"PatchEmbedding: patches of {inputs.shape[-1]} values are not (ph·pw·C) for "
-        f"input_patch_size={tuple(given)}."
+        f"input_patch_size={new}."
       )
-    to_kernel = jnp.asarray(patch_resize_matrix(self.patch_size, given).T, inputs.dtype)
-    x = inputs.reshape(*inputs.shape[:-1], pixels, inputs.shape[-1] // pixels)
-    x = jnp.einsum("op,...pc->...oc", to_kernel, x, precision=self.precision)
-    return super().__call__(x.reshape(*x.shape[:-2], -1))
+    channels = inputs.shape[-1] // math.prod(new)
+    shape = (math.prod(old) * channels, self.features)
+    kernel = self.param("kernel", self.kernel_init, shape, self.param_dtype)
+    per_pixel = jnp.asarray(kernel, jnp.float32).reshape(math.prod(old), -1)
+    resize = jnp.asarray(patch_resize_matrix(old, new), jnp.float32)
+    kernel = jnp.dot(resize, per_pixel, precision="highest").reshape(-1, self.features)
+    bias = None
+    if self.use_bias:
+      bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+    inputs, kernel, bias = nn.dtypes.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+    y = jnp.dot(inputs, kernel, precision=self.precision)
+    return y if bias is None else y + bias
 
   def resize_params(self, params: dict, source_patch: Sequence[int]) -> dict:
     """This module's params from those of one trained at `source_patch` (`init_from`)."""

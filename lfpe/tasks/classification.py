@@ -20,6 +20,7 @@ import numpy as np
 from lfpe import encodings, resolution
 from lfpe.data import config as data_config
 from lfpe.data import get_spec
+from lfpe.models import vit
 from lfpe.tasks import mixing
 from lfpe.tasks.base import model_family
 
@@ -174,15 +175,19 @@ class Classification:
     }
 
 
-def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
-  """(posemb field, spec, naflex field, naflex) of the training run and of each evaluation
-  (`config.evals.NAME`): its encoding and its packing (its own `data.naflex` where it sets
-  one, e.g. None to evaluate unpacked), each its own fields over the training run's where
-  both are mappings, as lfpe.train.evaluation merges them."""
+def _encodings(config: Any) -> list[tuple[str, Any, str, Any, str, Any]]:
+  """(posemb field, spec, naflex field, naflex, model field, patch) of the training run and of
+  each evaluation (`config.evals.NAME`): its encoding, its packing (its own `data.naflex`
+  where it sets one, e.g. None to evaluate unpacked), each its own fields over the training
+  run's where both are mappings, as lfpe.train.evaluation merges them, and its model's patch."""
   base, trained = config.model.posemb, config.data.get("naflex")
-  out = [("config.model.posemb", base, "config.data.naflex", trained)]
+  patch = vit.config_patch(config.model)
+  out = [("config.model.posemb", base, "config.data.naflex", trained, "config.model", patch)]
   for name, entry in (config.get("evals") or {}).items():
-    where, posemb = f"config.evals.{name}", (entry.get("model") or {}).get("posemb")
+    model = entry.get("model") or {}
+    where, posemb = f"config.evals.{name}", model.get("posemb")
+    changed = "patch_size" in model or "variant" in model
+    own_patch = vit.config_patch({**_plain(config.model), **_plain(model)}) if changed else patch
     if hasattr(posemb, "items") and hasattr(base, "items"):
       posemb = {**_plain(base), **_plain(posemb)}
     field = "config.model.posemb" if posemb is None else f"{where}.model.posemb"
@@ -194,22 +199,23 @@ def _encodings(config: Any) -> list[tuple[str, Any, str, Any]]:
       packing = (f"{where}.data.naflex", own)
     else:
       packing = ("config.data.naflex", trained)
-    out.append((field, base if posemb is None else posemb, *packing))
+    model_field = f"{where}.model" if changed else "config.model"
+    out.append((field, base if posemb is None else posemb, *packing, model_field, own_patch))
   return out
 
 
 def _check_packed(config: Any) -> None:
   """Where batches are packed (`data.naflex`: training, or an evaluation's own), the patch is
   the model's and the encoding takes packed batches (`encodings.packed_refusal`)."""
-  patch = _model_patch(config.model)
-  for field, spec, where, naflex in _encodings(config):
+  for field, spec, where, naflex, model_field, patch in _encodings(config):
     if naflex is None:
       continue
     packing = data_config.naflex(naflex, where.removeprefix("config."))
     if (packing.patch,) * 2 != patch:
       raise ValueError(
         f"{where}.patch={packing.patch!r} must be the model's square patch side "
-        f"(config.model: {patch!r}, from patch_size or variant): the pipeline cuts the patches."
+        f"({model_field}: {patch!r}, from patch_size or variant): the pipeline cuts the "
+        "patches."
       )
     refusal = encodings.packed_refusal(spec)
     if refusal:
@@ -221,7 +227,7 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   packed grids of `data.naflex`), a RoPE scaling policy in the model or an evaluation must say
   its training length (`trained_grid`): the nominal grid would compress even grids the model
   trained at (`encodings.mixed_size_problem`)."""
-  patch = _model_patch(config.model)
+  patch = vit.config_patch(config.model)
   trained = _largest_trained_grid(config.data, patch)
   if trained is None or (trained[0] <= nominal // patch[0] and trained[1] <= nominal // patch[1]):
     return
@@ -233,19 +239,6 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
         f"{field}={spec!r}: {problem} ({source} trains grids up to {trained}); add "
         f"trained_grid={trained}, the largest grid trained at, or the nominal grid to keep it."
       )
-
-
-def _model_patch(model: Any) -> tuple[int, int] | None:
-  """The model's (height, width) patch: `model.patch_size` (an int or a pair), else the one its
-  `variant` names (e.g. "B/16"); None where neither gives one (`vit.Model` then refuses)."""
-  patch = model.get("patch_size")
-  if patch is None and isinstance(model.get("variant"), str) and "/" in model.variant:
-    patch = model.variant.rpartition("/")[2]
-    patch = int(patch) if patch.isdigit() else None
-  if isinstance(patch, int):
-    return (patch, patch)
-  is_pair = isinstance(patch, (tuple, list)) and len(patch) == 2
-  return tuple(patch) if is_pair and all(isinstance(p, int) for p in patch) else None
 
 
 def _largest_trained_grid(data: Any, patch: tuple[int, int] | None) -> tuple[int, int] | None:

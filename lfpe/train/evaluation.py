@@ -29,6 +29,7 @@ import jax
 import numpy as np
 
 from lfpe.errors import ConfigError, did_you_mean
+from lfpe.models import vit
 from lfpe.train import program, sharding
 
 
@@ -98,8 +99,8 @@ def on_training_data(config: Any, variant: Any) -> Any:
   variant at another `model.patch_size` keeps the trained one as `trained_patch_size`: the
   kernel is PI-resized on the fly (FlexiViT's evaluation, `lfpe.nn.patches`)."""
   model = variant.model.copy_and_resolve_references()
-  patch, kept = model.get("patch_size"), _kernel_patch(config.model)
-  if patch is not None and _as_pair(patch) != kept and "trained_patch_size" not in model:
+  patch, kept = vit.config_patch(model), _kernel_patch(config.model)
+  if patch is not None and patch != kept and model.get("trained_patch_size") is None:
     with model.unlocked():
       model.trained_patch_size = kept
   trained = config.copy_and_resolve_references()
@@ -138,7 +139,7 @@ def build(
     eval_step, model = prog.eval_step, prog.model
     if name and variant.model.to_dict() != config.model.to_dict():
       model = prog.task.create_model(on_training_data(config, variant))
-      _check_same_parameters(prog, model, name)
+      _check_same_parameters(prog, model, variant, name)
       eval_step = program.jit_eval_step(
         prog.task, model, prog.state_shardings, data_sharding, prog.num_seeds
       )
@@ -158,7 +159,7 @@ def build(
   return out
 
 
-def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
+def _check_same_parameters(prog: Any, model: Any, variant: Any, name: str) -> None:
   """ConfigError unless `model` has the trained model's parameters, laid out alike: same
   shapes, and the same kernel patch size (a 2x4 and a 4x2 patch kernel have one shape)."""
   ours, theirs = _kernel_patch(prog.model), _kernel_patch(model)
@@ -168,9 +169,12 @@ def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
       "the kernel is laid out for the patch size it was trained at. Leave trained_patch_size "
       "out (an evaluation at another patch_size keeps the trained one)."
     )
-  example = prog.task.example_batch(prog.config)
+  example = program.evaluated_example(prog.task, variant)  # as the evaluation meets its data
   init = lambda rng: sharding.unbox(prog.task.init_variables(model, rng, example))
-  theirs = jax.tree.map(lambda a: a.shape, jax.eval_shape(init, jax.random.key(0)))
+  try:
+    theirs = jax.tree.map(lambda a: a.shape, jax.eval_shape(init, jax.random.key(0)))
+  except ValueError as e:
+    raise ConfigError(f"config.evals.{name}: {e}") from None
   ours = jax.tree.map(lambda a: a.shape, prog.seed_variables())  # one seed's, as `theirs`
   if jax.tree.structure(ours) != jax.tree.structure(theirs) or ours != theirs:
     raise ConfigError(
@@ -180,16 +184,13 @@ def _check_same_parameters(prog: Any, model: Any, name: str) -> None:
     )
 
 
-def _kernel_patch(model: Any) -> tuple[int, ...] | None:
+def _kernel_patch(model: Any) -> tuple[int, int] | None:
   """The (ph, pw) a ViT's patch kernel is laid out for (its `trained_patch_size`, else its
-  `patch_size`; a module or its config), None for a model without patches."""
-  get = model.get if hasattr(model, "get") else lambda k: getattr(model, k, None)
-  size = get("trained_patch_size")
-  return _as_pair(get("patch_size") if size is None else size)
-
-
-def _as_pair(size: Any) -> tuple[int, ...] | None:
-  return None if size is None else tuple(np.broadcast_to(size, 2).tolist())
+  patch from `patch_size` or `variant`; a module or its config), None for a model without."""
+  if not hasattr(model, "get"):  # a module: its fields
+    model = {k: getattr(model, k, None) for k in ("patch_size", "trained_patch_size")}
+  trained = model.get("trained_patch_size")
+  return vit.config_patch(model if trained is None else {"patch_size": trained})
 
 
 def run_all(task: Any, evaluations: list[Evaluation], variables: dict[str, Any]) -> dict:

@@ -109,12 +109,12 @@ def check_forward(task: Any, model: Any, variables: Any, config: Any, field: str
   training, not a traceback at the first step or evaluation that reaches it."""
   step = functools.partial(steps.eval_step, task=task, model=model)
   try:
-    jax.eval_shape(step, variables, _evaluated_example(task, config))
+    jax.eval_shape(step, variables, evaluated_example(task, config))
   except ValueError as e:
     raise ConfigError(f"{field}: {e}") from None
 
 
-def _evaluated_example(task: Any, config: Any) -> dict[str, Any]:
+def evaluated_example(task: Any, config: Any) -> dict[str, Any]:
   """The task's example batch as an evaluation meets it: packed where `config.data.naflex` is
   set, its budget grown to the image's grid as the evaluation's loader grows it (an image
   that is not whole patches is resized, not refused)."""

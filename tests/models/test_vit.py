@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from lfpe import encodings
+from lfpe.encodings.learned import resample_table
 from lfpe.models import vit as vit_lib
 from lfpe.models.vit import Model, ViT
 from lfpe.nn.patches import resize_patch_kernel
@@ -332,10 +333,11 @@ def test_an_image_without_a_batch_axis_is_named_as_such():
     net.init(jax.random.key(0), jnp.zeros((16, 16, 3)), train=False)
 
 
-@pytest.mark.parametrize("posemb", ["sine_2d", "rope_mixed"])
+@pytest.mark.parametrize("posemb", ["sine_2d", "rope_mixed", "embed_1d"])
 def test_another_patch_size_with_the_trained_kernel_equals_the_resized_model(posemb):
   """`trained_patch_size`: images cut into 2x2 patches by a model trained at 4x4 (its
-  parameters as they are) give the logits of a 2x2 model holding the PI-resized kernel."""
+  parameters as they are: the table stays at the trained 4x4 grid) give the logits of a 2x2
+  model holding the PI-resized kernel and the table resampled to 8x8 by its own policy."""
   small = dict(num_classes=CLASSES, image_size=16, width=16, depth=1, num_heads=2, mlp_dim=32)
   trained = ViT(patch_size=4, posemb=posemb, **small)
   variables = _init(trained, hw=(16, 16))
@@ -346,6 +348,15 @@ def test_another_patch_size_with_the_trained_kernel_equals_the_resized_model(pos
   params = variables["params"]
   kernel = resize_patch_kernel(params["embedding"]["kernel"], (4, 4), (2, 2))
   resized = {**params, "embedding": {**params["embedding"], "kernel": kernel}}
+  if posemb == "embed_1d":
+    pos = params["Transformer"]["pos"]
+    table = resample_table(
+      encodings.create("embed_1d", dim=16, grid_shape=(4, 4)),
+      pos["encoding"]["table"],
+      (4, 4),
+      (8, 8),
+    )
+    resized["Transformer"] = {**params["Transformer"], "pos": {**pos, "encoding": {"table": table}}}
   images = _images((16, 16), seed=3)
   np.testing.assert_allclose(
     flexible.apply(variables, images, train=False),

@@ -120,3 +120,16 @@ def test_patches_that_do_not_fit_the_input_patch_size_are_named():
   module = PatchEmbedding(4, patch_size=(2, 2), input_patch_size=(3, 3))
   with pytest.raises(ValueError, match=r"patches of 10 values .* input_patch_size=\(3, 3\)"):
     module.init(jax.random.key(0), jnp.zeros((1, 2, 10)))
+
+
+def test_in_bfloat16_the_on_the_fly_kernel_is_the_resized_one():
+  """The kernel is resized in float32 and then cast, as Dense casts `resize_patch_kernel`'s:
+  bfloat16 tokens equal the offline kernel's (resizing the bfloat16 patches instead would
+  round once more and differ)."""
+  x = jax.random.normal(jax.random.key(0), (2, 5, 4 * 4 * 3))
+  module = PatchEmbedding(8, patch_size=(8, 8), input_patch_size=(4, 4), dtype=jnp.bfloat16)
+  variables = module.init(jax.random.key(1), x)
+  params = variables["params"]
+  resized = {**params, "kernel": resize_patch_kernel(params["kernel"], (8, 8), (4, 4))}
+  offline = nn.Dense(8, dtype=jnp.bfloat16).apply({"params": resized}, x)
+  np.testing.assert_array_equal(module.apply(variables, x), offline)
