@@ -167,17 +167,22 @@ def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
   ]
   winners, encoded = [], []
   for family, rows in results:
-    ref, cells = family.label(family.reference), []
-    for tuning, _ in BUDGETS:
+    ref, cells, ahead = family.label(family.reference), [], []
+    for tuning, what in BUDGETS:
       group = [r for r in rows if r["tuning"] == tuning]
       encoded += [r for r in _holm_survivors(group) if r["key"] != family.control]
       better, worse, _ = _resolved(group) if group else (None, None, None)
       cells += ["–" if names is None else ", ".join(names) or "none" for names in (better, worse)]
-      winners += [f"{name} ({family.name}, {tuning})" for name in better or []]
+      ahead += [f"{what}, {', '.join(better)}"] if better else []
     lines.append(f"| {family.name} | {ref} | " + " | ".join(cells) + " |")
+    winners += [f"in {family.name}, against {ref}: {'; '.join(ahead)}"] if ahead else []
   lines.append("")
   if winners:
-    lines.append(f"Resolved better than the family's reference: {'; '.join(winners)}.")
+    rest = " In the other families, none." if len(winners) < len(results) else ""
+    lines.append(
+      "Resolved better than the family's reference, at an equal budget: "
+      f"{'. Then '.join(winners)}.{rest}"
+    )
   else:
     lines.append(
       f"In none of the {len(results)} families is any encoding resolved better than the "

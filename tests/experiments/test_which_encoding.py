@@ -46,9 +46,12 @@ def test_in_short_lists_each_familys_resolved_arms_per_equal_budget_and_names_an
   table = [line for line in lines if line.startswith("| detection")]
   assert table[0].endswith("| Sine-2D (DETR) | none | C | E | none |")  # A: not an equal budget
   assert table[1].endswith("| none | C | – | – |")  # nothing tuned
-  assert (
-    lines[-3] == f"Resolved better than the family's reference: E ({detection.name}, both tuned)."
+  assert lines[-3] == (
+    "Resolved better than the family's reference, at an equal budget: in "
+    f"{detection.name}, against Sine-2D (DETR): each tuned, E. In the other families, none."
   )
+  both = which_encoding.in_short([(detection, rows), (heldout, [_row("C", 1.0, 2.0)])])
+  assert both[-3].endswith(f"E. Then in {heldout.name}, against Sine-2D (DETR): at defaults, C.")
   assert lines[-1].startswith("Of the 3 effects between two encodings resolved here")  # C, C, E
   assert "), 0 lie wholly inside" in lines[-1]
   control = [_row("C", -3.0, -1.0, inside=True), _row("none", -60.0, -50.0)]
