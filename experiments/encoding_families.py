@@ -159,6 +159,13 @@ def _resolution_label(arm) -> str:
   return f"{arm.name} / {next(iter(arm.policies))}"
 
 
+def _resolution_display(key: str) -> str:
+  """A second-edition row's key (`_resolution_label`) in words (`plan.label`)."""
+  from experiments.resolution import plan  # noqa: PLC0415
+
+  return plan.label(*key.split(" / "))
+
+
 def _resolution_swept(results: dict) -> set[str]:
   from experiments.resolution import plan, report  # noqa: PLC0415
 
@@ -241,7 +248,7 @@ FAMILIES = (
     scale=100,
     tuned_scores=_resolution_v2("tuned"),
     swept=_resolution_swept,
-    label=str,
+    label=_resolution_display,
     control="none / extrapolate",
   ),
   Family(

@@ -139,6 +139,30 @@ def by_slug(quick: bool = False) -> dict[str, Arm]:
   return {arm.slug: arm for arm in arms(quick)}
 
 
+# How a reader outside the record names each arm and policy (docs/which_encoding.md).
+ARM_LABELS = {
+  "none": "No position",
+  "embed_1d": "2-D table (APE)",
+  "embed_2d": "Embed-2D",
+  "sine_2d": "Sine-2D",
+  "fourier": "Learnable-Fourier+MLP on indices",
+  "fourier unit": "Learnable-Fourier+MLP on unit coordinates",
+  "rope_axial": "RoPE-Axial",
+  "rope_mixed": "RoPE-Mixed",
+  "rope_axial dinov3": "RoPE-Axial with DINOv3's recipe",
+  "rope_axial dinov3-coords": "RoPE-Axial on DINOv3's coordinates",
+  "rope_mixed mixed-res": "RoPE-Mixed trained at mixed sizes",
+}
+POLICY_LABELS = {"extrapolate": "extrapolated", "bicubic_pytorch": "PyTorch bicubic"}
+
+
+def label(arm: str, policy: str) -> str:
+  """An (arm, policy) cell in words, without commas (pages list cells by commas):
+  `("rope_axial dinov3", "extrapolate")` -> "RoPE-Axial with DINOv3's recipe
+  (extrapolated)"; a name without a label stays as it is."""
+  return f"{ARM_LABELS.get(arm, arm)} ({POLICY_LABELS.get(policy, policy)})"
+
+
 def eval_name(policy: str, size: int) -> str:
   return f"{policy}_{size}px"
 

@@ -197,3 +197,14 @@ def test_the_yarn_row_says_it_is_pi_with_the_temperature_at_this_grid():
     assert float(rotary.yarn_kept(32, theta, side, 1, 32).max()) < 0.01
   (text,) = [t for _, _, t, a, _ in comparisons.PUBLISHED if a == ("rope_axial", "yarn")]
   assert "PI on every pair" in text
+
+
+def test_every_arm_has_a_label_without_commas_for_the_answer_page():
+  """docs/which_encoding.md names the record's cells in words and lists them by commas."""
+  from experiments.encoding_families import FAMILIES  # noqa: PLC0415
+
+  for arm in plan.arms():
+    assert arm.name in plan.ARM_LABELS and "," not in plan.ARM_LABELS[arm.name], arm.name
+  family = next(f for f in FAMILIES if f.record == "resolution")
+  assert family.label(family.reference) == "Sine-2D (extrapolated)"
+  assert family.label("embed_1d / bicubic_pytorch") == "2-D table (APE) (PyTorch bicubic)"
