@@ -136,27 +136,28 @@ def _resolution(size: str) -> Callable[[dict], dict]:
 
 
 def _resolution_v2(at: str, size: str = "128") -> Callable[[dict], dict]:
-  """Accuracy at `size` px (2x the training size) of each arm of the second edition under its
-  first policy (extrapolation, or the table's PyTorch-bicubic resize), at "defaults" or
+  """Accuracy at `size` px (2x the training size) of each arm of the second edition under
+  each of its policies that applies there (a user changing resolution chooses an encoding and
+  its policy together: RoPE-Axial extrapolated and with PI are two rows), at "defaults" or
   "tuned" (`resolution.report.cells`)."""
 
   def scores(results: dict) -> dict:
     from experiments.resolution import plan, report  # noqa: PLC0415
 
     rows = report.cells(results, at)
-    out = {}
-    for arm in plan.arms():
-      row = (arm.name, next(iter(arm.policies)))
-      if rows.get(row, {}).get(size):
-        out[_resolution_label(arm)] = rows[row][size]
-    return out
+    return {
+      _resolution_label(arm.name, policy): rows[(arm.name, policy)][size]
+      for arm in plan.arms()
+      for policy in arm.policies
+      if rows.get((arm.name, policy), {}).get(size)
+    }
 
   return scores
 
 
-def _resolution_label(arm) -> str:
-  """A second-edition arm's row on the page: `<arm> / <its first policy>`."""
-  return f"{arm.name} / {next(iter(arm.policies))}"
+def _resolution_label(arm: str, policy: str) -> str:
+  """A second-edition row's key on the page: `<arm> / <policy>`."""
+  return f"{arm} / {policy}"
 
 
 def _resolution_display(key: str) -> str:
@@ -170,7 +171,7 @@ def _resolution_swept(results: dict) -> set[str]:
   from experiments.resolution import plan, report  # noqa: PLC0415
 
   picks = report.chosen(results)
-  return {_resolution_label(a) for a in plan.arms() if a.slug in picks}
+  return {_resolution_label(a.name, p) for a in plan.arms() if a.slug in picks for p in a.policies}
 
 
 _AP = lambda e: e["eval"]["AP"]

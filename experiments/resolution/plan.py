@@ -153,7 +153,15 @@ ARM_LABELS = {
   "rope_axial dinov3-coords": "RoPE-Axial on DINOv3's coordinates",
   "rope_mixed mixed-res": "RoPE-Mixed trained at mixed sizes",
 }
-POLICY_LABELS = {"extrapolate": "extrapolated", "bicubic_pytorch": "PyTorch bicubic"}
+POLICY_LABELS = {
+  "extrapolate": "extrapolated",
+  "bicubic_pytorch": "PyTorch bicubic",
+  "bicubic": "timm's antialiased bicubic",
+  "bilinear": "bilinear",
+  "pi": "position interpolation",
+  "ntk": "NTK-aware scaling",
+  "yarn": "YaRN",
+}
 
 
 def label(arm: str, policy: str) -> str:

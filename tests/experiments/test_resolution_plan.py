@@ -205,6 +205,9 @@ def test_every_arm_has_a_label_without_commas_for_the_answer_page():
 
   for arm in plan.arms():
     assert arm.name in plan.ARM_LABELS and "," not in plan.ARM_LABELS[arm.name], arm.name
+    for policy in arm.policies:  # the page has a row per (arm, policy)
+      assert policy in plan.POLICY_LABELS and "," not in plan.POLICY_LABELS[policy], policy
   family = next(f for f in FAMILIES if f.record == "resolution")
   assert family.label(family.reference) == "Sine-2D (extrapolated)"
   assert family.label("embed_1d / bicubic_pytorch") == "2-D table (APE) (PyTorch bicubic)"
+  assert family.label("rope_axial / pi") == "RoPE-Axial (position interpolation)"

@@ -103,7 +103,7 @@ def test_layout_reads_record_runs_at_defaults_and_as_tuned_never_the_sweep():
   assert family.swept(results) == {"MLP"}
 
 
-def test_resolution_reads_each_arms_first_policy_at_twice_the_training_size():
+def test_resolution_reads_every_policy_of_each_arm_at_twice_the_training_size():
   family = next(f for f in which_encoding.FAMILIES if f.record == "resolution")
   scores = lambda policy, acc: {policy: {"64": 0.99, "128": acc}, "pi": {"128": 0.0}}
   results = {
@@ -116,10 +116,11 @@ def test_resolution_reads_each_arms_first_policy_at_twice_the_training_size():
   }
   assert family.scores(results) == {
     "rope_mixed / extrapolate": {0: 0.7, 1: 0.8},
-    "embed_1d / bicubic_pytorch": {0: 0.5},
+    "rope_mixed / pi": {0: 0.0, 1: 0.0},  # a policy's row, even at zero accuracy
+    "embed_1d / bicubic_pytorch": {0: 0.5},  # bilinear has no 128 px score: no row
   }
   assert family.tuned_scores(results)["rope_mixed / extrapolate"] == {0: 0.9}
-  assert family.swept(results) == {"rope_mixed / extrapolate"}
+  assert family.swept(results) == {"rope_mixed / extrapolate", "rope_mixed / pi"}
   sine = plan.by_slug()["sine_2d"]  # the reference names a real arm and its first policy
   assert family.reference == f"{sine.name} / {next(iter(sine.policies))}"
 
