@@ -187,7 +187,7 @@ def recipe_check(results: dict) -> str:
   if best_tuned is not None:  # the rule reads defaults; the tuned best says how near the ceiling
     values = list(tuned[best_tuned][train].values())
     line += (
-      f" Each arm tuned (of those with two tuned seeds so far), the best is {best_tuned[0]} "
+      f" Each arm tuned (among arms with two tuned seeds or more), the best is {best_tuned[0]} "
       f"at {stats.fmt(values, scale=100)} % over {len(values)} seeds (the ceiling is 100)."
     )
   return line + "\n"
