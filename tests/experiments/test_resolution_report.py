@@ -51,7 +51,7 @@ def test_recipe_check_reads_the_best_arm_at_defaults_at_the_training_size(accura
     }  # fmt: skip
   line = report.recipe_check(results)
   assert (
-    f"seeds: {verdict}. Each arm tuned (of those with two tuned seeds so far), the best is "
+    f"seeds: {verdict}. Each arm tuned (among arms with two tuned seeds or more), the best is "
     "rope_axial at 93.0" in line
   )
   assert report.recipe_check({}) == ""
