@@ -97,7 +97,9 @@ def base_config() -> ml_collections.ConfigDict:
   with a fresh data stream where the number of processes changed (each saved its own
   position); a checkpoint of as many processes resumes its position as always. evals: named
   evaluations beside the config's own, each `dict(data=..., model=..., every=...)` overrides
-  (lfpe/train/evaluation.py).
+  (lfpe/train/evaluation.py). train_patch_sizes: () or the patch sizes (ints or (h, w)) a
+  ViT's training steps draw from, one per step from (seed, step): FlexiViT's training of one
+  model for every patch size, its kernel kept at `model.patch_size` (lfpe/train/flexi.py).
   """
   return ml_collections.ConfigDict(
     dict(
@@ -120,6 +122,7 @@ def base_config() -> ml_collections.ConfigDict:
       init_from="",
       init_skip=(),
       evals={},
+      train_patch_sizes=(),
       mesh=dict(data=-1, model=1, fsdp=False),
       task=dict(
         name="classification",

@@ -22,7 +22,7 @@ from jax.sharding import Mesh, NamedSharding
 
 from lfpe import tasks
 from lfpe.errors import ConfigError
-from lfpe.train import init_from, optim, seeds, sharding, steps
+from lfpe.train import flexi, init_from, optim, seeds, sharding, steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +45,14 @@ class Program:
   train_step: Callable  # jitted (state, batch, dropout_rng) -> (state, metrics); donates the state
   eval_step: Callable  # jitted
   num_seeds: int = 0  # config.seeds: 0, or the leading axis of the state (lfpe.train.seeds)
+  patch_steps: dict | None = None  # config.train_patch_sizes: {patch: jitted step} (flexi)
+
+  def step_at(self, step: int) -> Callable:
+    """The jitted train step of training step `step` (1-based): `train_step`, or with
+    `config.train_patch_sizes` the one at the patch size drawn for `step` (`flexi.patch_at`)."""
+    if not self.patch_steps:
+      return self.train_step
+    return self.patch_steps[flexi.patch_at(self.config, step)]
 
   def init_state(self) -> steps.TrainState:
     """A fresh state from `config.seed`, built directly in place on the mesh; with
@@ -141,6 +149,19 @@ def _check_train_sizes(config: Any, task: Any, model: Any, abstract: steps.Train
     )
 
 
+def _patch_models(config: Any, task: Any, abstract: steps.TrainState) -> dict[Any, Any]:
+  """`{patch: model}` for `config.train_patch_sizes` (FlexiViT, `lfpe.train.flexi`): each
+  model cuts images at its patch with the trained kernel, traced now with the program's
+  variables so that a size the model refuses fails before training, naming the field."""
+  out = {}
+  for patch in flexi.sizes(config):
+    at = flexi.at_patch(config, patch)
+    model = task.create_model(at)
+    check_forward(task, model, abstract.variables(), at, f"{flexi.FIELD} has {patch!r}")
+    out[patch] = model
+  return out
+
+
 def seed_keys(seed: int, dropout_prng: str = "threefry2x32") -> tuple[jax.Array, jax.Array]:
   """(init key, dropout key) of `seed`: the halves of threefry key(seed). With dropout_prng
   'rbg' the dropout key is the second half of rbg key(seed) (parameters init as before)."""
@@ -189,7 +210,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   optim.check_patterns(config, abstract.params)
   data_sharding = sharding.batch_sharding(mesh)
   _check_train_sizes(config, task, model, abstract)
-  step = functools.partial(steps.train_step, task=task, model=model, tx=tx, schedule=schedule)
+  patch_models = _patch_models(config, task, abstract)  # one seed's variables, as above
   if num_seeds:  # every seed's state, batch and dropout key on a leading axis
     init_rng, dropout_rng = (seeds.stack_keys(k) for k in zip(*keys, strict=True))
     abstract = seeds.stacked(abstract, num_seeds)
@@ -197,14 +218,20 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     train_data_sharding = seeds.with_seed_axis(data_sharding)
   else:
     (init_rng, dropout_rng), train_data_sharding = keys[0], data_sharding
-  keyed = lambda s, b, r: step(s, b, dropout_rng=r)
   replicated = sharding.replicated(mesh)
-  train_step = jax.jit(
-    jax.vmap(keyed) if num_seeds else keyed,
-    in_shardings=(state_shardings, train_data_sharding, replicated),
-    out_shardings=(state_shardings, replicated),
-    donate_argnums=0,
-  )
+
+  def jitted(net: Any) -> Callable:  # the train step of model `net`, donating the state
+    step = functools.partial(steps.train_step, task=task, model=net, tx=tx, schedule=schedule)
+    keyed = lambda s, b, r: step(s, b, dropout_rng=r)
+    return jax.jit(
+      jax.vmap(keyed) if num_seeds else keyed,
+      in_shardings=(state_shardings, train_data_sharding, replicated),
+      out_shardings=(state_shardings, replicated),
+      donate_argnums=0,
+    )
+
+  train_step = jitted(model)
+  patch_steps = {p: jitted(m) for p, m in patch_models.items()}
   eval_step = jit_eval_step(task, model, state_shardings, data_sharding, num_seeds)
   return Program(
     config,
@@ -223,4 +250,5 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     train_step,
     eval_step,
     num_seeds,
+    patch_steps or None,
   )

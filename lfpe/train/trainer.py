@@ -155,7 +155,7 @@ def train_and_evaluate(
         writer.write(start_step, split, scores)
       try:
         for step in range(start_step + 1, config.total_steps + 1):
-          state, metrics = prog.train_step(state, next(train_iter), prog.dropout_rng)
+          state, metrics = prog.step_at(step)(state, next(train_iter), prog.dropout_rng)
           last = step == config.total_steps
           preempted = preemption_reached(step)  # every step, on every process
           saving = step % config.checkpoint_every == 0 or last or preempted

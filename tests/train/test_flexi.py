@@ -1,0 +1,91 @@
+"""FlexiViT training (`config.train_patch_sizes`, lfpe/train/flexi.py): each step cuts its
+images at the patch size drawn for it from (seed, step), with the kernel kept at the trained
+patch size; a size the model cannot take fails before the first step."""
+
+import jax
+import numpy as np
+import pytest
+
+from configs import vit_digits
+from lfpe.errors import ConfigError
+from lfpe.train import flexi, program, sharding, trainer
+
+DEVICES = jax.devices()[:1]
+
+
+def _config(sizes, posemb="embed_1d"):  # a learned table: resampled to each step's grid
+  config = vit_digits.get_config(f"small=1,posemb={posemb}")
+  with config.unlocked():
+    config.mesh.data = 1
+    config.batch_size = 8
+    config.model = {**config.model.to_dict(), "patch_size": 4, "dropout": 0.0}
+    config.train_patch_sizes = sizes
+  return config
+
+
+def _batch(config):
+  rng = np.random.default_rng(0)
+  size = config.data.image_size
+  return {
+    "image": rng.normal(size=(config.batch_size, size, size, 1)).astype(np.float32),
+    "label": rng.integers(0, 10, config.batch_size).astype(np.int32),
+  }
+
+
+def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
+  config = _config((2, (4, 2)))
+  mesh = sharding.make_mesh(config.mesh, DEVICES)
+  prog = program.build(config, mesh)
+  assert set(prog.patch_steps) == {2, (4, 2)}
+  drawn = [flexi.patch_at(config, step) for step in range(1, 9)]
+  assert set(drawn) == {2, (4, 2)} and drawn == [flexi.patch_at(config, s) for s in range(1, 9)]
+  assert prog.step_at(drawn.index((4, 2)) + 1) is prog.patch_steps[(4, 2)]
+
+  at = flexi.at_patch(config, (4, 2))
+  assert (at.model.patch_size, at.model.trained_patch_size) == ((4, 2), (4, 4))
+  with at.unlocked():
+    at.train_patch_sizes = ()
+  alone = program.build(at, mesh)  # a ViT that cuts 4x2 patches with the 4x4 kernel
+  batch = _batch(config)
+  flexible, metrics = prog.patch_steps[(4, 2)](prog.init_state(), batch, prog.dropout_rng)
+  reference, expected = alone.train_step(alone.init_state(), batch, alone.dropout_rng)
+  assert float(metrics["loss"]) == float(expected["loss"])
+  jax.tree.map(np.testing.assert_array_equal, flexible.params, reference.params)
+  _, other = prog.patch_steps[2](prog.init_state(), batch, prog.dropout_rng)
+  assert float(metrics["grad_norm"]) == float(expected["grad_norm"])
+  assert float(other["grad_norm"]) != float(metrics["grad_norm"])  # another size's model
+  # (the loss at init is ln 10 at every size: the head starts at zero)
+
+
+def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch):
+  config = _config((2, 4, 8))
+  asked = []
+  draw = flexi.patch_at
+  monkeypatch.setattr(flexi, "patch_at", lambda c, step: asked.append(step) or draw(c, step))
+  summary = trainer.train_and_evaluate(config, str(tmp_path), devices=DEVICES)
+  assert asked == list(range(1, config.total_steps + 1)) and summary["step"] == len(asked)
+
+
+@pytest.mark.parametrize(
+  "sizes, posemb, message",
+  [
+    ((4, 0), "embed_1d", r"^config\.train_patch_sizes has 0: give each patch size"),
+    ((2, "x"), "embed_1d", r"^config\.train_patch_sizes has 'x'"),
+    ((8,), "rel_bias_2d(resample_method='beit_geometric')", r"^config\.train_patch_sizes has 8: "),
+  ],
+)
+def test_a_patch_size_the_model_cannot_take_fails_before_the_first_step(
+  tmp_path, sizes, posemb, message
+):
+  config = _config(sizes, posemb)
+  with pytest.raises(ConfigError, match=message):
+    trainer.train_and_evaluate(config, str(tmp_path), devices=DEVICES)
+  assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_packed_batches_are_refused_their_patch_is_the_pipelines():
+  config = _config((2, 4))
+  with config.unlocked():
+    config.data.naflex = {"patch": 4, "max_tokens": 16, "sizes": ((16, 16),)}
+  with pytest.raises(ConfigError, match=r"^config\.train_patch_sizes with config\.data\.naflex"):
+    flexi.sizes(config)
