@@ -57,8 +57,11 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
   # (the loss at init is ln 10 at every size: the head starts at zero)
 
 
-def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch):
+@pytest.mark.parametrize("seeds", [0, 2])  # with seeds, one vmapped step per size
+def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch, seeds):
   config = _config((2, 4, 8))
+  with config.unlocked():
+    config.seeds = seeds
   asked = []
   draw = flexi.patch_at
   monkeypatch.setattr(flexi, "patch_at", lambda c, step: asked.append(step) or draw(c, step))
