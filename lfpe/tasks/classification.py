@@ -229,9 +229,13 @@ def _check_mixed_size_policies(config: Any, nominal: int) -> None:
   trained at (`encodings.mixed_size_problem`)."""
   patch = vit.config_patch(config.model)
   trained = _largest_trained_grid(config.data, patch)
+  source = "config.data.naflex" if config.data.get("naflex") else "config.data.train_sizes"
+  flexi = [vit.config_patch({"patch_size": p}) for p in config.get("train_patch_sizes") or ()]
+  if patch is not None and flexi and None not in flexi:  # FlexiViT: grids of smaller patches
+    trained = (nominal // min(p[0] for p in flexi), nominal // min(p[1] for p in flexi))
+    source = "config.train_patch_sizes"
   if trained is None or (trained[0] <= nominal // patch[0] and trained[1] <= nominal // patch[1]):
     return
-  source = "config.data.naflex" if config.data.get("naflex") else "config.data.train_sizes"
   for field, spec in {field: spec for field, spec, *_ in _encodings(config)}.items():
     problem = encodings.mixed_size_problem(spec)
     if problem:

@@ -99,7 +99,7 @@ def base_config() -> ml_collections.ConfigDict:
   evaluations beside the config's own, each `dict(data=..., model=..., every=...)` overrides
   (lfpe/train/evaluation.py). train_patch_sizes: () or the patch sizes (ints or (h, w)) a
   ViT's training steps draw from, one per step from (seed, step): FlexiViT's training of one
-  model for every patch size, its kernel kept at `model.patch_size` (lfpe/train/flexi.py).
+  model for every patch size, its kernel kept at the trained patch size (lfpe/train/flexi.py).
   """
   return ml_collections.ConfigDict(
     dict(

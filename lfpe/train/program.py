@@ -22,6 +22,7 @@ from jax.sharding import Mesh, NamedSharding
 
 from lfpe import tasks
 from lfpe.errors import ConfigError
+from lfpe.models import vit
 from lfpe.train import flexi, init_from, optim, seeds, sharding, steps
 
 
@@ -52,7 +53,7 @@ class Program:
     `config.train_patch_sizes` the one at the patch size drawn for `step` (`flexi.patch_at`)."""
     if not self.patch_steps:
       return self.train_step
-    return self.patch_steps[flexi.patch_at(self.config, step)]
+    return self.patch_steps[flexi.patch_at(tuple(self.patch_steps), self.config.seed, step)]
 
   def init_state(self) -> steps.TrainState:
     """A fresh state from `config.seed`, built directly in place on the mesh; with
@@ -149,12 +150,15 @@ def _check_train_sizes(config: Any, task: Any, model: Any, abstract: steps.Train
     )
 
 
-def _patch_models(config: Any, task: Any, abstract: steps.TrainState) -> dict[Any, Any]:
+def _patch_models(config: Any, task: Any, model: Any, abstract: steps.TrainState) -> dict[Any, Any]:
   """`{patch: model}` for `config.train_patch_sizes` (FlexiViT, `lfpe.train.flexi`): each
   model cuts images at its patch with the trained kernel, traced now with the program's
   variables so that a size the model refuses fails before training, naming the field."""
   out = {}
   for patch in flexi.sizes(config):
+    if vit.config_patch({"patch_size": patch}) == flexi.kernel_patch(config):
+      out[patch] = model  # the program's own model: its step is `train_step`
+      continue
     at = flexi.at_patch(config, patch)
     model = task.create_model(at)
     check_forward(task, model, abstract.variables(), at, f"{flexi.FIELD} has {patch!r}")
@@ -210,7 +214,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   optim.check_patterns(config, abstract.params)
   data_sharding = sharding.batch_sharding(mesh)
   _check_train_sizes(config, task, model, abstract)
-  patch_models = _patch_models(config, task, abstract)  # one seed's variables, as above
+  patch_models = _patch_models(config, task, model, abstract)  # one seed's variables
   if num_seeds:  # every seed's state, batch and dropout key on a leading axis
     init_rng, dropout_rng = (seeds.stack_keys(k) for k in zip(*keys, strict=True))
     abstract = seeds.stacked(abstract, num_seeds)
@@ -231,7 +235,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
     )
 
   train_step = jitted(model)
-  patch_steps = {p: jitted(m) for p, m in patch_models.items()}
+  patch_steps = {p: train_step if m is model else jitted(m) for p, m in patch_models.items()}
   eval_step = jit_eval_step(task, model, state_shardings, data_sharding, num_seeds)
   return Program(
     config,

@@ -19,7 +19,7 @@ import jax
 from lfpe import tasks
 from lfpe.errors import did_you_mean
 from lfpe.models import fields
-from lfpe.train import evaluation, init_from, optim, sharding
+from lfpe.train import evaluation, flexi, init_from, optim, sharding
 
 # What the trainer computes in: a model's dtypes less float16, which would need loss scaling.
 COMPUTE_DTYPES = tuple(d for d in fields.DTYPES if d != "float16")
@@ -107,6 +107,7 @@ def validate_config(config: Any, num_devices: int | None = None, *, check_data: 
     if _get(config, path) is _MISSING:
       raise ValueError(f"config.{path} is missing; every config needs it (see configs/).")
   _validate_loop(config)
+  flexi.sizes(config)  # FlexiViT's patch sizes, before any data is read
   _validate_optimizer(config)
   _validate_mesh(config, jax.device_count() if num_devices is None else num_devices)
   _choice(config, "task.name", tasks.REGISTRY)

@@ -56,6 +56,7 @@ _ABSENT = "<absent>"
 # record without the field equals a config that has it at this value (JSON form).
 ADDED_FIELDS = {
   "seeds": 0,
+  "train_patch_sizes": [],
   "optim.trainable": [],
   "optim.freeze": [],
   "optim.no_decay": [],

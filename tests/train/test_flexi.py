@@ -19,6 +19,8 @@ def _config(sizes, posemb="embed_1d"):  # a learned table: resampled to each ste
     config.mesh.data = 1
     config.batch_size = 8
     config.model = {**config.model.to_dict(), "patch_size": 4, "dropout": 0.0}
+    config.model.head_init_std = 0.1  # every parameter gets a gradient at the first step
+    config.schedule.warmup_steps = 0  # and a rate: the first step moves them
     config.train_patch_sizes = sizes
   return config
 
@@ -37,9 +39,10 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
   mesh = sharding.make_mesh(config.mesh, DEVICES)
   prog = program.build(config, mesh)
   assert set(prog.patch_steps) == {2, (4, 2)}
-  drawn = [flexi.patch_at(config, step) for step in range(1, 9)]
-  assert set(drawn) == {2, (4, 2)} and drawn == [flexi.patch_at(config, s) for s in range(1, 9)]
+  drawn = [flexi.patch_at((2, (4, 2)), config.seed, step) for step in range(1, 33)]
+  assert set(drawn) == {2, (4, 2)}
   assert prog.step_at(drawn.index((4, 2)) + 1) is prog.patch_steps[(4, 2)]
+  assert prog.step_at(drawn.index(2) + 1) is prog.patch_steps[2]
 
   at = flexi.at_patch(config, (4, 2))
   assert (at.model.patch_size, at.model.trained_patch_size) == ((4, 2), (4, 4))
@@ -48,9 +51,13 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
   alone = program.build(at, mesh)  # a ViT that cuts 4x2 patches with the 4x4 kernel
   batch = _batch(config)
   flexible, metrics = prog.patch_steps[(4, 2)](prog.init_state(), batch, prog.dropout_rng)
+  initial = prog.init_state().params
   reference, expected = alone.train_step(alone.init_state(), batch, alone.dropout_rng)
   assert float(metrics["loss"]) == float(expected["loss"])
   jax.tree.map(np.testing.assert_array_equal, flexible.params, reference.params)
+  kernel = lambda params: np.asarray(params["embedding"]["kernel"])  # noqa: E731
+  assert kernel(flexible.params).shape == (4 * 4 * 1, 16)  # laid out at the trained 4x4
+  assert not np.array_equal(kernel(flexible.params), kernel(initial))  # trained through PI
   _, other = prog.patch_steps[2](prog.init_state(), batch, prog.dropout_rng)
   assert float(metrics["grad_norm"]) == float(expected["grad_norm"])
   assert float(other["grad_norm"]) != float(metrics["grad_norm"])  # another size's model
@@ -64,7 +71,7 @@ def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch, see
     config.seeds = seeds
   asked = []
   draw = flexi.patch_at
-  monkeypatch.setattr(flexi, "patch_at", lambda c, step: asked.append(step) or draw(c, step))
+  monkeypatch.setattr(flexi, "patch_at", lambda p, s, step: asked.append(step) or draw(p, s, step))
   summary = trainer.train_and_evaluate(config, str(tmp_path), devices=DEVICES)
   assert asked == list(range(1, config.total_steps + 1)) and summary["step"] == len(asked)
 
@@ -74,6 +81,9 @@ def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch, see
   [
     ((4, 0), "embed_1d", r"^config\.train_patch_sizes has 0: give each patch size"),
     ((2, "x"), "embed_1d", r"^config\.train_patch_sizes has 'x'"),
+    ((True,), "embed_1d", r"^config\.train_patch_sizes has True"),
+    ((4, (4, 4)), "embed_1d", r"^config\.train_patch_sizes has \(4, 4\) twice"),
+    ((2,), "rope_axial(scaling='pi')", r"config\.train_patch_sizes trains grids up to \(8, 8\)"),
     ((8,), "rel_bias_2d(resample_method='beit_geometric')", r"^config\.train_patch_sizes has 8: "),
   ],
 )
@@ -92,3 +102,23 @@ def test_packed_batches_are_refused_their_patch_is_the_pipelines():
     config.data.naflex = {"patch": 4, "max_tokens": 16, "sizes": ((16, 16),)}
   with pytest.raises(ConfigError, match=r"^config\.train_patch_sizes with config\.data\.naflex"):
     flexi.sizes(config)
+
+
+def test_train_sizes_are_refused_with_patch_sizes():
+  config = _config((2, 4))
+  with config.unlocked():
+    config.data.train_sizes = (12, 16)
+  with pytest.raises(ConfigError, match=r"^config\.train_patch_sizes with config\.data\.train_si"):
+    flexi.sizes(config)
+
+
+def test_a_variant_gives_the_kernel_its_patch():
+  config = _config((2, 8))
+  with config.unlocked():
+    del config.model["patch_size"]
+    config.model.variant = "mu/4"
+  at = flexi.at_patch(config, 2)
+  assert (at.model.patch_size, at.model.trained_patch_size) == (2, (4, 4))
+  with config.unlocked():
+    config.model.trained_patch_size = 8  # an explicit kernel layout wins over the variant's
+  assert flexi.at_patch(config, 2).model.trained_patch_size == (8, 8)
