@@ -160,9 +160,8 @@ def _patch_models(config: Any, task: Any, model: Any, abstract: steps.TrainState
       out[patch] = model  # the program's own model: its step is `train_step`
       continue
     at = flexi.at_patch(config, patch)
-    model = task.create_model(at)
-    check_forward(task, model, abstract.variables(), at, f"{flexi.FIELD} has {patch!r}")
-    out[patch] = model
+    out[patch] = task.create_model(at)
+    check_forward(task, out[patch], abstract.variables(), at, f"{flexi.FIELD} has {patch!r}")
   return out
 
 

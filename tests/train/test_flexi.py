@@ -39,6 +39,11 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
   mesh = sharding.make_mesh(config.mesh, DEVICES)
   prog = program.build(config, mesh)
   assert set(prog.patch_steps) == {2, (4, 2)}
+  with config.unlocked():
+    config.train_patch_sizes = (2, 4, 8)  # the kernel's own size, after another: train_step
+  sized = program.build(config, mesh)
+  assert sized.patch_steps[4] is sized.train_step
+  assert len({id(step) for step in sized.patch_steps.values()}) == 3
   drawn = [flexi.patch_at((2, (4, 2)), config.seed, step) for step in range(1, 33)]
   assert set(drawn) == {2, (4, 2)}
   assert prog.step_at(drawn.index((4, 2)) + 1) is prog.patch_steps[(4, 2)]
