@@ -94,6 +94,15 @@ def config_patch(model: Any) -> tuple[int, int] | None:
   return tuple(patch) if is_pair and all(isinstance(p, int) for p in patch) else None
 
 
+def kernel_patch(model: Any) -> tuple[int, int] | None:
+  """The (ph, pw) a ViT's patch kernel is laid out for (its `trained_patch_size`, else its
+  patch from `patch_size` or `variant`; a module or its config), None for a model without."""
+  if not hasattr(model, "get"):  # a module: its fields
+    model = {k: getattr(model, k, None) for k in ("patch_size", "trained_patch_size")}
+  trained = model.get("trained_patch_size")
+  return config_patch(model if trained is None else {"patch_size": trained})
+
+
 class ViT(Checked, nn.Module):
   """ViT classifier: `__call__(images [B, H, W, C], *, train) -> logits [B, num_classes]`.
 

@@ -99,7 +99,7 @@ def on_training_data(config: Any, variant: Any) -> Any:
   variant at another `model.patch_size` keeps the trained one as `trained_patch_size`: the
   kernel is PI-resized on the fly (FlexiViT's evaluation, `lfpe.nn.patches`)."""
   model = variant.model.copy_and_resolve_references()
-  patch, kept = vit.config_patch(model), _kernel_patch(config.model)
+  patch, kept = vit.config_patch(model), vit.kernel_patch(config.model)
   if patch is not None and patch != kept and model.get("trained_patch_size") is None:
     with model.unlocked():
       model.trained_patch_size = kept
@@ -162,7 +162,7 @@ def build(
 def _check_same_parameters(prog: Any, model: Any, variant: Any, name: str) -> None:
   """ConfigError unless `model` has the trained model's parameters, laid out alike: same
   shapes, and the same kernel patch size (a 2x4 and a 4x2 patch kernel have one shape)."""
-  ours, theirs = _kernel_patch(prog.model), _kernel_patch(model)
+  ours, theirs = vit.kernel_patch(prog.model), vit.kernel_patch(model)
   if ours != theirs:
     raise ConfigError(
       f"config.evals.{name}.model.trained_patch_size={theirs} is not the trained {ours}: "
@@ -182,15 +182,6 @@ def _check_same_parameters(prog: Any, model: Any, variant: Any, name: str) -> No
       "trained parameters, so it may change only options that keep them (e.g. a resampling "
       "policy)."
     )
-
-
-def _kernel_patch(model: Any) -> tuple[int, int] | None:
-  """The (ph, pw) a ViT's patch kernel is laid out for (its `trained_patch_size`, else its
-  patch from `patch_size` or `variant`; a module or its config), None for a model without."""
-  if not hasattr(model, "get"):  # a module: its fields
-    model = {k: getattr(model, k, None) for k in ("patch_size", "trained_patch_size")}
-  trained = model.get("trained_patch_size")
-  return vit.config_patch(model if trained is None else {"patch_size": trained})
 
 
 def run_all(task: Any, evaluations: list[Evaluation], variables: dict[str, Any]) -> dict:

@@ -1,7 +1,7 @@
 """FlexiViT training: each step cuts its images at a patch size drawn from
 `config.train_patch_sizes` (Beyer et al. 2023, "FlexiViT: One Model for All Patch Sizes").
 
-The parameters stay laid out at the trained patch size (`kernel_patch`: FlexiViT's
+The parameters stay laid out at the trained patch size (`vit.kernel_patch`, FlexiViT's
 underlying 32x32 kernel and 7x7 table): a step at another patch size PI-resizes the kernel
 in its forward pass (`lfpe.nn.patches`, `ViT(trained_patch_size=...)`) and the position
 encodings meet the step's grid by their own policies (a learned table resampled, a
@@ -56,17 +56,10 @@ def sizes(config: Any) -> tuple[Any, ...]:
   return tuple(out)
 
 
-def kernel_patch(config: Any) -> tuple[int, int]:
-  """The patch size the kernel is laid out at: `model.trained_patch_size`, else the model's
-  patch (`model.patch_size` or its `variant`'s)."""
-  trained = config.model.get("trained_patch_size")
-  return vit.config_patch(config.model if trained is None else {"patch_size": trained})
-
-
 def at_patch(config: Any, patch: Any) -> Any:
   """`config` with images cut at `patch`, the kernel kept where it is laid out
-  (`kernel_patch`); explicit sizes override a `variant`'s."""
-  kept = kernel_patch(config)
+  (`vit.kernel_patch`); explicit sizes override a `variant`'s."""
+  kept = vit.kernel_patch(config.model)
   at = config.copy_and_resolve_references()
   with at.unlocked():
     for field in ("patch_size", "trained_patch_size"):  # an int field takes a pair once deleted

@@ -156,7 +156,7 @@ def _patch_models(config: Any, task: Any, model: Any, abstract: steps.TrainState
   variables so that a size the model refuses fails before training, naming the field."""
   out = {}
   for patch in flexi.sizes(config):
-    if vit.config_patch({"patch_size": patch}) == flexi.kernel_patch(config):
+    if vit.config_patch({"patch_size": patch}) == vit.kernel_patch(config.model):
       out[patch] = model  # the program's own model: its step is `train_step`
       continue
     at = flexi.at_patch(config, patch)
