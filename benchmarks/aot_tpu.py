@@ -5,6 +5,7 @@
       [--posembs embed_1d,fourier]
   python -m benchmarks.aot_tpu --config configs/detr_coco.py --posembs detr_sine,fourier
   python -m benchmarks.aot_tpu --posembs embed_2d,rope_mixed --eval-sizes 160,224,384,512
+  python -m benchmarks.aot_tpu --posembs embed_2d --train-patch-sizes 8,16,28,32
 
 Builds the config (`posemb=NAME` as its argument, at full scale) on a ('data', 'model')
 mesh over the topology's devices, lowers and compiles `Program.train_step` with its
@@ -12,6 +13,9 @@ shardings, and prints XLA's per-device memory and FLOPs against the chip's HBM: 
 full-scale config fits if the peak is below it. `--eval-sizes` also compiles the eval step
 for images of each size (the resolution benchmark at full scale: trained at the config's
 size, tested at others without fine-tuning; learned tables resample, the grid follows).
+`--train-patch-sizes` trains FlexiViT-style (`config.train_patch_sizes`, lfpe/train/flexi.py)
+and compiles the step of every patch size: each is its own program, and the smallest patch
+(the longest sequence) usually sets the peak.
 """
 
 from __future__ import annotations
@@ -37,16 +41,34 @@ def load_config(path: str, arg: str):
   return module.get_config(arg)
 
 
-def compile_for(path: str, topology: str, posemb: str, model_axis: int, fsdp: bool):
-  """(compiled train step, mesh) of the config at `path` on `topology`."""
+def compile_for(
+  path: str,
+  topology: str,
+  posemb: str,
+  model_axis: int,
+  fsdp: bool,
+  train_patch_sizes: tuple[int, ...] = (),
+):
+  """(compiled train step, mesh, program) of the config at `path` on `topology`."""
   devices = topologies.get_topology_desc(topology, "tpu").devices
   config = load_config(path, f"posemb={posemb}")
   with config.unlocked():
     config.mesh.model, config.mesh.fsdp = model_axis, fsdp
+    config.train_patch_sizes = train_patch_sizes
   mesh = sharding.make_mesh(config.mesh, devices)  # the mesh training builds on this slice
   prog = program_lib.build(config, mesh)
   compiled = prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()
   return compiled, mesh, prog
+
+
+def compile_patch_steps(prog, compiled) -> dict:
+  """{patch size: compiled train step} for every size of `config.train_patch_sizes` (the
+  kernel's own size is `compiled`, the program's train step); {} without FlexiViT training."""
+  inputs = prog.abstract_inputs(prog.config.batch_size)
+  return {
+    patch: compiled if step is prog.train_step else step.lower(*inputs).compile()
+    for patch, step in (prog.patch_steps or {}).items()
+  }
 
 
 def compile_eval(prog, size: int):
@@ -98,6 +120,9 @@ def main() -> None:
   parser.add_argument("--model-axis", type=int, default=1)
   parser.add_argument("--fsdp", action="store_true")
   parser.add_argument("--eval-sizes", default="", help="also compile eval at these image sizes")
+  parser.add_argument(
+    "--train-patch-sizes", default="", help="train FlexiViT-style at these patch sizes"
+  )
   args = parser.parse_args()
   print(
     f"Date {datetime.date.today()}; jax {jax.__version__}; {args.config}; "
@@ -108,11 +133,15 @@ def main() -> None:
     "HBM GiB | TFLOPs/step/device |\n|---|---|---|---|---|---|---|---|"
   )
   sizes = [int(s) for s in args.eval_sizes.split(",") if s]
+  patches = tuple(int(p) for p in args.train_patch_sizes.split(",") if p)
   for posemb in args.posembs.split(","):
     compiled, mesh, prog = compile_for(
-      args.config, args.topology, posemb, args.model_axis, args.fsdp
+      args.config, args.topology, posemb, args.model_axis, args.fsdp, patches
     )
-    print(_row(f"`{posemb}` train step", compiled, mesh), flush=True)
+    by_patch = compile_patch_steps(prog, compiled) or {"": compiled}
+    for patch, step in by_patch.items():
+      at = f" at patch {patch}" if patch else ""
+      print(_row(f"`{posemb}` train step{at}", step, mesh), flush=True)
     for size in sizes:
       print(_row(f"`{posemb}` eval at {size} px", compile_eval(prog, size), mesh), flush=True)
 

@@ -24,3 +24,20 @@ def test_eval_compiles_at_another_size(module, size, seeds):
   assert leading == {seeds} if seeds else len(leading) > 1
   row = aot_tpu._row("eval", compiled, prog.mesh)
   assert row.startswith("| eval | (4, 1) |") and row.count("|") == 9
+
+
+def test_every_flexivit_patch_size_compiles_with_its_own_sequence():
+  """`--train-patch-sizes`: one compiled step per patch size, the kernel's own being the
+  program's train step; a smaller patch is a longer sequence, so more FLOPs per step."""
+  config = vit_digits.get_config("small=1")
+  with config.unlocked():
+    config.train_patch_sizes, config.mesh.data = (2, 4, 8), 4
+  prog = program_lib.build(config, sharding.make_mesh(config.mesh, jax.devices()[:4]))
+  compiled = prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()
+  by_patch = aot_tpu.compile_patch_steps(prog, compiled)
+  assert list(by_patch) == [2, 4, 8] and by_patch[2] is compiled  # small=1 cuts at 2
+  flops = [by_patch[p].cost_analysis()["flops"] for p in (2, 4, 8)]
+  assert flops[0] > flops[1] > flops[2]
+  plain = vit_digits.get_config("small=1")
+  mesh = sharding.make_mesh(plain.mesh, jax.devices()[:1])
+  assert aot_tpu.compile_patch_steps(program_lib.build(plain, mesh), None) == {}
