@@ -8,7 +8,7 @@ encodings meet the step's grid by their own policies (a learned table resampled,
 coordinate encoding evaluated), so one set of parameters trains at every size. The size of
 step `s` is drawn from (`config.seed`, `s`) alone (uniform, big_vision's FlexiViT default),
 so a resumed run draws the sizes an uninterrupted one does; every seed of `config.seeds`
-shares it. Each size is one jitted step, compiled on first use (the kernel's own size is the
+shares it. Each size is one jitted step, compiled on first use (`model.patch_size`'s is the
 program's `train_step`).
 """
 

@@ -156,8 +156,8 @@ def _patch_models(config: Any, task: Any, model: Any, abstract: steps.TrainState
   variables so that a size the model refuses fails before training, naming the field."""
   out = {}
   for patch in flexi.sizes(config):
-    if vit.config_patch({"patch_size": patch}) == vit.kernel_patch(config.model):
-      out[patch] = model  # the program's own model: its step is `train_step`
+    if vit.config_patch({"patch_size": patch}) == vit.config_patch(config.model):
+      out[patch] = model  # the program's own model cuts at model.patch_size: `train_step`
       continue
     at = flexi.at_patch(config, patch)
     out[patch] = task.create_model(at)

@@ -2,6 +2,8 @@
 images at the patch size drawn for it from (seed, step), with the kernel kept at the trained
 patch size; a size the model cannot take fails before the first step."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -44,6 +46,13 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
   sized = program.build(config, mesh)
   assert sized.patch_steps[4] is sized.train_step
   assert len({id(step) for step in sized.patch_steps.values()}) == 3
+  with config.unlocked():  # a kernel laid out at 8, images cut at 4: train_step cuts at 4
+    config.model.trained_patch_size, config.train_patch_sizes = 8, (4, 8)
+  kept = program.build(config, mesh)
+  assert kept.patch_steps[4] is kept.train_step and kept.patch_steps[8] is not kept.train_step
+  assert kept.model.patch_size == 4
+  with config.unlocked():
+    config.model.trained_patch_size = None
   drawn = [flexi.patch_at((2, (4, 2)), config.seed, step) for step in range(1, 33)]
   assert set(drawn) == {2, (4, 2)}
   assert prog.step_at(drawn.index((4, 2)) + 1) is prog.patch_steps[(4, 2)]
@@ -73,12 +82,23 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
 def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch, seeds):
   config = _config((2, 4, 8))
   with config.unlocked():
-    config.seeds = seeds
-  asked = []
-  draw = flexi.patch_at
-  monkeypatch.setattr(flexi, "patch_at", lambda p, s, step: asked.append(step) or draw(p, s, step))
+    config.seeds, config.seed = seeds, 1  # seed 0 draws 2 at its first six steps; 1 all three
+  ran, build = [], program.build
+
+  def recording(step, name):  # the jitted step, noting which size's step ran
+    return lambda *args: ran.append(name) or step(*args)
+
+  def build_recording(*args, **kwargs):
+    prog = build(*args, **kwargs)
+    steps = {p: recording(step, p) for p, step in prog.patch_steps.items()}
+    return dataclasses.replace(
+      prog, train_step=recording(prog.train_step, "plain"), patch_steps=steps
+    )
+
+  monkeypatch.setattr(program, "build", build_recording)
   summary = trainer.train_and_evaluate(config, str(tmp_path), devices=DEVICES)
-  assert asked == list(range(1, config.total_steps + 1)) and summary["step"] == len(asked)
+  drawn = [flexi.patch_at((2, 4, 8), config.seed, s) for s in range(1, config.total_steps + 1)]
+  assert ran == drawn and summary["step"] == len(ran) and len(set(drawn)) > 1
 
 
 @pytest.mark.parametrize(
