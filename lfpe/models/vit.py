@@ -110,7 +110,10 @@ class ViT(Checked, nn.Module):
   tables). `trained_patch_size` (None: `patch_size`) is the patch size the parameters were
   trained at, when images are cut at another `patch_size`: the patch kernel is applied
   PI-resized on the fly (FlexiViT; `lfpe.nn.patches`) and the position tables, sized by
-  `image_size / trained_patch_size`, meet the new grid by their resampling policy. The
+  `image_size / trained_patch_size`, meet the new grid by their resampling policy.
+  `posemb_grid` (None: that grid) lays learned tables out at a grid of their own, resampled to
+  every grid the model sees: FlexiViT's 7x7 table under 240 px images and a 32x32 kernel
+  (`posemb_grid=7`), which 240 / 32 cannot give. The
   evaluations of `config.evals` set it for a changed `patch_size`. `head_init_std` draws
   the classifier from N(0, std²) instead of zeros (big_vision's zero head); the position
   studies use it. `coord_augment` ({shift, jitter, rescale, convention},
@@ -125,6 +128,7 @@ class ViT(Checked, nn.Module):
   image_size: Any = 224
   patch_size: Any = 16
   trained_patch_size: Any = None
+  posemb_grid: Any = None
   width: int = 768
   depth: int = 12
   num_heads: int = 12
@@ -146,6 +150,7 @@ class ViT(Checked, nn.Module):
     """ValueError naming the `model.*` field that is wrong, before anything is traced."""
     _check_types(self)
     _pair(self.patch_size, "model.patch_size")
+    self._kernel_patch()
     self._nominal_grid()
     if self.width % self.num_heads:
       raise ValueError(
@@ -165,7 +170,10 @@ class ViT(Checked, nn.Module):
     return _pair(self.trained_patch_size, "model.trained_patch_size"), "model.trained_patch_size"
 
   def _nominal_grid(self) -> tuple[int, int]:
-    """The grid of `image_size` at the kernel's patch size: what learned tables are sized by."""
+    """What learned tables are sized by: `posemb_grid`, else the grid of `image_size` at the
+    kernel's patch size."""
+    if self.posemb_grid is not None:
+      return _pair(self.posemb_grid, "model.posemb_grid")
     patch, field = self._kernel_patch()
     return grid_shape(_pair(self.image_size, "image_size"), patch, "image_size", field)
 

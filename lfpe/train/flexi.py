@@ -1,15 +1,15 @@
 """FlexiViT training: each step cuts its images at a patch size drawn from
 `config.train_patch_sizes` (Beyer et al. 2023, "FlexiViT: One Model for All Patch Sizes").
 
-The parameters stay laid out at the trained patch size (`vit.kernel_patch`, FlexiViT's
-underlying 32x32 kernel and 7x7 table): a step at another patch size PI-resizes the kernel
-in its forward pass (`lfpe.nn.patches`, `ViT(trained_patch_size=...)`) and the position
-encodings meet the step's grid by their own policies (a learned table resampled, a
-coordinate encoding evaluated), so one set of parameters trains at every size. The size of
-step `s` is drawn from (`config.seed`, `s`) alone (uniform, big_vision's FlexiViT default),
-so a resumed run draws the sizes an uninterrupted one does; every seed of `config.seeds`
-shares it. Each size is one jitted step, compiled on first use (`model.patch_size`'s is the
-program's `train_step`).
+The parameters stay laid out at the trained patch size (`vit.kernel_patch`: FlexiViT's
+underlying 32x32 kernel; its 7x7 table under 240 px images is `model.posemb_grid=7`): a step at
+another patch size PI-resizes the kernel in its forward pass (`lfpe.nn.patches`,
+`ViT(trained_patch_size=...)`) and the position encodings meet the step's grid by their own
+policies (a learned table resampled, a coordinate encoding evaluated), so one set of parameters
+trains at every size. The size of step `s` is drawn from (`config.seed`, `s`) alone (uniform,
+big_vision's FlexiViT default), so a resumed run draws the sizes an uninterrupted one does;
+every seed of `config.seeds` shares it. Each size is one jitted step, compiled on first use
+(`model.patch_size`'s is the program's `train_step`).
 """
 
 from __future__ import annotations

@@ -365,3 +365,39 @@ def test_another_patch_size_with_the_trained_kernel_equals_the_resized_model(pos
     ),
     atol=1e-5,
   )
+
+
+def test_posemb_grid_lays_the_table_out_at_its_own_grid():
+  """`posemb_grid`: FlexiViT's layout, a table at a grid no image size / kernel patch gives
+  (here 3x3 under 20 px images and a 4x4 kernel cutting 5x5 patches): the table has that grid,
+  and the logits equal a model whose table is that table resampled to the 4x4 grid seen."""
+  small = dict(num_classes=CLASSES, image_size=20, width=16, depth=1, num_heads=2, mlp_dim=32)
+  flexible = ViT(patch_size=5, trained_patch_size=4, posemb_grid=3, posemb="embed_1d", **small)
+  variables = _init(flexible, hw=(20, 20))
+  params = variables["params"]
+  pos = params["Transformer"]["pos"]
+  assert pos["encoding"]["table"].shape == (9, 16)
+  table = resample_table(
+    encodings.create("embed_1d", dim=16, grid_shape=(3, 3)),
+    pos["encoding"]["table"],
+    (3, 3),
+    (4, 4),
+  )
+  kernel = resize_patch_kernel(params["embedding"]["kernel"], (4, 4), (5, 5))
+  resized = {
+    **params,
+    "embedding": {**params["embedding"], "kernel": kernel},
+    "Transformer": {**params["Transformer"], "pos": {**pos, "encoding": {"table": table}}},
+  }
+  images = _images((20, 20), seed=3)
+  np.testing.assert_allclose(
+    flexible.apply(variables, images, train=False),
+    ViT(patch_size=5, posemb="embed_1d", **small).apply(
+      {**variables, "params": resized}, images, train=False
+    ),
+    atol=1e-5,
+  )
+  with pytest.raises(ValueError, match=r"^model\.posemb_grid must be a positive int"):
+    ViT(patch_size=5, posemb_grid=(3, 0), **small).check()
+  with pytest.raises(ValueError, match=r"^model\.trained_patch_size must be a positive int"):
+    ViT(patch_size=5, trained_patch_size=0, posemb_grid=3, **small).check()

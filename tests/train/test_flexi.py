@@ -147,3 +147,16 @@ def test_a_variant_gives_the_kernel_its_patch():
   with config.unlocked():
     config.model.trained_patch_size = 8  # an explicit kernel layout wins over the variant's
   assert flexi.at_patch(config, 2).model.trained_patch_size == (8, 8)
+
+
+def test_flexivit_layout_kernel_and_table_at_their_own_sizes():
+  """FlexiViT's layout (`trained_patch_size` for the kernel, `model.posemb_grid` for the
+  table, neither given by the image size): every drawn size builds on the same parameters."""
+  config = _config((2, 4, 8))
+  with config.unlocked():
+    config.model.trained_patch_size, config.model.posemb_grid = 8, 3
+  prog = program.build(config, sharding.make_mesh(config.mesh, DEVICES))
+  params = prog.abstract_state.params
+  assert params["Transformer"]["pos"]["encoding"]["table"].shape == (9, 16)
+  assert params["embedding"]["kernel"].shape == (8 * 8 * 1, 16)
+  assert set(prog.patch_steps) == {2, 4, 8} and prog.patch_steps[4] is prog.train_step
