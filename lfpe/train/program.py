@@ -150,18 +150,26 @@ def _check_train_sizes(config: Any, task: Any, model: Any, abstract: steps.Train
     )
 
 
-def _patch_models(config: Any, task: Any, model: Any, abstract: steps.TrainState) -> dict[Any, Any]:
+def _patch_models(
+  config: Any, task: Any, model: Any, abstract: steps.TrainState, tx: Any, schedule: Any
+) -> dict[Any, Any]:
   """`{patch: model}` for `config.train_patch_sizes` (FlexiViT, `lfpe.train.flexi`): each
-  model cuts images at its patch with the trained kernel, traced now with the program's
-  variables so that a size the model refuses fails before training, naming the field."""
+  model cuts images at its patch with the trained kernel. Its train step (forward, backward,
+  update) is traced now on one seed's state, so that a size the model refuses fails before
+  training, naming the field, not at the step that first draws it."""
   out = {}
   for patch in flexi.sizes(config):
     if vit.config_patch({"patch_size": patch}) == vit.config_patch(config.model):
       out[patch] = model  # the program's own model cuts at model.patch_size: `train_step`
       continue
-    at = flexi.at_patch(config, patch)
-    out[patch] = task.create_model(at)
-    check_forward(task, out[patch], abstract.variables(), at, f"{flexi.FIELD} has {patch!r}")
+    out[patch] = task.create_model(flexi.at_patch(config, patch))
+    step = functools.partial(
+      steps.train_step, task=task, model=out[patch], tx=tx, schedule=schedule
+    )
+    try:
+      jax.eval_shape(step, abstract, task.example_batch(config), dropout_rng=jax.random.key(0))
+    except ValueError as e:
+      raise ConfigError(f"{flexi.FIELD} has {patch!r}: {e}") from None
   return out
 
 
@@ -213,7 +221,7 @@ def build(config: Any, mesh: Mesh, *, task: Any = None, model: Any = None) -> Pr
   optim.check_patterns(config, abstract.params)
   data_sharding = sharding.batch_sharding(mesh)
   _check_train_sizes(config, task, model, abstract)
-  patch_models = _patch_models(config, task, model, abstract)  # one seed's variables
+  patch_models = _patch_models(config, task, model, abstract, tx, schedule)  # one seed's
   if num_seeds:  # every seed's state, batch and dropout key on a leading axis
     init_rng, dropout_rng = (seeds.stack_keys(k) for k in zip(*keys, strict=True))
     abstract = seeds.stacked(abstract, num_seeds)
