@@ -71,7 +71,10 @@ def one_thread_backend() -> None:
     jax.devices()
   finally:  # every thread: those the backend started inherited the one CPU
     for thread in os.listdir("/proc/self/task"):
-      os.sched_setaffinity(int(thread), allowed)
+      try:
+        os.sched_setaffinity(int(thread), allowed)
+      except ProcessLookupError:  # it ended since the listing: nothing left to release
+        pass
 
 
 def _start_job() -> None:

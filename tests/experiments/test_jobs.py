@@ -75,3 +75,14 @@ def test_a_stopping_record_silences_only_the_pool_threads_cancelled_future_error
     fail_in_a_thread(ValueError("a real error"))
   fail_in_a_thread(futures.InvalidStateError("after the stop"))
   assert seen == [ValueError, futures.InvalidStateError]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_thread_that_ends_before_its_release_is_no_error(monkeypatch):
+  """A thread listed by `one_thread_backend` may end before its CPUs are given back (a record
+  stopped on 2026-12-07 with ProcessLookupError, starting a job): it needs nothing."""
+  allowed, listdir = os.sched_getaffinity(0), os.listdir
+  gone = str(2**22 + 1)  # above Linux's largest pid_max: no such thread
+  monkeypatch.setattr(os, "listdir", lambda path: [*listdir(path), gone])
+  jobs.one_thread_backend()
+  assert os.sched_getaffinity(0) == allowed
