@@ -2,15 +2,17 @@
 images at the patch size drawn for it from (seed, step), with the kernel kept at the trained
 patch size; a size the model cannot take fails before the first step."""
 
+import contextlib
 import dataclasses
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
 
 from configs import vit_digits
 from lfpe.errors import ConfigError
-from lfpe.train import flexi, program, sharding, trainer
+from lfpe.train import flexi, program, sharding, stopping, trainer
 
 DEVICES = jax.devices()[:1]
 
@@ -78,27 +80,53 @@ def test_a_step_is_the_train_step_of_the_model_at_its_drawn_patch():
   # (the loss at init is ln 10 at every size: the head starts at zero)
 
 
-@pytest.mark.parametrize("seeds", [0, 2])  # with seeds, one vmapped step per size
-def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch, seeds):
-  config = _config((2, 4, 8))
-  with config.unlocked():
-    config.seeds, config.seed = seeds, 1  # seed 0 draws 2 at its first six steps; 1 all three
+def _recording(monkeypatch):
+  """The names of the jitted steps the trainer runs, in order: each size's, or 'plain'."""
   ran, build = [], program.build
 
-  def recording(step, name):  # the jitted step, noting which size's step ran
+  def recording(step, name):
     return lambda *args: ran.append(name) or step(*args)
 
   def build_recording(*args, **kwargs):
     prog = build(*args, **kwargs)
     steps = {p: recording(step, p) for p, step in prog.patch_steps.items()}
-    return dataclasses.replace(
-      prog, train_step=recording(prog.train_step, "plain"), patch_steps=steps
-    )
+    plain = recording(prog.train_step, "plain")
+    return dataclasses.replace(prog, train_step=plain, patch_steps=steps)
 
   monkeypatch.setattr(program, "build", build_recording)
-  summary = trainer.train_and_evaluate(config, str(tmp_path), devices=DEVICES)
+  return ran
+
+
+@pytest.mark.parametrize("seeds", [0, 2])  # with seeds, one vmapped step per size
+def test_training_takes_every_step_at_its_drawn_patch(tmp_path, monkeypatch, seeds):
+  """Every step runs the drawn size's step; with seeds=0 the run is also stopped at step 3
+  (a preemption notice) and resumed, and it draws and ends as the unbroken run does."""
+  config = _config((2, 4, 8))
+  with config.unlocked():
+    config.seeds, config.seed = seeds, 1  # seed 0 draws 2 at its first six steps; 1 all three
+  ran = _recording(monkeypatch)
+  summary = trainer.train_and_evaluate(config, str(tmp_path / "unbroken"), devices=DEVICES)
   drawn = [flexi.patch_at((2, 4, 8), config.seed, s) for s in range(1, config.total_steps + 1)]
   assert ran == drawn and summary["step"] == len(ran) and len(set(drawn)) > 1
+  if seeds:
+    return
+  ran.clear()
+  notices = stopping.preemption_notices
+  monkeypatch.setattr(stopping, "preemption_notices", lambda: _notice_at(3))
+  with pytest.raises(stopping.Preempted):
+    trainer.train_and_evaluate(config, str(tmp_path / "resumed"), devices=DEVICES)
+  monkeypatch.setattr(stopping, "preemption_notices", notices)
+  trainer.train_and_evaluate(config, str(tmp_path / "resumed"), devices=DEVICES)
+  assert ran == drawn
+  final = lambda name: ocp.StandardCheckpointer().restore(  # noqa: E731
+    (tmp_path / name / "checkpoints" / str(config.total_steps) / "state").absolute()
+  )["params"]
+  jax.tree.map(np.testing.assert_array_equal, final("resumed"), final("unbroken"))
+
+
+@contextlib.contextmanager
+def _notice_at(step):  # a preemption notice read at `step`
+  yield lambda reached: reached >= step
 
 
 @pytest.mark.parametrize(
