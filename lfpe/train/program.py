@@ -157,7 +157,7 @@ def _patch_models(
   model cuts images at its patch with the trained kernel. Its train step (forward, backward,
   update) is traced now on one seed's state, so that a size the model refuses fails before
   training, naming the field, not at the step that first draws it."""
-  out = {}
+  out, batch = {}, task.example_batch(config)
   for patch in flexi.sizes(config):
     if vit.config_patch({"patch_size": patch}) == vit.config_patch(config.model):
       out[patch] = model  # the program's own model cuts at model.patch_size: `train_step`
@@ -167,7 +167,7 @@ def _patch_models(
       steps.train_step, task=task, model=out[patch], tx=tx, schedule=schedule
     )
     try:
-      jax.eval_shape(step, abstract, task.example_batch(config), dropout_rng=jax.random.key(0))
+      jax.eval_shape(step, abstract, batch, dropout_rng=jax.random.key(0))
     except ValueError as e:
       raise ConfigError(f"{flexi.FIELD} has {patch!r}: {e}") from None
   return out

@@ -8,34 +8,18 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import pytest
+from vit_fixtures import CLASSES, IMAGE, init_variables, random_images
 
 from lfpe import encodings
-from lfpe.encodings.learned import resample_table
 from lfpe.models import vit as vit_lib
 from lfpe.models.vit import Model, ViT
-from lfpe.nn.patches import resize_patch_kernel
 
-IMAGE, PATCH, CLASSES = 8, 4, 3  # a 2x2 grid of patches
+PATCH = 4  # a 2x2 grid of patches (IMAGE = 8)
 NEW_IMAGE = (12, 8)  # a 3x2 grid at evaluation
-
-
-def _images(hw=(IMAGE, IMAGE), seed=0, b=2):
-  return jnp.asarray(np.random.default_rng(seed).normal(size=(b, *hw, 3)), jnp.float32)
 
 
 def _model(**kwargs):
   return Model(CLASSES, **{"image_size": IMAGE, "variant": f"mu/{PATCH}", **kwargs})
-
-
-def _init(model, hw=(IMAGE, IMAGE)):
-  """Variables with a random head and class token (zero at init, they would hide differences:
-  a zero class token has zero queries, so it attends uniformly)."""
-  variables = nn.meta.unbox(model.init(jax.random.key(0), _images(hw), train=False))
-  params = variables["params"]  # other collections (e.g. fixed Fourier `constants`) stay
-  params["head"]["kernel"] = jax.random.normal(jax.random.key(1), params["head"]["kernel"].shape)
-  if "cls" in params:
-    params["cls"] = jax.random.normal(jax.random.key(2), params["cls"].shape)
-  return variables
 
 
 def _swap_corner_patches(images):
@@ -57,7 +41,7 @@ def _output_shapes(model, *sizes):
     variables = model.init(jax.random.key(0), images[0], train=False)
     return [model.apply(variables, im, train=False) for im in images]
 
-  return jax.eval_shape(run, *[_images(s) for s in sizes])
+  return jax.eval_shape(run, *[random_images(s) for s in sizes])
 
 
 @pytest.mark.parametrize("name", encodings.NAMES)
@@ -89,22 +73,22 @@ def test_only_positions_tell_a_permutation_of_the_patches_apart(name):
   at the stem. Also runs at a new image size (learned tables resample).
   """
   model = _model(posemb=name, depth=2)
-  variables = _init(model)
-  images = _images()
+  variables = init_variables(model)
+  images = random_images()
   out = model.apply(variables, images, train=False)
   swapped = model.apply(variables, _swap_corner_patches(images), train=False)
   assert np.allclose(out, swapped, atol=1e-3) == (name in ("none", "index", "unit"))
-  assert np.all(np.isfinite(model.apply(variables, _images(NEW_IMAGE), train=False)))
+  assert np.all(np.isfinite(model.apply(variables, random_images(NEW_IMAGE), train=False)))
 
 
 @pytest.mark.parametrize("name", ["rel_bias_2d", "rel_attn_2d"])
 def test_one_block_with_class_token_cannot_see_relative_positions(name):
   """The class token has no grid position, so relative terms leave its row untouched: in a
   1-block ViT only patch tokens carry relative information, and only `gap` reads them."""
-  images = _images()
+  images = random_images()
   for pool, blind in (("token", True), ("gap", False)):
     model = _model(posemb=name, pool=pool)
-    variables = _init(model)
+    variables = init_variables(model)
     out = model.apply(variables, images, train=False)
     swapped = model.apply(variables, _swap_corner_patches(images), train=False)
     assert np.allclose(out, swapped, atol=1e-3) == blind
@@ -113,8 +97,8 @@ def test_one_block_with_class_token_cannot_see_relative_positions(name):
 @pytest.mark.parametrize("name", ["index", "unit"])
 def test_channel_constant_encodings_are_seen_through_the_attention_hooks(name):
   model = _model(posemb=name, pos_injection="attention", pos_hook="qk")
-  variables = _init(model)
-  images = _images()
+  variables = init_variables(model)
+  images = random_images()
   out = model.apply(variables, images, train=False)
   assert not np.allclose(
     out, model.apply(variables, _swap_corner_patches(images), train=False), atol=1e-3
@@ -139,12 +123,12 @@ INJECTIONS = [
 @pytest.mark.parametrize("name, injection, hook", INJECTIONS)
 def test_each_injection_mode_with_a_class_token(name, injection, hook):
   model = _model(depth=2, posemb=name, pos_injection=injection, pos_hook=hook, concat_channels=2)
-  variables = _init(model)
+  variables = init_variables(model)
   apply = lambda v, x: model.apply(v, x, train=False)
-  images = _images()
+  images = random_images()
   out = apply(variables, images)
   assert out.shape == (2, CLASSES)
-  assert apply(variables, _images(NEW_IMAGE)).shape == (2, CLASSES)
+  assert apply(variables, random_images(NEW_IMAGE)).shape == (2, CLASSES)
   assert not np.allclose(out, apply(variables, _swap_corner_patches(images)), atol=1e-3)
   pos = sorted(k for k in variables["params"]["Transformer"] if k.startswith("pos"))
   per_layer = injection in ("every_layer", "attention")
@@ -153,11 +137,11 @@ def test_each_injection_mode_with_a_class_token(name, injection, hook):
 
 def test_class_token_has_its_own_learned_position_added_before_the_blocks():
   model = _model(posemb="embed_1d")
-  variables = _init(model)
-  raw = nn.meta.unbox(model.init(jax.random.key(0), _images(), train=False))["params"]
+  variables = init_variables(model)
+  raw = nn.meta.unbox(model.init(jax.random.key(0), random_images(), train=False))["params"]
   assert not np.any(raw["head"]["kernel"])  # zero-initialised head, as big_vision
   _, state = model.apply(
-    variables, _images(), train=False, capture_intermediates=True, mutable=["intermediates"]
+    variables, random_images(), train=False, capture_intermediates=True, mutable=["intermediates"]
   )
   table = state["intermediates"]["Transformer"]["pos"]["__call__"][0]["add"]  # [1 + N, D]
   pos = variables["params"]["Transformer"]["pos"]
@@ -167,17 +151,17 @@ def test_class_token_has_its_own_learned_position_added_before_the_blocks():
   gap = jax.eval_shape(
     functools.partial(_model(posemb="embed_1d", pool="gap").init, train=False),
     jax.random.key(0),
-    _images(),
+    random_images(),
   )["params"]
   assert "cls" not in gap and "prefix" not in gap["Transformer"]["pos"]
 
 
 def test_learned_table_resamples_at_a_new_image_size():
   model = _model(posemb="embed_1d")
-  variables = _init(model)
+  variables = init_variables(model)
   _, state = model.apply(
     variables,
-    _images(NEW_IMAGE),
+    random_images(NEW_IMAGE),
     train=False,
     capture_intermediates=True,
     mutable=["intermediates"],
@@ -196,7 +180,7 @@ def test_every_layer_shared_has_one_set_of_position_params():
   def pos_params(injection):
     model = _model(depth=2, posemb="embed_1d", pos_injection=injection)
     shapes = jax.eval_shape(
-      functools.partial(model.init, train=False), jax.random.key(0), _images()
+      functools.partial(model.init, train=False), jax.random.key(0), random_images()
     )
     return _count({k: v for k, v in shapes["params"]["Transformer"].items() if k.startswith("pos")})
 
@@ -242,9 +226,9 @@ def test_model_from_config_with_bfloat16_and_logical_axes():
   )
   model = Model(CLASSES, image_size=IMAGE, **config)
   assert model.patch_size == PATCH and model.width == 32 and model.depth == 1
-  boxed = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0), _images())[
-    "params"
-  ]
+  boxed = jax.eval_shape(
+    functools.partial(model.init, train=False), jax.random.key(0), random_images()
+  )["params"]
   assert boxed["embedding"]["kernel"].names == ("patch", "embed")
   assert boxed["head"]["kernel"].names == ("embed", "classes")
   assert boxed["Transformer"]["encoderblock_0"]["mlp"]["fc1"]["kernel"].names == ("embed", "mlp")
@@ -252,15 +236,15 @@ def test_model_from_config_with_bfloat16_and_logical_axes():
   assert params["Transformer"]["pos"]["encoding"]["wr"].shape == (4, 2)  # [F/2, M]
   assert all(a.dtype == jnp.float32 for a in jax.tree.leaves(params))
   logits = jax.eval_shape(
-    functools.partial(model.apply, train=False), {"params": params}, _images()
+    functools.partial(model.apply, train=False), {"params": params}, random_images()
   )
   assert logits.dtype == jnp.float32 and logits.shape == (2, CLASSES)
 
 
 def test_dropout_only_in_training():
   model = _model(posemb="sine_2d", dropout=0.5)
-  variables = _init(model)
-  images = _images()
+  variables = init_variables(model)
+  images = random_images()
   eval_out = model.apply(variables, images, train=False)
   np.testing.assert_array_equal(eval_out, model.apply(variables, images, train=False))
   train_out = model.apply(variables, images, train=True, rngs={"dropout": jax.random.key(2)})
@@ -322,82 +306,12 @@ def test_model_rejects_a_bad_number_of_classes():
 
 def test_input_size_not_divisible_by_patch_fails_at_trace_time():
   model = _model(posemb="sine_2d")
-  variables = _init(model)
+  variables = init_variables(model)
   with pytest.raises(ValueError, match=r"images .* is not divisible by model.patch_size"):
-    model.apply(variables, _images((10, 8)), train=False)
+    model.apply(variables, random_images((10, 8)), train=False)
 
 
 def test_an_image_without_a_batch_axis_is_named_as_such():
   net = ViT(num_classes=3, image_size=16, patch_size=4, width=8, depth=1, num_heads=1, mlp_dim=8)
   with pytest.raises(ValueError, match=r"ViT takes images \[B, H, W, C\].*got shape \(16, 16, 3\)"):
     net.init(jax.random.key(0), jnp.zeros((16, 16, 3)), train=False)
-
-
-@pytest.mark.parametrize("posemb", ["sine_2d", "rope_mixed", "embed_1d"])
-def test_another_patch_size_with_the_trained_kernel_equals_the_resized_model(posemb):
-  """`trained_patch_size`: images cut into 2x2 patches by a model trained at 4x4 (its
-  parameters as they are: the table stays at the trained 4x4 grid) give the logits of a 2x2
-  model holding the PI-resized kernel and the table resampled to 8x8 by its own policy."""
-  small = dict(num_classes=CLASSES, image_size=16, width=16, depth=1, num_heads=2, mlp_dim=32)
-  trained = ViT(patch_size=4, posemb=posemb, **small)
-  variables = _init(trained, hw=(16, 16))
-  flexible = ViT(patch_size=2, trained_patch_size=4, posemb=posemb, **small)
-  init = functools.partial(flexible.init, train=False)
-  shapes = nn.meta.unbox(jax.eval_shape(init, jax.random.key(0), _images((16, 16))))
-  assert jax.tree.map(jnp.shape, shapes) == jax.tree.map(jnp.shape, variables)
-  params = variables["params"]
-  kernel = resize_patch_kernel(params["embedding"]["kernel"], (4, 4), (2, 2))
-  resized = {**params, "embedding": {**params["embedding"], "kernel": kernel}}
-  if posemb == "embed_1d":
-    pos = params["Transformer"]["pos"]
-    table = resample_table(
-      encodings.create("embed_1d", dim=16, grid_shape=(4, 4)),
-      pos["encoding"]["table"],
-      (4, 4),
-      (8, 8),
-    )
-    resized["Transformer"] = {**params["Transformer"], "pos": {**pos, "encoding": {"table": table}}}
-  images = _images((16, 16), seed=3)
-  np.testing.assert_allclose(
-    flexible.apply(variables, images, train=False),
-    ViT(patch_size=2, posemb=posemb, **small).apply(
-      {**variables, "params": resized}, images, train=False
-    ),
-    atol=1e-5,
-  )
-
-
-def test_posemb_grid_lays_the_table_out_at_its_own_grid():
-  """`posemb_grid`: FlexiViT's layout, a table at a grid no image size / kernel patch gives
-  (here 3x3 under 20 px images and a 4x4 kernel cutting 5x5 patches): the table has that grid,
-  and the logits equal a model whose table is that table resampled to the 4x4 grid seen."""
-  small = dict(num_classes=CLASSES, image_size=20, width=16, depth=1, num_heads=2, mlp_dim=32)
-  flexible = ViT(patch_size=5, trained_patch_size=4, posemb_grid=3, posemb="embed_1d", **small)
-  variables = _init(flexible, hw=(20, 20))
-  params = variables["params"]
-  pos = params["Transformer"]["pos"]
-  assert pos["encoding"]["table"].shape == (9, 16)
-  table = resample_table(
-    encodings.create("embed_1d", dim=16, grid_shape=(3, 3)),
-    pos["encoding"]["table"],
-    (3, 3),
-    (4, 4),
-  )
-  kernel = resize_patch_kernel(params["embedding"]["kernel"], (4, 4), (5, 5))
-  resized = {
-    **params,
-    "embedding": {**params["embedding"], "kernel": kernel},
-    "Transformer": {**params["Transformer"], "pos": {**pos, "encoding": {"table": table}}},
-  }
-  images = _images((20, 20), seed=3)
-  np.testing.assert_allclose(
-    flexible.apply(variables, images, train=False),
-    ViT(patch_size=5, posemb="embed_1d", **small).apply(
-      {**variables, "params": resized}, images, train=False
-    ),
-    atol=1e-5,
-  )
-  with pytest.raises(ValueError, match=r"^model\.posemb_grid must be a positive int"):
-    ViT(patch_size=5, posemb_grid=(3, 0), **small).check()
-  with pytest.raises(ValueError, match=r"^model\.trained_patch_size must be a positive int"):
-    ViT(patch_size=5, trained_patch_size=0, posemb_grid=3, **small).check()
