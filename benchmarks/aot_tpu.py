@@ -6,6 +6,8 @@
   python -m benchmarks.aot_tpu --config configs/detr_coco.py --posembs detr_sine,fourier
   python -m benchmarks.aot_tpu --posembs embed_2d,rope_mixed --eval-sizes 160,224,384,512
   python -m benchmarks.aot_tpu --posembs embed_2d --train-patch-sizes 8,16,28,32
+  python -m benchmarks.aot_tpu --posembs embed_2d --train-patch-sizes 8,48 --set \
+      data.image_size=240 model.trained_patch_size=32 model.posemb_grid=7   # FlexiViT's
 
 Builds the config (`posemb=NAME` as its argument, at full scale) on a ('data', 'model')
 mesh over the topology's devices, lowers and compiles `Program.train_step` with its
@@ -15,7 +17,8 @@ for images of each size (the resolution benchmark at full scale: trained at the 
 size, tested at others without fine-tuning; learned tables resample, the grid follows).
 `--train-patch-sizes` trains FlexiViT-style (`config.train_patch_sizes`, lfpe/train/flexi.py)
 and compiles the step of every patch size: each is its own program, and the smallest patch
-(the longest sequence) usually sets the peak.
+(the longest sequence) usually sets the peak. `--set path=value ...` changes config fields
+as the trainer's `--config.path=value` does (same parser, same errors).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ import importlib.util
 import jax
 from jax.experimental import topologies
 
+from lfpe.train import config_cli, sharding
 from lfpe.train import program as program_lib
-from lfpe.train import sharding
 
 HBM_GIB = {"TPU v5 lite": 16, "TPU v5": 95, "TPU v4": 32, "TPU v6 lite": 32}
 
@@ -48,13 +51,17 @@ def compile_for(
   model_axis: int,
   fsdp: bool,
   train_patch_sizes: tuple[int, ...] = (),
+  overrides: tuple[str, ...] = (),
 ):
-  """(compiled train step, mesh, program) of the config at `path` on `topology`."""
+  """(compiled train step, mesh, program) of the config at `path` on `topology`, with
+  `overrides` ('dotted.path=value', as the trainer's --config.path=value) applied."""
   devices = topologies.get_topology_desc(topology, "tpu").devices
   config = load_config(path, f"posemb={posemb}")
   with config.unlocked():
     config.mesh.model, config.mesh.fsdp = model_axis, fsdp
     config.train_patch_sizes = train_patch_sizes
+  for override in overrides:
+    config_cli.set_field(config, *override.split("=", 1))
   mesh = sharding.make_mesh(config.mesh, devices)  # the mesh training builds on this slice
   prog = program_lib.build(config, mesh)
   compiled = prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()
@@ -123,10 +130,11 @@ def main() -> None:
   parser.add_argument(
     "--train-patch-sizes", default="", help="train FlexiViT-style at these patch sizes"
   )
+  parser.add_argument("--set", nargs="*", default=[], help="config fields: path=value ...")
   args = parser.parse_args()
   print(
     f"Date {datetime.date.today()}; jax {jax.__version__}; {args.config}; "
-    f"topology {args.topology}\n"
+    f"topology {args.topology}{'; ' + ' '.join(args.set) if args.set else ''}\n"
   )
   print(
     "| step | mesh (data, model) | args GiB | temps GiB | outputs GiB | peak GiB/device | "
@@ -136,7 +144,7 @@ def main() -> None:
   patches = tuple(int(p) for p in args.train_patch_sizes.split(",") if p)
   for posemb in args.posembs.split(","):
     compiled, mesh, prog = compile_for(
-      args.config, args.topology, posemb, args.model_axis, args.fsdp, patches
+      args.config, args.topology, posemb, args.model_axis, args.fsdp, patches, tuple(args.set)
     )
     by_patch = compile_patch_steps(prog, compiled) or {"": compiled}
     for patch, step in by_patch.items():

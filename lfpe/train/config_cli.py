@@ -10,6 +10,8 @@ names the flag and the fix, with a "did you mean" for misspelled names:
 
 `config.evals` is open: `--config.evals.NAME="{'data': {...}, ...}"` (a dict literal) adds
 the named evaluation NAME (lfpe/train/evaluation.py checks its fields with the config's).
+So is `config.model`, to the fields of its family's model: `--config.model.FIELD=VALUE` sets
+one the config file left at its default (`model.posemb_grid=7`), and only such a field.
 
 An override one level below an encoding spec changes one option of that spec:
 `--config.model.posemb.gamma=0.5` turns `"fourier(gamma=0.25)"` into
@@ -29,7 +31,7 @@ from typing import Any
 
 import ml_collections
 
-from lfpe import encodings
+from lfpe import encodings, models
 from lfpe.errors import ConfigError, did_you_mean
 from lfpe.train import config_lib
 
@@ -99,6 +101,9 @@ def set_field(config: Any, path: str, text: str) -> str | None:
   if keys[:-1] == ["evals"] and keys[-1] not in parent:
     _add_evaluation(parent, keys[-1], text, flag)
     return None
+  if keys[:-1] == ["model"] and keys[-1] not in parent:
+    _add_model_field(config, keys[-1], text, flag)
+    return None
   current = _child(parent, keys[-1], flag, keys)
   if isinstance(current, ml_collections.ConfigDict):
     if keys == ["evals"]:
@@ -152,6 +157,34 @@ def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:
     )
   with evals.unlocked():
     evals[name] = value
+
+
+# what each task gives its model from the data and config.compute_dtype, not config.model
+FROM_TASK = {
+  "num_classes": "config.data",
+  "image_size": "config.data.image_size",
+  "image_shape": "config.data",
+  "dtype": "config.compute_dtype",
+}
+
+
+def _add_model_field(config: Any, field: str, text: str, flag: str) -> None:
+  """Sets a field of `config.model_name`'s model that the config file left at its default."""
+  if field in FROM_TASK:
+    raise ConfigError(
+      f"{flag}: the task sets the model's {field} from {FROM_TASK[field]}; set that."
+    )
+  family = config.get("model_name")
+  own = models.config_fields(family) if family in models.MODELS else ()
+  known = [f for f in own if f not in FROM_TASK]
+  if field not in known:
+    known = known or sorted(config.model.keys())
+    raise ConfigError(
+      f"{flag}: the {family} model has no field {field!r}{did_you_mean(field, known)}; "
+      f"its fields: {', '.join(known)}."
+    )
+  with config.model.unlocked():
+    config.model[field] = _convert(None, text, flag)
 
 
 def _child(parent: Any, key: str, flag: str, keys: list[str]) -> Any:

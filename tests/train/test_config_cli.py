@@ -123,6 +123,23 @@ def test_a_named_evaluation_can_be_added_then_changed_from_the_command_line():
     config_cli.load(f"{DIGITS}:small=1", [("evals", "dict(big=dict(data=dict(image_size=32)))")])
 
 
+def test_a_model_field_the_config_file_left_out_can_be_set_and_reaches_the_model():
+  """FlexiViT's layout from the command line: vit_digits.py names neither field."""
+  from lfpe import tasks
+
+  config = config_cli.load(
+    f"{DIGITS}:small=1", [("model.posemb_grid", "(4, 4)"), ("model.trained_patch_size", "4")]
+  )
+  assert "posemb_grid" not in config_cli.load(f"{DIGITS}:small=1").model
+  model = tasks.get(config.task).create_model(config)
+  assert (model.posemb_grid, model.trained_patch_size, model.patch_size) == ((4, 4), 4, 2)
+  assert config.is_locked and config.model.is_locked
+  with pytest.raises(ConfigError, match=r"no field 'posemb_gird' \(did you mean 'posemb_grid'"):
+    config_cli.load(f"{DIGITS}:small=1", [("model.posemb_gird", "7")])
+  with pytest.raises(ConfigError, match=r"sets the model's dtype from config.compute_dtype"):
+    config_cli.load(f"{DIGITS}:small=1", [("model.dtype", "'bfloat16'")])
+
+
 def test_naflex_is_set_whole_as_the_docs_write_it():
   """`dict(...)` as README writes it (it was kept as text and failed in `dict(given)`)."""
   text = "dict(patch=2, max_tokens=64, sizes=((16, 16),))"
