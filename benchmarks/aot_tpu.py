@@ -44,24 +44,29 @@ def load_config(path: str, arg: str):
   return module.get_config(arg)
 
 
-def compile_for(
+def config_for(
   path: str,
-  topology: str,
   posemb: str,
-  model_axis: int,
-  fsdp: bool,
+  model_axis: int = 1,
+  fsdp: bool = False,
   train_patch_sizes: tuple[int, ...] = (),
   overrides: tuple[str, ...] = (),
 ):
-  """(compiled train step, mesh, program) of the config at `path` on `topology`, with
-  `overrides` ('dotted.path=value', as the trainer's --config.path=value) applied."""
-  devices = topologies.get_topology_desc(topology, "tpu").devices
+  """The config at `path` with `posemb`, the mesh's model axis and FSDP, FlexiViT's patch
+  sizes, and `overrides` ('dotted.path=value', as the trainer's --config.path=value)."""
   config = load_config(path, f"posemb={posemb}")
   with config.unlocked():
     config.mesh.model, config.mesh.fsdp = model_axis, fsdp
     config.train_patch_sizes = train_patch_sizes
   for override in overrides:
     config_cli.set_field(config, *override.split("=", 1))
+  return config
+
+
+def compile_for(path: str, topology: str, posemb: str, *args):
+  """(compiled train step, mesh, program) of `config_for(path, posemb, *args)` on `topology`."""
+  devices = topologies.get_topology_desc(topology, "tpu").devices
+  config = config_for(path, posemb, *args)
   mesh = sharding.make_mesh(config.mesh, devices)  # the mesh training builds on this slice
   prog = program_lib.build(config, mesh)
   compiled = prog.train_step.lower(*prog.abstract_inputs(config.batch_size)).compile()

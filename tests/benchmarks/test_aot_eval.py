@@ -1,6 +1,8 @@
 """`benchmarks.aot_tpu`'s eval compile, on the CPU mesh (a TPU topology needs libtpu): at a
 new image size, with and without `config.seeds` (every seed's variables, one eval batch)."""
 
+import pathlib
+
 import jax
 import pytest
 
@@ -41,3 +43,13 @@ def test_every_flexivit_patch_size_compiles_with_its_own_sequence():
   plain = vit_digits.get_config("small=1")
   mesh = sharding.make_mesh(plain.mesh, jax.devices()[:1])
   assert aot_tpu.compile_patch_steps(program_lib.build(plain, mesh), None) == {}
+
+
+def test_set_reaches_fields_the_config_file_leaves_out():
+  """`--set`: FlexiViT's 240 px layout on the ImageNet config, which names neither field."""
+  path = str(pathlib.Path(__file__).parents[2] / "configs" / "vit_b16_imagenet.py")
+  sets = ("data.image_size=240", "model.trained_patch_size=32", "model.posemb_grid=7")
+  config = aot_tpu.config_for(path, "embed_1d", 2, True, (8, 48), sets)
+  assert (config.mesh.model, config.mesh.fsdp, config.train_patch_sizes) == (2, True, (8, 48))
+  model = config.model
+  assert (config.data.image_size, model.posemb_grid, model.trained_patch_size) == (240, 7, 32)
