@@ -69,6 +69,16 @@ MISTAKES = [
     ("config.data has no field 'nme'", "did you mean 'name'"),
   ),
   (
+    "misspelled model field the config file leaves out",
+    (SMALL, "--workdir={w}", "--config.model.posemb_gird=4"),
+    ("the vit model has no field 'posemb_gird'", "did you mean 'posemb_grid'"),
+  ),
+  (
+    "model field the task sets",
+    (SMALL, "--workdir={w}", "--config.model.image_size=32"),
+    ("--config.model.image_size", "from config.data.image_size; set that"),
+  ),
+  (
     "field below a value",
     (SMALL, "--workdir={w}", "--config.seed.x=1"),
     ("--config.seed.x", "config.seed is a value"),
