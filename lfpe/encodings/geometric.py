@@ -22,8 +22,9 @@ not-a-knot interpolating spline along each axis in turn (tested against scipy's
 lfpe's generalisations, not in BEiT's code: each axis finds its own q (BEiT's windows are
 square), and an axis whose size does not change is kept exactly (timm's non-square
 `resize_rel_pos_bias_table` still searches q on it, which stops at 1.01 and moves its far
-offsets: 3.9e-2 on a 13x27 -> 13x47 table of std 0.02); 1-D tables (`rel_attn_2d`'s row and column offsets) use the 1-D spline. (An axis
-that grows has at least 5 offsets: from 3, q <= 1.5 reaches offset 1 only, `check_axes`.)
+offsets: 3.9e-2 on a 13x27 -> 13x47 table of std 0.02); 1-D tables (`rel_attn_2d`'s row
+and column offsets) use the 1-D spline. (An axis that grows has at least 5 offsets: from 3,
+q <= 1.5 reaches offset 1 only, `check_axes`.)
 """
 
 from __future__ import annotations

@@ -31,8 +31,9 @@ from typing import Any
 
 import ml_collections
 
-from lfpe import encodings, models
+from lfpe import encodings
 from lfpe.errors import ConfigError, did_you_mean
+from lfpe.tasks import base as tasks_base
 from lfpe.train import config_lib
 
 
@@ -159,30 +160,9 @@ def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:
     evals[name] = value
 
 
-# what each task gives its model from the data and config.compute_dtype, not config.model
-FROM_TASK = {
-  "num_classes": "config.data",
-  "image_size": "config.data.image_size",
-  "image_shape": "config.data",
-  "dtype": "config.compute_dtype",
-}
-
-
 def _add_model_field(config: Any, field: str, text: str, flag: str) -> None:
   """Sets a field of `config.model_name`'s model that the config file left at its default."""
-  if field in FROM_TASK:
-    raise ConfigError(
-      f"{flag}: the task sets the model's {field} from {FROM_TASK[field]}; set that."
-    )
-  family = config.get("model_name")
-  own = models.config_fields(family) if family in models.MODELS else ()
-  known = [f for f in own if f not in FROM_TASK]
-  if field not in known:
-    known = known or sorted(config.model.keys())
-    raise ConfigError(
-      f"{flag}: the {family} model has no field {field!r}{did_you_mean(field, known)}; "
-      f"its fields: {', '.join(known)}."
-    )
+  tasks_base.check_model_field(config, field, flag)
   with config.model.unlocked():
     config.model[field] = _convert(None, text, flag)
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from lfpe.errors import ConfigError, did_you_mean
 from lfpe.models import vit
+from lfpe.tasks import base as tasks_base
 from lfpe.train import program, sharding
 
 
@@ -69,14 +70,18 @@ def configs(config: Any) -> dict[str, Any]:
       for section in ("data", "model"):
         where, changes = f"config.evals.{name}.{section}", entry.get(section) or {}
         _mapping(changes, where, f"of config.{section}'s fields")
-        _override(variant[section], changes, where)
+        _override(variant[section], changes, where, model=config if section == "model" else None)
     out[name] = variant
   return out
 
 
-def _override(target: Any, changes: Any, where: str) -> None:
+def _override(target: Any, changes: Any, where: str, model: Any = None) -> None:
+  """Sets `changes` on `target` (ConfigError naming a field it lacks); `model`: the config
+  whose `config.model` is `target`, which may also take any field of its family's model."""
   for key, value in changes.items():
-    if key not in target:
+    if key not in target and model is not None:
+      tasks_base.check_model_field(model, key, f"{where}.{key}")
+    elif key not in target:
       raise ConfigError(
         f"{where}.{key}: config.{where.split('.')[-1]} has no field {key!r}"
         f"{did_you_mean(key, list(target.keys()))}."

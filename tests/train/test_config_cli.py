@@ -140,6 +140,19 @@ def test_a_model_field_the_config_file_left_out_can_be_set_and_reaches_the_model
     config_cli.load(f"{DIGITS}:small=1", [("model.dtype", "'bfloat16'")])
 
 
+def test_an_evaluation_sets_a_model_field_the_config_file_leaves_out():
+  """FlexiViT's evaluation at patch 8 on a config whose patch size is its variant's (B/16)."""
+  from lfpe.train import evaluation
+
+  imagenet = os.path.join(ROOT, "configs", "vit_b16_imagenet.py")
+  p8 = ("evals.p8", "{'model': {'patch_size': 8}}")
+  variants = evaluation.configs(config_cli.load(imagenet, [p8]))
+  assert variants["p8"].model.patch_size == 8 and "patch_size" not in variants[""].model
+  typo = ("evals.p8", "{'model': {'patch_sise': 8}}")
+  with pytest.raises(ConfigError, match=r"p8.model.patch_sise: the vit model has no field"):
+    evaluation.configs(config_cli.load(imagenet, [typo]))
+
+
 def test_naflex_is_set_whole_as_the_docs_write_it():
   """`dict(...)` as README writes it (it was kept as text and failed in `dict(given)`)."""
   text = "dict(patch=2, max_tokens=64, sizes=((16, 16),))"
