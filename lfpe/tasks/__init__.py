@@ -7,9 +7,11 @@ Reformer-lite, ...). See lfpe/tasks/base.py for the interface.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+from lfpe.errors import ConfigError, did_you_mean
 from lfpe.tasks.base import Task
 from lfpe.tasks.captioning import Captioning
 from lfpe.tasks.classification import Classification
@@ -29,6 +31,24 @@ REGISTRY: dict[str, Callable[..., Task]] = {
 def register(name: str, factory: Callable[..., Task]) -> None:
   """Makes `factory(**kwargs)` available as task `name`."""
   REGISTRY[name] = factory
+
+
+def options(name: str) -> tuple[str, ...]:
+  """The keyword options of task `name` (what `config.task` may hold besides `name`)."""
+  params = inspect.signature(REGISTRY[name]).parameters.values()
+  return tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def check_option(task_config: Any, option: str, where: str) -> None:
+  """ConfigError naming `where` unless the task `task_config.name` takes `option`: also one
+  the config file leaves at its default (`task.bbox_weight` on a detection config)."""
+  name = task_config.get("name")
+  known = list(options(name)) if name in REGISTRY else sorted(task_config.keys())
+  if option not in known:
+    raise ConfigError(
+      f"{where}: task {name!r} has no option {option!r}{did_you_mean(option, known)}; "
+      f"its options: {', '.join(known)}."
+    )
 
 
 def get(task_config: Any) -> Task:

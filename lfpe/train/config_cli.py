@@ -10,8 +10,9 @@ names the flag and the fix, with a "did you mean" for misspelled names:
 
 `config.evals` is open: `--config.evals.NAME="{'data': {...}, ...}"` (a dict literal) adds
 the named evaluation NAME (lfpe/train/evaluation.py checks its fields with the config's).
-So is `config.model`, to the fields of its family's model: `--config.model.FIELD=VALUE` sets
-one the config file left at its default (`model.posemb_grid=7`), and only such a field.
+So are `config.model`, to the fields of its family's model (`--config.model.FIELD=VALUE` sets
+one the config file left at its default: `model.posemb_grid=7`), and `config.task`, to its
+task's options (`task.bbox_weight=2` on a detection config).
 
 An override one level below an encoding spec changes one option of that spec:
 `--config.model.posemb.gamma=0.5` turns `"fourier(gamma=0.25)"` into
@@ -31,9 +32,8 @@ from typing import Any
 
 import ml_collections
 
-from lfpe import encodings
+from lfpe import encodings, tasks
 from lfpe.errors import ConfigError, did_you_mean
-from lfpe.tasks import base as tasks_base
 from lfpe.train import config_lib
 
 
@@ -102,8 +102,8 @@ def set_field(config: Any, path: str, text: str) -> str | None:
   if keys[:-1] == ["evals"] and keys[-1] not in parent:
     _add_evaluation(parent, keys[-1], text, flag)
     return None
-  if keys[:-1] == ["model"] and keys[-1] not in parent:
-    _add_model_field(config, keys[-1], text, flag)
+  if keys[:-1] in (["model"], ["task"]) and keys[-1] not in parent:
+    _add_field(config, keys[0], keys[-1], text, flag)
     return None
   current = _child(parent, keys[-1], flag, keys)
   if isinstance(current, ml_collections.ConfigDict):
@@ -160,11 +160,15 @@ def _add_evaluation(evals: Any, name: str, text: str, flag: str) -> None:
     evals[name] = value
 
 
-def _add_model_field(config: Any, field: str, text: str, flag: str) -> None:
-  """Sets a field of `config.model_name`'s model that the config file left at its default."""
-  tasks_base.check_model_field(config, field, flag)
-  with config.model.unlocked():
-    config.model[field] = _convert(None, text, flag)
+def _add_field(config: Any, section: str, field: str, text: str, flag: str) -> None:
+  """Sets a field of the model (`section` "model") or an option of the task ("task") that the
+  config file left at its default."""
+  if section == "model":
+    tasks.base.check_model_field(config, field, flag)
+  else:
+    tasks.check_option(config.task, field, flag)
+  with config[section].unlocked():
+    config[section][field] = _convert(None, text, flag)
 
 
 def _child(parent: Any, key: str, flag: str, keys: list[str]) -> Any:

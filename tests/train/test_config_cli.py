@@ -140,6 +140,19 @@ def test_a_model_field_the_config_file_left_out_can_be_set_and_reaches_the_model
     config_cli.load(f"{DIGITS}:small=1", [("model.dtype", "'bfloat16'")])
 
 
+def test_a_task_option_the_config_file_left_out_can_be_set_and_reaches_the_task():
+  from lfpe import tasks
+
+  shapes = os.path.join(ROOT, "configs", "detr_shapes.py")
+  config = config_cli.load(f"{shapes}:small=1", [("task.bbox_weight", "2")])
+  assert "bbox_weight" not in config_cli.load(f"{shapes}:small=1").task
+  assert tasks.get(config.task).bbox_weight == 2.0
+  with pytest.raises(
+    ConfigError, match=r"has no option 'bbox_wieght' \(did you mean 'bbox_weight'"
+  ):
+    config_cli.load(f"{shapes}:small=1", [("task.bbox_wieght", "2")])
+
+
 def test_an_evaluation_sets_a_model_field_the_config_file_leaves_out():
   """FlexiViT's evaluation at patch 8 on a config whose patch size is its variant's (B/16)."""
   from lfpe.train import evaluation
