@@ -65,6 +65,33 @@ def test_the_committed_reports_are_what_the_results_give(name, tmp_path):
     assert made.read_text() == (EXPERIMENTS / name / made.name).read_text(), made.name
 
 
+def test_refresh_reports_an_edition_named_once_its_results_are_copied_in(tmp_path, monkeypatch):
+  """A worktree's finished edition: results.json copied into the checkout, no claims.json yet.
+  Named, it is reported by the checkout's code; unnamed, it is left out, as is a stray folder."""
+  for folder, files in {
+    "detection_v3": ["results.json"],
+    "layout": ["results.json", "claims.json"],
+  }.items():
+    for name in files:
+      (tmp_path / folder).mkdir(exist_ok=True)
+      (tmp_path / folder / name).write_text("{}")
+  (tmp_path / "scratch").mkdir()
+  (tmp_path / "scratch" / "results.json").write_text("{}")
+  monkeypatch.setattr(refresh, "ROOT", tmp_path)
+  monkeypatch.setattr(editions, "finished", lambda root: {"layout": ["layout"]})
+  reported = []
+  monkeypatch.setattr(refresh, "RECORDS", {k: reported.append for k in ("detection", "layout")})
+  monkeypatch.setattr(refresh.summary, "main", lambda argv: None)
+  monkeypatch.setattr(refresh.which_encoding, "write", lambda: None)
+  assert refresh.unreported() == ["detection_v3"]
+  refresh.main([])
+  assert reported == [tmp_path / "layout"]
+  refresh.main(["detection_v3"])
+  assert reported[-1] == tmp_path / "detection_v3"
+  with pytest.raises(SystemExit, match="unknown records \\['scratch'\\]"):
+    refresh.main(["scratch"])
+
+
 def test_unfitted_table_rereads_each_tuned_claim_without_the_seeds_the_sweep_trained():
   """A toy record: b's tuned runs score 1 point below a's at every seed, but 3 below at the
   seeds the sweep trained too; the table reads the tuned claim on seeds 2-4 alone."""
