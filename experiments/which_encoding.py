@@ -173,7 +173,7 @@ def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
       encoded += [r for r in _holm_survivors(group) if r["key"] != family.control]
       better, worse, _ = _resolved(group) if group else (None, None, None)
       cells += ["–" if names is None else ", ".join(names) or "none" for names in (better, worse)]
-      ahead += [f"{what}, {', '.join(better)}"] if better else []
+      ahead += [f"{what}, {_few(better)}"] if better else []
     lines.append(f"| {family.name} | {ref} | " + " | ".join(cells) + " |")
     winners += [f"in {family.name}, against {ref}: {'; '.join(ahead)}"] if ahead else []
   lines.append("")
@@ -199,6 +199,11 @@ def in_short(results: list[tuple[Family, list[dict]]]) -> list[str]:
       "position itself buys there.",
     ]
   return lines
+
+
+def _few(names: list[str]) -> str:
+  """Up to three names, else their count (the table above lists them)."""
+  return ", ".join(names) if len(names) <= 3 else f"{len(names)} arms (named in the table)"
 
 
 def _name(row: dict) -> str:
