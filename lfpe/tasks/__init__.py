@@ -2,7 +2,9 @@
 
 `get(task_config)` builds the task named `task_config.name` with the remaining
 fields as keyword arguments; `register(name, factory)` adds one (DETR-lite,
-Reformer-lite, ...). See lfpe/tasks/base.py for the interface.
+Reformer-lite, ...). See lfpe/tasks/base.py for the interface. `check_option` and
+`check_model_field` say what `config.task` and `config.model` may hold beyond what a config
+file sets (the command line's and named evaluations' one check).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from lfpe import models
 from lfpe.errors import ConfigError, did_you_mean
 from lfpe.tasks.base import Task
 from lfpe.tasks.captioning import Captioning
@@ -48,6 +51,33 @@ def check_option(task_config: Any, option: str, where: str) -> None:
     raise ConfigError(
       f"{where}: task {name!r} has no option {option!r}{did_you_mean(option, known)}; "
       f"its options: {', '.join(known)}."
+    )
+
+
+# What every task gives its model from the data and config.compute_dtype, not config.model.
+MODEL_FIELDS_FROM_TASK = {
+  "num_classes": "config.data",
+  "image_size": "config.data.image_size",
+  "image_shape": "config.data",
+  "dtype": "config.compute_dtype",
+}
+
+
+def check_model_field(config: Any, field: str, where: str) -> None:
+  """ConfigError naming `where` unless `config.model` may set `field`: a field of the family's
+  model (`lfpe.models.config_fields`), also one the config file leaves at its default, other
+  than those the task fills."""
+  if field in MODEL_FIELDS_FROM_TASK:
+    raise ConfigError(
+      f"{where}: the task sets the model's {field} from {MODEL_FIELDS_FROM_TASK[field]}; set that."
+    )
+  family = config.get("model_name")
+  own = models.config_fields(family) if family in models.MODELS else ()
+  known = [f for f in own if f not in MODEL_FIELDS_FROM_TASK] or sorted(config.model.keys())
+  if field not in known:
+    raise ConfigError(
+      f"{where}: the {family} model has no field {field!r}{did_you_mean(field, known)}; "
+      f"its fields: {', '.join(known)}."
     )
 
 

@@ -41,7 +41,6 @@ import jax
 import numpy as np
 
 from lfpe import models
-from lfpe.errors import ConfigError, did_you_mean
 
 
 def model_family(config: Any, task: str) -> Callable[..., nn.Module]:
@@ -53,33 +52,6 @@ def model_family(config: Any, task: str) -> Callable[..., nn.Module]:
       f"config.model_name={config.model_name!r} is not a {task} model; use one of {families}."
     )
   return models.MODELS[config.model_name]
-
-
-# What every task gives its model from the data and config.compute_dtype, not config.model.
-MODEL_FIELDS_FROM_TASK = {
-  "num_classes": "config.data",
-  "image_size": "config.data.image_size",
-  "image_shape": "config.data",
-  "dtype": "config.compute_dtype",
-}
-
-
-def check_model_field(config: Any, field: str, where: str) -> None:
-  """ConfigError naming `where` unless `config.model` may set `field`: a field of the family's
-  model (`lfpe.models.config_fields`), also one the config file leaves at its default, other
-  than those the task fills."""
-  if field in MODEL_FIELDS_FROM_TASK:
-    raise ConfigError(
-      f"{where}: the task sets the model's {field} from {MODEL_FIELDS_FROM_TASK[field]}; set that."
-    )
-  family = config.get("model_name")
-  own = models.config_fields(family) if family in models.MODELS else ()
-  known = [f for f in own if f not in MODEL_FIELDS_FROM_TASK] or sorted(config.model.keys())
-  if field not in known:
-    raise ConfigError(
-      f"{where}: the {family} model has no field {field!r}{did_you_mean(field, known)}; "
-      f"its fields: {', '.join(known)}."
-    )
 
 
 class Task(Protocol):

@@ -164,7 +164,7 @@ def _add_field(config: Any, section: str, field: str, text: str, flag: str) -> N
   """Sets a field of the model (`section` "model") or an option of the task ("task") that the
   config file left at its default."""
   if section == "model":
-    tasks.base.check_model_field(config, field, flag)
+    tasks.check_model_field(config, field, flag)
   else:
     tasks.check_option(config.task, field, flag)
   with config[section].unlocked():

@@ -28,9 +28,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from lfpe import tasks
 from lfpe.errors import ConfigError, did_you_mean
 from lfpe.models import vit
-from lfpe.tasks import base as tasks_base
 from lfpe.train import program, sharding
 
 
@@ -70,17 +70,17 @@ def configs(config: Any) -> dict[str, Any]:
       for section in ("data", "model"):
         where, changes = f"config.evals.{name}.{section}", entry.get(section) or {}
         _mapping(changes, where, f"of config.{section}'s fields")
-        _override(variant[section], changes, where, model=config if section == "model" else None)
+        _override(variant[section], changes, where, config if section == "model" else None)
     out[name] = variant
   return out
 
 
-def _override(target: Any, changes: Any, where: str, model: Any = None) -> None:
-  """Sets `changes` on `target` (ConfigError naming a field it lacks); `model`: the config
-  whose `config.model` is `target`, which may also take any field of its family's model."""
+def _override(target: Any, changes: Any, where: str, config: Any = None) -> None:
+  """Sets `changes` on `target` (ConfigError naming a field it lacks); `config`: given where
+  `target` is its `config.model`, which may also take any field of its family's model."""
   for key, value in changes.items():
-    if key not in target and model is not None:
-      tasks_base.check_model_field(model, key, f"{where}.{key}")
+    if key not in target and config is not None:
+      tasks.check_model_field(config, key, f"{where}.{key}")
     elif key not in target:
       raise ConfigError(
         f"{where}.{key}: config.{where.split('.')[-1]} has no field {key!r}"
